@@ -514,15 +514,13 @@ _TOKEN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:=(\S+))?$")
 
 def _parse_value(name: str, text: str, where: str) -> int:
     enum = _ENUM_FIELDS.get(name)
-    if enum is not None and not re.fullmatch(r"[+-]?(0[xob])?[0-9a-fA-F_]+", text):
-        try:
-            return enum[text.upper()]
-        except KeyError:
-            raise ISAError(f"{where}: {name}={text} is not one of {', '.join(e.name for e in enum)}") from None
+    if enum is not None and text.upper() in enum.__members__:
+        return enum[text.upper()]
     try:
         return int(text, 0)
     except ValueError:
-        raise ISAError(f"{where}: {name}={text} is not an integer") from None
+        names = f" or one of {', '.join(enum.__members__)}" if enum is not None else ""
+        raise ISAError(f"{where}: {name}={text} is not an integer{names}") from None
 
 
 def assemble(text: str, config: Config) -> tuple[np.ndarray, np.ndarray]:
