@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,8 @@ class Config:
             self._check_pow2(name)
             if size < elem:
                 raise ConfigError(f"{name} ({size} B) is smaller than one {kind} element ({elem} B)")
+            if size // elem < 2:
+                raise ConfigError(f"{name} ({size} B) holds one {kind} element; a buffer needs at least two")
             if size // elem > MAX_BUFFER_DEPTH:
                 raise ConfigError(
                     f"{name} ({size} B) holds {size // elem} elements; "
@@ -146,7 +149,8 @@ class Config:
         self._check_range("dram_addr_width", 16, 32)
         self._check_range("loop_iter_width", 1, 16)
         self._check_range("alu_imm_width", 2, 16)
-        if not isinstance(self.clock_mhz, (int, float)) or self.clock_mhz <= 0:
+        v = self.clock_mhz
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"clock_mhz must be a positive number, got {self.clock_mhz!r}")
         if not isinstance(self.timing, Timing):
             raise ConfigError(f"timing must be a Timing, got {type(self.timing).__name__}")
@@ -320,7 +324,10 @@ class Config:
         def p2(key: str) -> int:
             if key not in data:
                 raise ConfigError(f"VTA config lacks {key}")
-            return 1 << int(data[key])
+            v = data[key]
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 32:
+                raise ConfigError(f"{key} must be a non-negative integer (a log2), got {v!r}")
+            return 1 << v
 
         return cls(
             name=name,

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -354,7 +356,11 @@ def stage_of(insn: Any) -> Stage:
 def _pack(fmt: Format, values: dict[str, int], what: str) -> int:
     word = 0
     for s in fmt.slots:
-        v = int(values.get(s.name, 0))
+        raw = values.get(s.name, 0)
+        try:
+            v = operator.index(raw)  # ints, bools, IntEnums, numpy integers; never a silent float cut
+        except TypeError:
+            raise FieldRangeError(f"{what}: field '{s.name}' = {raw!r} is not an integer") from None
         if not s.low <= v <= s.high:
             raise FieldRangeError(
                 f"{what}: field '{s.name}' = {v} does not fit in {s.width} "

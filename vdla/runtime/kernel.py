@@ -34,7 +34,7 @@ class UopKernel:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "uops", tuple(tuple(int(v) for v in u) for u in self.uops))
-        object.__setattr__(self, "loops", tuple(l if isinstance(l, Loop) else Loop(*l) for l in self.loops))
+        object.__setattr__(self, "loops", tuple(lp if isinstance(lp, Loop) else Loop(*lp) for lp in self.loops))
         if not self.uops:
             raise KernelError(f"kernel {self.name!r} has no uops")
         for i, u in enumerate(self.uops):

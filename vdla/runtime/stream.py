@@ -26,7 +26,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import Config
-from ..isa import AluOp, ISAError, Mem, Stage, Uop, alu, encode, encode_one, encode_uops, finish, gemm, load, nop, stage_of, store
+from ..isa import (
+    AluOp,
+    ISAError,
+    Mem,
+    Stage,
+    Uop,
+    alu,
+    encode,
+    encode_one,
+    encode_uops,
+    finish,
+    gemm,
+    load,
+    nop,
+    stage_of,
+    store,
+)
 from .dram import Buffer
 from .kernel import UopKernel
 from .program import Program

@@ -198,49 +198,74 @@ class Machine:
         self._bounds(x, c.inp_depth, "INP (src)", insn, index)
         self._bounds(w, c.wgt_depth, "WGT", insn, index)
         self.counters.gemm_counter += dst.size
-        prod = self._products(x, w)  # (N, batch, block_out), exact, float
-        rows, inverse = np.unique(dst, return_inverse=True)
+        prod, dst = self._products(x, w, dst)  # (N, batch, block_out) exact floats, dst in the same order
         lanes = c.batch * c.block_out
-        if rows.size == dst.size:
-            sums = prod.reshape(dst.size, lanes)[np.argsort(dst, kind="stable")]
-        elif dst.size * self._per_uop_bound < (1 << 53):
-            flat = (inverse[:, None] * lanes + np.arange(lanes)).ravel()
-            sums = np.bincount(flat, weights=prod.reshape(-1).astype(np.float64), minlength=rows.size * lanes)
+        if dst.size * self._per_uop_bound < (1 << 53):
+            # Dense accumulation over the whole ACC depth: no sort, exact in float64.
+            flat = np.add.outer((dst * lanes).astype(np.int32), np.arange(lanes, dtype=np.int32)).ravel()
+            sums = np.bincount(flat, weights=prod.reshape(-1).astype(np.float64), minlength=c.acc_depth * lanes)
         else:  # sums could lose precision in float64: accumulate exactly in int64
-            sums = np.zeros((rows.size, lanes), dtype=np.int64)
-            np.add.at(sums, inverse, prod.reshape(dst.size, lanes).astype(np.int64))
-        sums = sums.reshape(rows.size, c.batch, c.block_out).astype(np.int64)
+            sums = np.zeros((c.acc_depth, lanes), dtype=np.int64)
+            np.add.at(sums, dst, prod.reshape(dst.size, lanes).astype(np.int64))
+        touched = np.zeros(c.acc_depth, dtype=bool)
+        touched[dst] = True
+        rows = np.flatnonzero(touched)
+        sums = sums.reshape(c.acc_depth, c.batch, c.block_out)[rows].astype(np.int64)
         new = alu_sem.wrap(self.acc[rows].astype(np.int64) + sums, c.acc_width)
         self.acc[rows] = new
         self.out[rows] = new.astype(self.out.dtype)
 
-    def _products(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """INP[x] . WGT[w]^T for every uop-iteration, grouping by the operand with fewer
-        distinct indices so most of the work is a few large BLAS calls."""
+    @staticmethod
+    def _distinct(idx: np.ndarray, depth: int) -> int:
+        seen = np.zeros(depth, dtype=bool)
+        seen[idx] = True
+        return int(np.count_nonzero(seen))
+
+    def _products(self, x: np.ndarray, w: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """INP[x] . WGT[w]^T for every uop-iteration, and `dst` permuted to match.
+
+        Iterations are grouped by the operand with fewer distinct indices (a stable radix
+        sort on 16-bit keys), so the work is one BLAS call per distinct weight (or input)
+        over a contiguous block of gathered rows. Sums need no particular order."""
         c = self.config
         n = x.size
-        ux = np.unique(x)
-        uw = np.unique(w)
-        group_w = uw.size <= ux.size
-        groups = uw.size if group_w else ux.size
-        if n < 64 or groups * 24 > n:
-            return np.einsum("nbc,noc->nbo", self._inp_f[x], self._wgt_f[w])
-        key, other = (w, x) if group_w else (x, w)
-        order = np.argsort(key, kind="stable")
-        sk = key[order]
-        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-        ends = np.r_[starts[1:], n]
+        nx, nw = self._distinct(x, c.inp_depth), self._distinct(w, c.wgt_depth)
+        group_w = nw <= nx
+        if n < 32 or min(nx, nw) * 4 > n:
+            return np.einsum("nbc,noc->nbo", self._inp_f[x], self._wgt_f[w]), dst
+        key = w if group_w else x
+        order = np.argsort(key.astype(np.uint16), kind="stable")
+        sk, xs, ws = key[order], x[order], w[order]
+        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]]).tolist()
+        ends = starts[1:] + [n]
+        sizes = np.diff(starts + [n])
+        if sizes.min() == sizes.max() and len(starts) > 1:
+            return self._products_stacked(xs, ws, group_w, len(starts)), dst[order]
         out = np.empty((n, c.batch, c.block_out), dtype=self._fdtype)
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            sel = order[s:e]
-            if group_w:
-                lhs = self._inp_f[x[sel]].reshape(-1, c.block_in)
-                out[sel] = (lhs @ self._wgt_f[sk[s]].T).reshape(-1, c.batch, c.block_out)
-            else:
-                lhs = self._wgt_f[w[sel]].reshape(-1, c.block_in)
-                prod = (lhs @ self._inp_f[sk[s]].T).reshape(-1, c.block_out, c.batch)
-                out[sel] = prod.transpose(0, 2, 1)
-        return out
+        if group_w:
+            lhs = self._inp_f[xs].reshape(n, c.batch * c.block_in)
+            for s, e in zip(starts, ends):
+                block = lhs[s:e].reshape(-1, c.block_in) @ self._wgt_f[ws[s]].T
+                out[s:e] = block.reshape(e - s, c.batch, c.block_out)
+        else:
+            lhs = self._wgt_f[ws].reshape(n, c.block_out * c.block_in)
+            for s, e in zip(starts, ends):
+                block = lhs[s:e].reshape(-1, c.block_in) @ self._inp_f[xs[s]].T  # (m*block_out, batch)
+                out[s:e] = block.reshape(e - s, c.block_out, c.batch).transpose(0, 2, 1)
+        return out, dst[order]
+
+    def _products_stacked(self, xs: np.ndarray, ws: np.ndarray, group_w: bool, groups: int) -> np.ndarray:
+        """Equal-sized groups (the usual case for regular loops): one stacked matmul."""
+        c = self.config
+        n = xs.size
+        m = n // groups
+        if group_w:
+            lhs = self._inp_f[xs].reshape(groups, m * c.batch, c.block_in)
+            rhs = self._wgt_f[ws[::m]].transpose(0, 2, 1)  # (groups, block_in, block_out)
+            return np.matmul(lhs, rhs).reshape(n, c.batch, c.block_out)
+        lhs = self._wgt_f[ws].reshape(groups, m * c.block_out, c.block_in)
+        rhs = self._inp_f[xs[::m]].transpose(0, 2, 1)  # (groups, block_in, batch)
+        return np.matmul(lhs, rhs).reshape(n, c.block_out, c.batch).transpose(0, 2, 1)
 
     def _alu(self, insn, index: int) -> None:
         c = self.config
