@@ -276,6 +276,24 @@ class Config:
         block = self.block_in if self.block_in == self.block_out else f"{self.block_in}x{self.block_out}"
         return f"{self.batch}x{block}_i{self.inp_width}w{self.wgt_width}a{self.acc_width}_{logs}"
 
+    # -- compatibility -------------------------------------------------------------
+    #: Parameters that shape the instruction encoding and the data layout. Programs built for
+    #: one Config run on any other with the same values (bus width, queue depths, clock and
+    #: timing are implementation choices).
+    ARCHITECTURAL = (
+        "batch", "block_in", "block_out", "inp_width", "wgt_width", "acc_width", "out_width",
+        "uop_buff_size", "inp_buff_size", "wgt_buff_size", "acc_buff_size",
+        "dram_addr_width", "loop_iter_width", "alu_imm_width",
+    )
+
+    def architecture_differences(self, other: Config) -> list[str]:
+        """'name: mine != theirs' for every architectural parameter that differs."""
+        return [
+            f"{k}: {getattr(self, k)} != {getattr(other, k)}"
+            for k in self.ARCHITECTURAL
+            if getattr(self, k) != getattr(other, k)
+        ]
+
     # -- JSON ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -86,10 +86,11 @@ class Device:
     # -- running ---------------------------------------------------------------------
     def run(self, program: Program, strict: bool = True) -> Report:
         """Place the program's uops and instructions in DRAM, run it, free them, report."""
-        if program.config != self.config:
+        diff = program.config.architecture_differences(self.config)
+        if diff:
             raise DeviceError(
-                f"program {program.name!r} was built for config {program.config.name!r}, "
-                f"but {self!r} has config {self.config.name!r} (they differ)"
+                f"program {program.name!r} was built for config {program.config.name!r}, which {self!r} "
+                f"(config {self.config.name!r}) cannot run: {'; '.join(diff)}"
             )
         segments: list[Buffer] = []
         try:

@@ -1,0 +1,200 @@
+"""Random valid VDLA programs, for differential testing of executors.
+
+`random_program(config, seed)` builds a program with the `CommandStream` from a
+sequence of tasks. Each task loads random INP/WGT tiles (2D, strided, padded), runs
+compute (LOAD ACC / ACC_8BIT, GEMM reset and accumulate over random 2-level uop
+loops, ALU ops with random immediates or tensor operands) and stores random OUT rows.
+Tokens follow VTA's protocol (RAW forward, WAR backward, every push before its pop in
+program order), so a correct executor neither deadlocks nor leaves tokens, and the
+final DRAM contents do not depend on timing or queue depths.
+
+The returned `RandomCase` holds the program, the DRAM image to start from and the
+output range to compare, so two executors can be run on the same case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import Config
+from ..isa import AluOp, Mem, Stage
+from ..simulator import Report
+from .device import Device
+from .kernel import Loop, UopKernel
+from .program import Program
+from .stream import CommandStream
+
+__all__ = ["RandomCase", "random_program"]
+
+L, G, S = Stage.LOAD, Stage.COMPUTE, Stage.STORE
+
+
+@dataclass
+class RandomCase:
+    seed: int
+    program: Program
+    dram: np.ndarray  # initial DRAM image (uint8)
+    out_range: tuple[int, int]  # bytes [start, end) the program writes
+
+    def run(self, device: Device, strict: bool = True) -> tuple[np.ndarray, Report]:
+        """Run on a fresh `device` (DRAM larger than the case's): the case's image goes at
+        address 0, the device places uops and instructions above it. Returns the output bytes."""
+        n = self.dram.size
+        if device.dram.size <= n:
+            raise ValueError(f"{device!r} has {device.dram.size} bytes of DRAM; the case needs more than {n}")
+        device.allocator.reserve(4096, n - 4096)
+        try:
+            device.dram[:n] = self.dram
+            report = device.run(self.program, strict=strict)
+            return device.dram[self.out_range[0] : self.out_range[1]].copy(), report
+        finally:
+            device.allocator.free(4096)
+
+    def describe(self) -> str:
+        return f"random program seed={self.seed}: {len(self.program)} instructions, {self.program.uops.size} uops"
+
+
+class _Gen:
+    def __init__(self, config: Config, rng: np.random.Generator, dram_size: int) -> None:
+        self.c, self.rng = config, rng
+        c = config
+        # DRAM: [inputs | outputs]; inputs random, outputs zero. Element sizes divide 4096.
+        self.in_base, self.in_bytes = 4096, dram_size // 2 - 4096
+        self.out_base, self.out_bytes = dram_size // 2, dram_size // 2
+        self.elem = {Mem.INP: c.inp_elem_bytes, Mem.WGT: c.wgt_elem_bytes, Mem.ACC: c.acc_elem_bytes,
+                     Mem.ACC_8BIT: c.acc8_elem_bytes}
+        self.depth = {Mem.INP: c.inp_depth, Mem.WGT: c.wgt_depth, Mem.ACC: c.acc_depth, Mem.ACC_8BIT: c.acc_depth}
+        # Rows that hold data (loaded, or written by kernels): kernels and stores favour them.
+        self.loaded: dict[Mem, list[int]] = {Mem.INP: [], Mem.WGT: [], Mem.ACC: [], Mem.OUT: []}
+
+    def r(self, lo: int, hi: int) -> int:
+        """Uniform integer in [lo, hi]."""
+        return int(self.rng.integers(lo, hi + 1))
+
+    def load(self, s: CommandStream, mem: Mem) -> None:
+        depth, eb = self.depth[mem], self.elem[mem]
+        max_pad = 2 if mem != Mem.WGT else 0
+        xp = (self.r(0, max_pad), self.r(0, max_pad))
+        yp = (self.r(0, max_pad), self.r(0, max_pad))
+        x = self.r(1, max(1, min(8, depth // 4)))
+        y = self.r(1, max(1, min(4, depth // (4 * (x + sum(xp))))))
+        span = (y + sum(yp)) * (x + sum(xp))
+        if span > depth:
+            xp = yp = (0, 0)
+            x, y = 1, 1
+            span = 1
+        sram = self.r(0, depth - span)
+        self.loaded[Mem.ACC if mem == Mem.ACC_8BIT else mem].append(sram)
+        stride = x + self.r(0, 3)
+        elems = self.in_bytes // eb
+        offset = self.r(0, elems - ((y - 1) * stride + x) - 1)
+        s.load_2d(mem, sram, self.in_base, x_size=x, y_size=y, x_stride=stride,
+                  offset=offset, x_pad=xp, y_pad=yp)
+
+    def loops(self, factors: tuple[str, ...], limits: dict[str, int]) -> tuple[Loop, ...]:
+        """Up to two loops whose total index spread stays inside each buffer."""
+        n = self.r(0, 2)
+        loops = []
+        for _ in range(n):
+            ext = self.r(1, 4)
+            # Mostly small strides, so iterations stay near the rows that hold data.
+            wide = self.r(0, 3) == 0
+            f = {
+                k: (self.r(0, max(0, limits[k] // (4 * ext) if wide else min(4, limits[k] // (4 * ext)))) if k in factors else 0)
+                for k in ("dst", "src", "wgt")
+            }
+            loops.append(Loop(ext, **f))
+        return tuple(loops)
+
+    def pick(self, mem: Mem, high: int) -> int:
+        """An index in [0, high], usually one that was loaded."""
+        seen = self.loaded[mem]
+        if seen and self.r(0, 3):
+            return min(seen[self.r(0, len(seen) - 1)], high)
+        return self.r(0, high)
+
+    def kernel(self, name: str, src_depth: int, wgt_depth: int, mode_factors: tuple[str, ...]) -> UopKernel:
+        c = self.c
+        limits = {"dst": c.acc_depth, "src": src_depth, "wgt": wgt_depth}
+        loops = self.loops(mode_factors, limits)
+        spread = {k: sum((lp.extent - 1) * getattr(lp, k) for lp in loops) for k in limits}
+        uops, last = [], -1
+        for _ in range(self.r(1, 6)):
+            d = self.pick(Mem.ACC, c.acc_depth - 1 - spread["dst"])
+            if d == last:
+                d = (d + 1) % (c.acc_depth - spread["dst"])
+            src_mem = Mem.INP if "wgt" in mode_factors else Mem.ACC
+            uops.append((d, self.pick(src_mem, src_depth - 1 - spread["src"]), self.pick(Mem.WGT, wgt_depth - 1 - spread["wgt"])))
+            last = d
+        self.loaded[Mem.ACC].extend(d for d, _, _ in uops)
+        self.loaded[Mem.OUT].extend(d for d, _, _ in uops)  # GEMM/ALU write OUT; LOAD ACC does not
+        return UopKernel(tuple(uops), loops, name)
+
+    def compute(self, s: CommandStream) -> None:
+        c = self.c
+        for _ in range(self.r(1, 4)):
+            kind = self.r(0, 9)
+            if kind == 0:
+                self.load(s, Mem.ACC)
+            elif kind == 1:
+                self.load(s, Mem.ACC_8BIT)
+            elif kind <= 5:
+                k = self.kernel("gemm", c.inp_depth, c.wgt_depth, ("dst", "src", "wgt"))
+                s.gemm(k, reset=self.r(0, 4) == 0)
+            else:
+                use_imm = self.r(0, 1) == 1
+                op = AluOp(self.r(0, len(AluOp) - 1))
+                k = self.kernel("alu", c.acc_depth, 1, ("dst", "src"))
+                k = UopKernel(tuple((d, sr, 0) for d, sr, _ in k.uops), k.loops, k.name)
+                if use_imm:
+                    imm = self.r(-12, 12) if op == AluOp.SHR and self.r(0, 3) else self.r(-40, 40) if op == AluOp.SHR else self.r(-(1 << 15), (1 << 15) - 1)
+                    s.alu(k, op, imm)
+                else:
+                    s.alu(k, op)
+
+    def store(self, s: CommandStream) -> None:
+        c = self.c
+        eb = c.out_elem_bytes
+        x = self.r(1, min(8, c.out_depth))
+        y = self.r(1, max(1, min(4, c.out_depth // x)))
+        sram = self.pick(Mem.OUT, c.out_depth - x * y)
+        stride = x + self.r(0, 3)
+        elems = self.out_bytes // eb
+        offset = self.r(0, elems - ((y - 1) * stride + x) - 1)
+        s.store_2d(sram, self.out_base, x_size=x, y_size=y, x_stride=stride, offset=offset)
+
+
+def random_program(config: Config, seed: int, tasks: int | None = None, dram_size: int = 1 << 16) -> RandomCase:
+    """A random valid program over a DRAM of `dram_size` bytes (inputs below the middle,
+    outputs above)."""
+    rng = np.random.default_rng(seed)
+    g = _Gen(config, rng, dram_size)
+    n = tasks if tasks is not None else g.r(1, 5)
+    s = CommandStream(config, f"random-{seed}")
+    for t in range(n):
+        # load: wait until compute is done with the previous tiles (WAR), then load, then signal.
+        if t > 0:
+            s.dep_pop(G, L)
+        kinds = [Mem.INP, Mem.WGT] + [Mem.INP if g.r(0, 1) else Mem.WGT for _ in range(g.r(0, 2))]
+        for i in rng.permutation(len(kinds)):
+            g.load(s, kinds[i])
+        s.dep_push(L, G)
+        # compute: wait for the loads (RAW) and for the previous store to drain OUT (WAR).
+        s.dep_pop(L, G)
+        if t > 0:
+            s.dep_pop(S, G)
+        g.compute(s)
+        if t < n - 1:
+            s.dep_push(G, L)
+        s.dep_push(G, S)
+        # store: wait for compute (RAW), store, then let compute reuse OUT.
+        s.dep_pop(G, S)
+        for _ in range(g.r(1, 2)):
+            g.store(s)
+        if t < n - 1:
+            s.dep_push(S, G)
+    dram = np.zeros(dram_size, dtype=np.uint8)
+    dram[g.in_base : g.in_base + g.in_bytes] = rng.integers(0, 256, g.in_bytes, dtype=np.uint8)
+    return RandomCase(seed, s.finish(), dram, (g.out_base, g.out_base + g.out_bytes))
