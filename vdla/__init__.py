@@ -6,8 +6,9 @@ package follows the data: `config` (parameters) -> `isa` (the one field table) -
 the command-stream builder) -> `compiler`.
 """
 
+from .compiler import build, lower, te
 from .config import Config, ConfigError, preset
 from .runtime import Device, Program
 
 __version__ = "0.1.0"
-__all__ = ["Config", "ConfigError", "preset", "Device", "Program", "__version__"]
+__all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__"]

@@ -1,0 +1,1 @@
+"""Code generators: ``llvm`` (host CPU through llvmlite)."""

@@ -1,0 +1,162 @@
+"""The host JIT: one llvmlite MCJIT engine per process, the O3 pipeline, and the thread pool.
+
+``compile_module(text)`` parses, verifies and optimises LLVM IR for the host CPU (its name
+and features), adds it to the process-wide MCJIT engine and returns the engine's view of
+it.  Parallel loops call ``vdla_parallel_launch(task, closure, n)``, which runs ``task``
+on up to :func:`get_num_threads` threads (ctypes releases the GIL during each call).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+_lock = threading.RLock()
+_state: dict[str, object] = {}
+
+
+def _init() -> None:
+    if "tm" in _state:
+        return
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
+    target = llvm.Target.from_default_triple()
+    cpu = llvm.get_host_cpu_name()
+    features = llvm.get_host_cpu_features().flatten()
+    tm = target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    _state.update(tm=tm, engine=engine, cpu=cpu, features=features, triple=llvm.get_process_triple())
+    _register_symbols()
+
+
+def host_info() -> dict[str, str]:
+    """Triple, CPU name and features of the host target machine."""
+    with _lock:
+        _init()
+        tm = _state["tm"]
+        return {
+            "triple": str(_state["triple"]),
+            "cpu": str(_state["cpu"]),
+            "features": str(_state["features"]),
+            "data_layout": str(tm.target_data),  # type: ignore[attr-defined]
+        }
+
+
+def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pto.loop_interleaving = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+@dataclass
+class Compiled:
+    module: llvm.ModuleRef
+    optimized_ir: str
+
+    def address(self, name: str) -> int:
+        with _lock:
+            return int(_state["engine"].get_function_address(name))  # type: ignore[attr-defined]
+
+    def assembly(self) -> str:
+        with _lock:
+            return str(_state["tm"].emit_assembly(self.module))  # type: ignore[attr-defined]
+
+
+def compile_module(text: str, opt_level: int = 3) -> Compiled:
+    """Parse, verify, optimise and JIT-load an LLVM IR module for the host."""
+    with _lock:
+        _init()
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        tm = _state["tm"]
+        mod.triple = str(_state["triple"])
+        mod.data_layout = str(tm.target_data)  # type: ignore[attr-defined]
+        if opt_level > 0:
+            _optimize(mod, tm, opt_level)  # type: ignore[arg-type]
+        engine = _state["engine"]
+        engine.add_module(mod)  # type: ignore[attr-defined]
+        engine.finalize_object()  # type: ignore[attr-defined]
+        return Compiled(mod, str(mod))
+
+
+# ---------------------------------------------------------------------------- runtime symbols
+
+_TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+_LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+_num_threads = max(1, int(os.environ.get("VDLA_NUM_THREADS", os.cpu_count() or 1)))
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_tasks: dict[int, object] = {}
+_local = threading.local()
+
+
+def set_num_threads(n: int) -> None:
+    """Number of threads parallel loops use (default: VDLA_NUM_THREADS or all cores)."""
+    global _num_threads
+    if n < 1:
+        raise ValueError(f"number of threads must be >= 1, got {n}")
+    _num_threads = int(n)
+
+
+def get_num_threads() -> int:
+    return _num_threads
+
+
+def _get_pool(n: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    if _pool is None or _pool_size < n:
+        _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="vdla-par")
+        _pool_size = n
+    return _pool
+
+
+def _run_task(fn: object, closure: int, t: int, k: int) -> None:
+    _local.inside = True
+    try:
+        fn(closure, t, k)  # type: ignore[operator]
+    finally:
+        _local.inside = False
+
+
+def _launch(task: int, closure: int, n: int) -> None:
+    fn = _tasks.get(task)
+    if fn is None:
+        fn = _tasks[task] = _TASK(task)
+    k = max(1, min(_num_threads, int(n)))
+    if k == 1 or getattr(_local, "inside", False):
+        fn(closure, 0, 1)  # type: ignore[operator]
+        return
+    pool = _get_pool(k - 1)
+    futs = [pool.submit(_run_task, fn, closure, t, k) for t in range(1, k)]
+    fn(closure, 0, k)  # type: ignore[operator]
+    for f in futs:
+        f.result()
+
+
+_launch_c = _LAUNCH(_launch)
+
+
+def _register_symbols() -> None:
+    llvm.add_symbol("vdla_parallel_launch", ctypes.cast(_launch_c, ctypes.c_void_p).value)
+    libc = ctypes.CDLL(None)
+    for name in ("malloc", "free", "aligned_alloc"):
+        llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+    libm_name = ctypes.util.find_library("m")
+    libm = ctypes.CDLL(libm_name) if libm_name else libc
+    for base in ("exp", "log", "tanh", "pow", "sqrt", "floor", "ceil", "fabs", "exp2", "log2", "expm1", "log1p"):
+        for name in (base, base + "f"):
+            try:
+                llvm.add_symbol(name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
+            except AttributeError:  # pragma: no cover
+                pass

@@ -1,0 +1,14 @@
+"""Loop-IR passes: each is a function from a statement (or PrimFunc body) to a new one.
+
+* :func:`simplify` — constant folding, canonical linear index forms, dead guards/loops
+* :func:`storage_flatten` — multi-dimensional tensors to flat buffers
+* :func:`vectorize` — loops marked ``vectorized`` to vector (Ramp/Broadcast) code
+* :func:`unroll` — loops marked ``unrolled`` to straight-line copies
+"""
+
+from .flatten import storage_flatten
+from .simplify import simplify, simplify_expr
+from .unroll import unroll
+from .vectorize import vectorize
+
+__all__ = ["simplify", "simplify_expr", "storage_flatten", "unroll", "vectorize"]

@@ -1,0 +1,572 @@
+"""Tensor expressions: declare *what* to compute (``placeholder``, ``compute``, reductions).
+
+Modelled on TVM's ``tvm.te``::
+
+    A = te.placeholder((n, k), "float32", name="A")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[j, r], axis=r), name="C")
+    s = te.create_schedule(C.op)
+
+Shapes may hold symbolic ``te.var`` sizes; they are bound from the arrays at call time.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import dtypes
+from .ir import (
+    Call,
+    Expr,
+    ExprOp,
+    IntImm,
+    IRError,
+    Logic,
+    Reduce,
+    Select,
+    TensorRead,
+    Var,
+    as_bool,
+    binary,
+    convert,
+    make_const,
+)
+from .visitor import walk
+
+__all__ = [
+    "Range",
+    "IterVar",
+    "Tensor",
+    "Operation",
+    "PlaceholderOp",
+    "ComputeOp",
+    "CommReducer",
+    "TensorError",
+    "placeholder",
+    "compute",
+    "reduce_axis",
+    "thread_axis",
+    "var",
+    "size_var",
+    "const",
+    "comm_reducer",
+    "sum",
+    "max",
+    "min",
+    "if_then_else",
+    "select",
+    "floordiv",
+    "floormod",
+    "truncdiv",
+    "truncmod",
+    "exp",
+    "log",
+    "sqrt",
+    "tanh",
+    "sigmoid",
+    "abs",
+    "power",
+    "floor",
+    "ceil",
+    "all",
+    "any",
+    "max_value",
+    "min_value",
+    "create_schedule",
+]
+
+
+class TensorError(IRError):
+    """A malformed tensor declaration (shape mismatch, misused reduction axis, ...)."""
+
+
+@dataclass(eq=False)
+class Range:
+    """The half-open interval ``[min, min + extent)``."""
+
+    min: Expr
+    extent: Expr
+
+    @staticmethod
+    def make(dom: Any) -> Range:
+        if isinstance(dom, Range):
+            return dom
+        if isinstance(dom, tuple | list) and len(dom) == 2:
+            lo, hi = convert(dom[0]), convert(dom[1])
+            from .passes.simplify import simplify_expr
+
+            return Range(lo, simplify_expr(hi - lo))
+        ext = convert(dom)
+        return Range(make_const(0, ext.dtype), ext)
+
+    __hash__ = object.__hash__
+
+
+@dataclass(eq=False, repr=False)
+class IterVar(ExprOp):
+    """An iteration axis: a Var with its domain and kind (data_par, reduce, thread)."""
+
+    dom: Range | None
+    var: Var
+    iter_type: str = "data_par"
+    thread_tag: str | None = None
+
+    def _expr(self) -> Expr:
+        return self.var
+
+    @property
+    def name(self) -> str:
+        return self.var.name
+
+    def __repr__(self) -> str:
+        return f"IterVar({self.var.name}, {self.iter_type})"
+
+    __str__ = __repr__
+    __hash__ = object.__hash__
+
+
+class Operation:
+    """Base of tensor-producing operations."""
+
+    name: str
+    tag: str = ""
+    attrs: dict[str, Any]
+    outputs: list[Tensor]
+
+    def output(self, i: int) -> Tensor:
+        return self.outputs[i]
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    def input_tensors(self) -> list[Tensor]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+    __hash__ = object.__hash__
+
+
+class Tensor(ExprOp):
+    """The output of an Operation.  ``A[i, j]`` reads an element."""
+
+    def __init__(self, op: Operation, shape: Sequence[Expr], dtype: str, name: str, value_index: int = 0) -> None:
+        self.op = op
+        self.shape = list(shape)
+        self.dtype = dtype
+        self.name = name
+        self.value_index = value_index
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def _expr(self) -> Expr:
+        if self.ndim != 0:
+            raise TensorError(f"tensor {self.name!r} has {self.ndim} dimensions; index it as {self.name}[...]")
+        return TensorRead(self, [], self.dtype)
+
+    def __getitem__(self, indices: Any) -> Expr:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != self.ndim:
+            raise TensorError(
+                f"tensor {self.name!r} has {self.ndim} dimension(s) {tuple(self.shape)} "
+                f"but is indexed with {len(indices)} index(es)"
+            )
+        idx = []
+        for k, x in enumerate(indices):
+            if isinstance(x, slice):
+                raise TensorError(f"tensor {self.name!r}: slices are not supported in index {k}")
+            e = convert(x)
+            if not dtypes.is_int(e.dtype) or dtypes.lanes(e.dtype) != 1:
+                raise TensorError(f"tensor {self.name!r}: index {k} ({e}) must be a scalar integer, got {e.dtype}")
+            idx.append(e)
+        return TensorRead(self, idx, self.dtype)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+        return self is other
+
+    def __ne__(self, other: object) -> bool:  # type: ignore[override]
+        return self is not other
+
+    def __repr__(self) -> str:
+        return f"Tensor(name={self.name}, shape={tuple(self.shape)}, dtype={self.dtype})"
+
+
+class PlaceholderOp(Operation):
+    def __init__(self, name: str, shape: list[Expr], dtype: str) -> None:
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.attrs = {}
+        self.outputs = [Tensor(self, shape, dtype, name)]
+
+
+class ComputeOp(Operation):
+    """``out[axis] = body`` (``body`` may be a top-level Reduce over ``reduce_axis``)."""
+
+    def __init__(
+        self,
+        name: str,
+        axis: list[IterVar],
+        body: Expr,
+        tag: str = "",
+        attrs: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.axis = axis
+        self.body = body
+        self.tag = tag
+        self.attrs = dict(attrs or {})
+        self.reduce_axis: list[IterVar] = list(body.axis) if isinstance(body, Reduce) else []
+        shape = [iv.dom.extent for iv in axis]
+        self.outputs = [Tensor(self, shape, body.dtype, name)]
+
+    def input_tensors(self) -> list[Tensor]:
+        seen: dict[Tensor, None] = {}
+        for n in walk(self.body):
+            if isinstance(n, TensorRead):
+                seen.setdefault(n.tensor, None)
+        return list(seen)
+
+
+# ---------------------------------------------------------------------------- declarations
+
+
+def _shape(shape: Any, what: str) -> list[Expr]:
+    if isinstance(shape, int | Expr | ExprOp):
+        shape = (shape,)
+    if not isinstance(shape, tuple | list):
+        raise TensorError(f"{what}: shape must be a tuple of sizes, got {shape!r}")
+    out = []
+    for k, s in enumerate(shape):
+        e = convert(s)
+        if not dtypes.is_int(e.dtype):
+            raise TensorError(f"{what}: shape[{k}] = {e} must be an integer, got {e.dtype}")
+        if isinstance(e, IntImm) and e.value < 0:
+            raise TensorError(f"{what}: shape[{k}] = {e.value} is negative")
+        out.append(e)
+    return out
+
+
+def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor of the given shape and dtype."""
+    dtype = dtypes.check(dtype)
+    if dtypes.lanes(dtype) != 1:
+        raise TensorError(f"placeholder {name!r}: vector dtype {dtype} is not allowed")
+    return PlaceholderOp(name, _shape(shape, f"placeholder {name!r}"), dtype).output(0)
+
+
+def var(name: str = "v", dtype: str = "int32") -> Var:
+    """A scalar symbolic variable (a shape size or a scalar parameter)."""
+    return Var(name, dtypes.check(dtype))
+
+
+def size_var(name: str = "n", dtype: str = "int32") -> Var:
+    """A symbolic size (alias of :func:`var`)."""
+    return var(name, dtype)
+
+
+def const(value: Any, dtype: str | None = None) -> Expr:
+    """A constant; the dtype defaults to int32 for ints and float32 for floats."""
+    if dtype is None:
+        return convert(value)
+    return make_const(value, dtype)
+
+
+def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
+    """A reduction axis over ``dom``: ``(min, max)`` or an extent."""
+    iv = IterVar(Range.make(dom), Var(name, "int32"), "reduce")
+    _REDUCE_VARS.add(iv.var)
+    return iv
+
+
+def thread_axis(tag: str = "", name: str = "") -> IterVar:
+    """A thread axis for ``Stage.bind`` (``"threadIdx.x"``, ``"blockIdx.x"``, ``"vthread"``, ``"cthread"``)."""
+    return IterVar(None, Var(name or tag, "int32"), "thread", tag)
+
+
+def _check_reductions(name: str, body: Expr, reduce_vars: set[Var]) -> None:
+    """Reductions only at the top level; reduce axes only inside reductions."""
+
+    def scan(e: Any, inside: bool) -> None:
+        for n in walk(e):
+            if isinstance(n, Reduce) and n is not body:
+                raise TensorError(
+                    f"compute {name!r}: a reduction must be the whole body (top level), "
+                    "not part of a larger expression; split it into two computes"
+                )
+            if not inside and isinstance(n, Var) and n in reduce_vars:
+                raise TensorError(
+                    f"compute {name!r}: reduce axis {n.name!r} is used outside a reduction (te.sum/max/min ...)"
+                )
+
+    if isinstance(body, Reduce):
+        scan(body.source, True)
+        if body.condition is not None:
+            scan(body.condition, True)
+        if body.init is not None:
+            scan(body.init, False)
+    else:
+        scan(body, False)
+
+
+#: every Var created by reduce_axis (to report reduce axes used outside a reduction)
+_REDUCE_VARS: weakref.WeakSet[Var] = weakref.WeakSet()
+
+
+def compute(
+    shape: Any,
+    fcompute: Callable[..., Any],
+    name: str = "compute",
+    tag: str = "",
+    attrs: dict[str, Any] | None = None,
+) -> Tensor:
+    """``out[i, j, ...] = fcompute(i, j, ...)`` over ``shape``."""
+    shp = _shape(shape, f"compute {name!r}")
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):  # builtins
+        params = []
+    var_pos = builtins.any(p.kind == p.VAR_POSITIONAL for p in params)
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not var_pos and len(names) != len(shp):
+        raise TensorError(
+            f"compute {name!r}: fcompute takes {len(names)} index argument(s) but the shape {tuple(shp)} "
+            f"has {len(shp)} dimension(s)"
+        )
+    if var_pos:
+        names = [f"i{k}" for k in range(len(shp))]
+    axis = [
+        IterVar(Range(make_const(0, s.dtype), s), Var(n, s.dtype), "data_par") for n, s in zip(names, shp, strict=True)
+    ]
+    body = fcompute(*[iv.var for iv in axis])
+    if isinstance(body, tuple | list):
+        raise TensorError(f"compute {name!r}: multiple outputs are not supported; return one expression")
+    if isinstance(body, Tensor):
+        raise TensorError(f"compute {name!r}: fcompute returned a tensor; index it (e.g. {body.name}[i])")
+    try:
+        body = convert(body)
+    except IRError as err:
+        raise TensorError(f"compute {name!r}: {err}") from None
+    if dtypes.lanes(body.dtype) != 1:
+        raise TensorError(f"compute {name!r}: body must be scalar, got {body.dtype}")
+    reduce_vars = {n.var for n in _reduce_axes_in(body)}
+    reduce_vars |= {v for v in _vars_in(body) if v in _REDUCE_VARS}
+    _check_reductions(name, body, reduce_vars)
+    return ComputeOp(name, axis, body, tag, attrs).output(0)
+
+
+def _vars_in(e: Expr) -> list[Var]:
+    return [n for n in walk(e) if isinstance(n, Var)]
+
+
+def _reduce_axes_in(e: Expr) -> list[IterVar]:
+    out: list[IterVar] = []
+    for n in walk(e):
+        if isinstance(n, Reduce):
+            out.extend(n.axis)
+    return out
+
+
+# ---------------------------------------------------------------------------- reductions
+
+
+class CommReducer:
+    """A commutative reducer: ``combine(x, y)`` and ``identity(dtype)``."""
+
+    def __init__(self, fcombine: Callable[[Expr, Expr], Any], fidentity: Callable[[str], Any], name: str) -> None:
+        self.fcombine = fcombine
+        self.fidentity = fidentity
+        self.name = name
+
+    def combine(self, x: Expr, y: Expr) -> Expr:
+        r = convert(self.fcombine(x, y))
+        if r.dtype != x.dtype:
+            r = r.astype(x.dtype)
+        return r
+
+    def identity(self, dtype: str) -> Expr:
+        v = self.fidentity(dtype)
+        e = convert(v) if isinstance(v, ExprOp) else make_const(v, dtype)
+        return e.astype(dtype)
+
+    def __call__(self, expr: Any, axis: Any = None, where: Any = None, init: Any = None) -> Expr:
+        if isinstance(axis, Var) and self.name not in ("max", "min"):
+            raise TensorError(
+                f"te.{self.name}: axis {axis.name!r} is not a reduction axis; create it with te.reduce_axis"
+            )
+        if axis is not None and not isinstance(axis, IterVar | list | tuple):
+            # te.max(a, b): combine two values directly
+            both = binary("add", expr, axis)  # promotes the two operands to one dtype
+            return self.combine(both.a, both.b)
+        if axis is None:
+            raise TensorError(f"te.{self.name}: 'axis' (a reduce_axis or a list of them) is required")
+        axes = list(axis) if isinstance(axis, list | tuple) else [axis]
+        if not axes:
+            raise TensorError(f"te.{self.name}: empty axis list")
+        for ax in axes:
+            if not isinstance(ax, IterVar) or ax.iter_type != "reduce":
+                raise TensorError(f"te.{self.name}: axis {ax!r} is not a reduction axis; create it with te.reduce_axis")
+        src = convert(expr)
+        cond = None if where is None else as_bool(where)
+        ini = None if init is None else convert(init).astype(src.dtype)
+        return Reduce(self, src, axes, cond, ini, src.dtype)
+
+    def __repr__(self) -> str:
+        return f"CommReducer({self.name})"
+
+
+def comm_reducer(
+    fcombine: Callable[[Expr, Expr], Any], fidentity: Callable[[str], Any], name: str = "reduce"
+) -> CommReducer:
+    """Create a reducer from a combining function and an identity (a function of dtype)."""
+    return CommReducer(fcombine, fidentity, name)
+
+
+def _max2(a: Any, b: Any) -> Expr:
+    return binary("max", a, b)
+
+
+def _min2(a: Any, b: Any) -> Expr:
+    return binary("min", a, b)
+
+
+sum = comm_reducer(lambda x, y: x + y, lambda t: 0, name="sum")  # noqa: A001
+max = comm_reducer(_max2, lambda t: dtypes.min_value(t), name="max")  # noqa: A001
+min = comm_reducer(_min2, lambda t: dtypes.max_value(t), name="min")  # noqa: A001
+
+
+# ---------------------------------------------------------------------------- scalar helpers
+
+
+def if_then_else(cond: Any, t: Any, f: Any) -> Expr:
+    """``t`` if ``cond`` else ``f``; only the taken branch is evaluated (safe for padding)."""
+    c = as_bool(cond)
+    tmp = binary("add", t, f)  # promote the two branches to one dtype
+    return Select(c, tmp.a, tmp.b, tmp.dtype, lazy=True)
+
+
+def select(cond: Any, t: Any, f: Any) -> Expr:
+    """Like :func:`if_then_else` but both branches may be evaluated."""
+    c = as_bool(cond)
+    tmp = binary("add", t, f)
+    return Select(c, tmp.a, tmp.b, tmp.dtype, lazy=False)
+
+
+def floordiv(a: Any, b: Any) -> Expr:
+    return binary("floordiv", a, b)
+
+
+def floormod(a: Any, b: Any) -> Expr:
+    return binary("floormod", a, b)
+
+
+def truncdiv(a: Any, b: Any) -> Expr:
+    return binary("truncdiv", a, b)
+
+
+def truncmod(a: Any, b: Any) -> Expr:
+    return binary("truncmod", a, b)
+
+
+def _float_call(name: str, x: Any) -> Expr:
+    e = convert(x)
+    if not dtypes.is_float(e.dtype):
+        e = e.astype("float32")
+    return Call(name, [e], e.dtype)
+
+
+def exp(x: Any) -> Expr:
+    return _float_call("exp", x)
+
+
+def log(x: Any) -> Expr:
+    return _float_call("log", x)
+
+
+def sqrt(x: Any) -> Expr:
+    return _float_call("sqrt", x)
+
+
+def tanh(x: Any) -> Expr:
+    return _float_call("tanh", x)
+
+
+def floor(x: Any) -> Expr:
+    return _float_call("floor", x)
+
+
+def ceil(x: Any) -> Expr:
+    return _float_call("ceil", x)
+
+
+def sigmoid(x: Any) -> Expr:
+    e = convert(x)
+    if not dtypes.is_float(e.dtype):
+        e = e.astype("float32")
+    one = make_const(1, e.dtype)
+    return one / (one + exp(-e))
+
+
+def abs(x: Any) -> Expr:  # noqa: A001
+    e = convert(x)
+    if dtypes.is_float(e.dtype):
+        return Call("fabs", [e], e.dtype)
+    if dtypes.is_uint(e.dtype):
+        return e
+    return Select(e < 0, -e, e, e.dtype)
+
+
+def power(x: Any, y: Any) -> Expr:
+    t = binary("add", x, y)
+    a, b = t.a, t.b
+    if not dtypes.is_float(a.dtype):
+        a, b = a.astype("float32"), b.astype("float32")
+    return Call("pow", [a, b], a.dtype)
+
+
+def all(*conds: Any) -> Expr:  # noqa: A001
+    """Logical and of the arguments."""
+    if not conds:
+        return make_const(True, "bool")
+    out = as_bool(conds[0])
+    for c in conds[1:]:
+        out = Logic("and", out, as_bool(c))
+    return out
+
+
+def any(*conds: Any) -> Expr:  # noqa: A001
+    """Logical or of the arguments."""
+    if not conds:
+        return make_const(False, "bool")
+    out = as_bool(conds[0])
+    for c in conds[1:]:
+        out = Logic("or", out, as_bool(c))
+    return out
+
+
+def max_value(dtype: str) -> Expr:
+    return make_const(dtypes.max_value(dtype), dtype)
+
+
+def min_value(dtype: str) -> Expr:
+    return make_const(dtypes.min_value(dtype), dtype)
+
+
+def create_schedule(ops: Any) -> Any:
+    """A default schedule for the given output operation(s) (see :mod:`vdla.compiler.schedule`)."""
+    from .schedule import create_schedule as _cs
+
+    return _cs(ops)
