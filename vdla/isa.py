@@ -424,7 +424,9 @@ def decode_one(word: int, config: Config, index: int | None = None) -> Any:
     try:
         op = Op(opcode)
     except ValueError:
-        raise ISAError(f"{where}: unknown opcode {opcode} (valid: {', '.join(o.name for o in Op)})") from None
+        err = ISAError(f"{where}: unknown opcode {opcode} (valid: {', '.join(o.name for o in Op)})")
+        err.index = index  # type: ignore[attr-defined]
+        raise err from None
     fmt = layout(config).of_op(op)
     fields = {k: _enum_or_int(k, v) for k, v in _unpack(fmt, word).items()}
     return _CLASS_OF_FORMAT[fmt.name](**fields)
@@ -615,7 +617,7 @@ SEMANTIC_CHOICES: tuple[tuple[str, str], ...] = (
                   "the new value (truncation, as HLS/Chisel). LOAD ACC does not write OUT; STORE reads OUT."),
     ("Accumulation", "GEMM products are exact; the sum wraps to acc_width bits. Back-to-back writes to "
                      "the same ACC row see each other (the hardware forwards); the runtime still rejects "
-                     "adjacent micro-ops of a kernel writing one row, as VTA's does."),
+                     "a kernel whose micro-op writes a row one of the two before it wrote, as VTA's does."),
     ("GEMM reset", "reset=1 writes zeros to ACC[dst] and OUT[dst] for every iteration; INP/WGT are not read."),
     ("ALU immediate", "alu_imm_width bits, sign-extended; with use_imm=1 the uop's src_idx is ignored."),
     ("ACC_8BIT", "LOAD ACC_8BIT reads batch*block_out signed bytes per element and sign-extends them into ACC "

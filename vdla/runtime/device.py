@@ -93,9 +93,11 @@ class Device:
                 f"(config {self.config.name!r}) cannot run: {'; '.join(diff)}"
             )
         segments: list[Buffer] = []
+        reserved: list[int] = []
         try:
             for addr, blob in program.data:
                 self.allocator.reserve(addr, len(blob))
+                reserved.append(addr)
                 self.dram[addr : addr + len(blob)] = np.frombuffer(blob, np.uint8)
             insns = program.insns.copy()
             if program.uops.size:
@@ -114,5 +116,5 @@ class Device:
         finally:
             for buf in segments:
                 buf.free()
-            for addr, _ in program.data:
+            for addr in reserved:
                 self.allocator.free(addr)

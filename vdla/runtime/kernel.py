@@ -46,13 +46,14 @@ class UopKernel:
             if loop.extent < 1 or min(loop.dst, loop.src, loop.wgt) < 0:
                 raise KernelError(f"kernel {self.name!r}: loop {i} needs extent >= 1 and non-negative factors, got {loop}")
         # VTA's runtime rule (UopKernel::VerifyDep): the pipelined accumulator update must not
-        # see the same row written by two adjacent uops.
+        # see a row written by either of the two uops before.
         for i in range(1, len(self.uops)):
-            if self.uops[i][0] == self.uops[i - 1][0]:
-                raise KernelError(
-                    f"kernel {self.name!r}: uops {i - 1} and {i} both write ACC row {self.uops[i][0]} back to back; "
-                    f"interleave another uop between them"
-                )
+            for back in (1, 2):
+                if i >= back and self.uops[i][0] == self.uops[i - back][0]:
+                    raise KernelError(
+                        f"kernel {self.name!r}: uops {i - back} and {i} both write ACC row {self.uops[i][0]} "
+                        f"within two uops; put at least two other uops between them"
+                    )
 
     @classmethod
     def single(cls, dst: int = 0, src: int = 0, wgt: int = 0, loops: tuple = (), name: str = "kernel") -> UopKernel:

@@ -7,7 +7,7 @@ fixed addresses, for stand-alone programs.
 
 Programs save to one versioned binary file:
 
-    magic "VDLAPROG" | u32 version | u32 header bytes | u32 payload CRC-32 | JSON header | payload
+    magic "VDLAPROG" | u32 version | u32 header bytes | u32 CRC-32 of header+payload | JSON header | payload
 
 The JSON header holds the Config and the sizes; the payload the instruction words,
 the uop words and the data segments. Loading checks every part and says what is wrong.
@@ -90,7 +90,7 @@ class Program:
         payload = (
             self.insns.astype("<u8").tobytes() + self.uops.astype("<u4").tobytes() + b"".join(b for _, b in self.data)
         )
-        return _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(head), zlib.crc32(payload)) + head + payload
+        return _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(head), zlib.crc32(head + payload)) + head + payload
 
     def save(self, path: str | Path) -> None:
         Path(path).write_bytes(self.to_bytes())
@@ -124,8 +124,8 @@ class Program:
             raise ProgramFileError(f"{source}: truncated: the header promises {expected} payload bytes, the file has {len(payload)}")
         if len(payload) > expected:
             raise ProgramFileError(f"{source}: {len(payload) - expected} unexpected bytes after the payload")
-        if zlib.crc32(payload) != crc:
-            raise ProgramFileError(f"{source}: checksum mismatch: the payload is corrupt")
+        if zlib.crc32(blob[_PREAMBLE.size :]) != crc:
+            raise ProgramFileError(f"{source}: checksum mismatch: the header or payload is corrupt")
         insns = np.frombuffer(payload, dtype="<u8", count=2 * n_insns).reshape(-1, 2).astype(np.uint64)
         off = n_insns * INSN_BYTES
         uops = np.frombuffer(payload, dtype="<u4", count=n_uops, offset=off).astype(np.uint32)

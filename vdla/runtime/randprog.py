@@ -120,14 +120,14 @@ class _Gen:
         limits = {"dst": c.acc_depth, "src": src_depth, "wgt": wgt_depth}
         loops = self.loops(mode_factors, limits)
         spread = {k: sum((lp.extent - 1) * getattr(lp, k) for lp in loops) for k in limits}
-        uops, last = [], -1
+        uops: list[tuple[int, int, int]] = []
         for _ in range(self.r(1, 6)):
             d = self.pick(Mem.ACC, c.acc_depth - 1 - spread["dst"])
-            if d == last:
+            recent = {u[0] for u in uops[-2:]}  # VTA's rule: not the row of either of the last two uops
+            while d in recent:
                 d = (d + 1) % (c.acc_depth - spread["dst"])
             src_mem = Mem.INP if "wgt" in mode_factors else Mem.ACC
             uops.append((d, self.pick(src_mem, src_depth - 1 - spread["src"]), self.pick(Mem.WGT, wgt_depth - 1 - spread["wgt"])))
-            last = d
         self.loaded[Mem.ACC].extend(d for d, _, _ in uops)
         self.loaded[Mem.OUT].extend(d for d, _, _ in uops)  # GEMM/ALU write OUT; LOAD ACC does not
         return UopKernel(tuple(uops), loops, name)

@@ -87,11 +87,11 @@ class CommandStream:
             raise StreamError(f"{what}: the stream is finished")
         stage = stage_of(insn)
         insn = insn.replace(pop_prev=self._pending_prev[stage], pop_next=self._pending_next[stage])
-        self._pending_prev[stage] = self._pending_next[stage] = 0
         try:
             encode_one(insn, self.config, len(self.insns))
         except ISAError as e:
-            raise StreamError(f"{what}: {e}") from None
+            raise StreamError(f"{what}: {e}") from None  # pending pops stay for the next instruction
+        self._pending_prev[stage] = self._pending_next[stage] = 0
         self.insns.append(insn)
 
     def _address(self, buf: Buffer | int, offset: int, mem: Mem, what: str) -> int:

@@ -113,7 +113,7 @@ def run(
     try:
         insns = decode(words, config)
     except ISAError as e:
-        raise ProgramError(str(e)) from None
+        raise ProgramError(str(e), getattr(e, "index", None)) from None
     return execute(config, insns, dram, machine=machine, strict=strict)
 
 
@@ -125,7 +125,7 @@ def simulate(
     try:
         insns = decode(as_words(words), config)
     except ISAError as e:
-        raise ProgramError(str(e)) from None
+        raise ProgramError(str(e), getattr(e, "index", None)) from None
     return execute(config, insns, dram, strict=strict, **kw)
 
 

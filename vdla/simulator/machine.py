@@ -119,7 +119,7 @@ class Machine:
         sram = getattr(self, buf.sram)
         elem_shape = sram.shape[1:]
         rows = self._rows(dram, insn, buf.elem_bytes)
-        data = rows.reshape(insn.y_size, -1).copy().view(buf.dtype)
+        data = rows.reshape(insn.y_size, insn.x_size * buf.elem_bytes).copy().view(buf.dtype)
         data = data.reshape((insn.y_size, insn.x_size) + elem_shape)
         ny = insn.y_pad_0 + insn.y_size + insn.y_pad_1
         nx = insn.x_pad_0 + insn.x_size + insn.x_pad_1
@@ -146,7 +146,7 @@ class Machine:
         setattr(self.counters, buf.counter, getattr(self.counters, buf.counter) + nbytes)
 
     def _store(self, insn, index: int, dram: np.ndarray) -> None:
-        if insn.x_size == 0:
+        if insn.x_size == 0 or insn.y_size == 0:
             return
         buf = self.buffer(Mem.OUT)
         n = insn.x_size * insn.y_size
