@@ -39,6 +39,7 @@ __all__ = [
     "FORMATS", "UOP_FORMAT", "MemInsn", "GemmInsn", "AluInsn", "FinishInsn", "Uop", "Insn",
     "layout", "encode", "decode", "encode_uops", "decode_uops", "assemble", "disassemble",
     "format_insn", "load", "store", "gemm", "alu", "finish", "nop", "stage_of", "amaranth_layout",
+    "elem_bytes", "buffer_depth",
     "reference_markdown", "INSN_BITS", "INSN_BYTES",
 ]
 
@@ -336,6 +337,22 @@ def nop(stage: Stage, **flags: int) -> Any:
     if stage == Stage.COMPUTE:
         return load(Mem.UOP, **flags)
     return store(**flags)
+
+
+def elem_bytes(config: Config, mem: Mem) -> int:
+    """Bytes of one element of memory type `mem` in DRAM (the unit of dram_base and x_stride)."""
+    return {
+        Mem.UOP: config.uop_elem_bytes, Mem.WGT: config.wgt_elem_bytes, Mem.INP: config.inp_elem_bytes,
+        Mem.ACC: config.acc_elem_bytes, Mem.ACC_8BIT: config.acc8_elem_bytes, Mem.OUT: config.out_elem_bytes,
+    }[Mem(mem)]
+
+
+def buffer_depth(config: Config, mem: Mem) -> int:
+    """Elements in the on-chip buffer that memory type `mem` loads into or stores from."""
+    return {
+        Mem.UOP: config.uop_depth, Mem.WGT: config.wgt_depth, Mem.INP: config.inp_depth,
+        Mem.ACC: config.acc_depth, Mem.ACC_8BIT: config.acc_depth, Mem.OUT: config.out_depth,
+    }[Mem(mem)]
 
 
 def stage_of(insn: Any) -> Stage:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import Config
-from ..isa import AluOp, Mem, Stage
+from ..isa import AluOp, Mem, Stage, buffer_depth, elem_bytes
 from ..simulator import Report
 from .device import Device
 from .kernel import Loop, UopKernel
@@ -59,13 +59,9 @@ class RandomCase:
 class _Gen:
     def __init__(self, config: Config, rng: np.random.Generator, dram_size: int) -> None:
         self.c, self.rng = config, rng
-        c = config
         # DRAM: [inputs | outputs]; inputs random, outputs zero. Element sizes divide 4096.
         self.in_base, self.in_bytes = 4096, dram_size // 2 - 4096
         self.out_base, self.out_bytes = dram_size // 2, dram_size // 2
-        self.elem = {Mem.INP: c.inp_elem_bytes, Mem.WGT: c.wgt_elem_bytes, Mem.ACC: c.acc_elem_bytes,
-                     Mem.ACC_8BIT: c.acc8_elem_bytes}
-        self.depth = {Mem.INP: c.inp_depth, Mem.WGT: c.wgt_depth, Mem.ACC: c.acc_depth, Mem.ACC_8BIT: c.acc_depth}
         # Rows that hold data (loaded, or written by kernels): kernels and stores favour them.
         self.loaded: dict[Mem, list[int]] = {Mem.INP: [], Mem.WGT: [], Mem.ACC: [], Mem.OUT: []}
 
@@ -74,7 +70,7 @@ class _Gen:
         return int(self.rng.integers(lo, hi + 1))
 
     def load(self, s: CommandStream, mem: Mem) -> None:
-        depth, eb = self.depth[mem], self.elem[mem]
+        depth, eb = buffer_depth(self.c, mem), elem_bytes(self.c, mem)
         max_pad = 2 if mem != Mem.WGT else 0
         xp = (self.r(0, max_pad), self.r(0, max_pad))
         yp = (self.r(0, max_pad), self.r(0, max_pad))

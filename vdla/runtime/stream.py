@@ -33,6 +33,7 @@ from ..isa import (
     Stage,
     Uop,
     alu,
+    elem_bytes,
     encode,
     encode_one,
     encode_uops,
@@ -58,13 +59,6 @@ class StreamError(ValueError):
 class _Resident:
     sram: int
     count: int
-
-
-def _elem_bytes(config: Config, mem: Mem) -> int:
-    return {
-        Mem.UOP: config.uop_elem_bytes, Mem.WGT: config.wgt_elem_bytes, Mem.INP: config.inp_elem_bytes,
-        Mem.ACC: config.acc_elem_bytes, Mem.ACC_8BIT: config.acc8_elem_bytes, Mem.OUT: config.out_elem_bytes,
-    }[mem]
 
 
 class CommandStream:
@@ -96,7 +90,7 @@ class CommandStream:
 
     def _address(self, buf: Buffer | int, offset: int, mem: Mem, what: str) -> int:
         addr = buf.addr if isinstance(buf, Buffer) else int(buf)
-        eb = _elem_bytes(self.config, mem)
+        eb = elem_bytes(self.config, mem)
         if addr % eb:
             name = buf.name if isinstance(buf, Buffer) else f"address {addr:#x}"
             raise StreamError(f"{what}: {name} is not aligned to the {mem.name} element size ({eb} bytes)")

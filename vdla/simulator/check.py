@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import Config
-from ..isa import AluOp, Mem, Op, Stage, stage_of
+from ..isa import AluOp, Mem, Op, Stage, buffer_depth, elem_bytes, stage_of
 from .errors import ProgramError
 
 __all__ = ["check_program", "sram_span", "dram_span"]
@@ -30,20 +30,6 @@ def dram_span(insn, elem_bytes: int) -> tuple[int, int]:
     first = insn.dram_base * elem_bytes
     last = (insn.dram_base + (insn.y_size - 1) * insn.x_stride + insn.x_size) * elem_bytes
     return first, max(first, last)
-
-
-def _depth(config: Config, mem: Mem) -> int:
-    return {
-        Mem.UOP: config.uop_depth, Mem.WGT: config.wgt_depth, Mem.INP: config.inp_depth,
-        Mem.ACC: config.acc_depth, Mem.ACC_8BIT: config.acc_depth, Mem.OUT: config.out_depth,
-    }[mem]
-
-
-def _elem_bytes(config: Config, mem: Mem) -> int:
-    return {
-        Mem.UOP: config.uop_elem_bytes, Mem.WGT: config.wgt_elem_bytes, Mem.INP: config.inp_elem_bytes,
-        Mem.ACC: config.acc_elem_bytes, Mem.ACC_8BIT: config.acc8_elem_bytes, Mem.OUT: config.out_elem_bytes,
-    }[mem]
 
 
 def check_program(insns: Sequence, config: Config, dram_size: int) -> None:
@@ -99,14 +85,14 @@ def _check_mem(insn, i: int, where: str, op: Op, config: Config, dram_size: int)
     if insn.x_size == 0:
         return  # a NOP moves nothing
     span = sram_span(insn)
-    depth = _depth(config, mem)
+    depth = buffer_depth(config, mem)
     if insn.sram_base + span > depth:
         raise ProgramError(
             f"{where}: {mem.name} SRAM range [{insn.sram_base}, {insn.sram_base + span}) is past the buffer (depth {depth})",
             i,
         )
     if insn.y_size:
-        first, last = dram_span(insn, _elem_bytes(config, mem))
+        first, last = dram_span(insn, elem_bytes(config, mem))
         if last > dram_size:
             raise ProgramError(
                 f"{where}: DRAM range [{first:#x}, {last:#x}) is outside DRAM ({dram_size:#x} bytes)", i
