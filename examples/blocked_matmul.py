@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"config {c.name}: {c.batch}x{c.block_in}x{c.block_out} GEMM, tiles (blocks) m={tiles[0]} n={tiles[1]} k={tiles[2]}, "
           f"{len(prog)} instructions, {prog.uops.size} uops")
     print(report.table())
+    print()
+    print(report.timeline())
     print(f"result: {'PASS' if ok else 'FAIL'} ({'bit-exact' if ok else 'mismatch'} against numpy)")
     if not ok:
         bad = np.argwhere(got != ref.astype(np.int8))

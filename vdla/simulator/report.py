@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..config import Config
 
 __all__ = ["Report", "ModuleStats"]
@@ -70,6 +72,28 @@ class Report:
             "counters": dict(self.counters),
             "warnings": list(self.warnings),
         }
+
+    def timeline(self, width: int = 72) -> str:
+        """A text Gantt chart: one row per module, each column a slice of the run shaded by
+        how busy the module was in it (' ' idle, '.' <1/3, ':' <2/3, '#' more)."""
+        if not self.cycles or not self.trace:
+            return ""
+        width = max(8, width)
+        edges = np.linspace(0, self.cycles, width + 1)
+        rows = []
+        for name in self.modules:
+            busy = np.zeros(width)
+            for _, mod, start, end in self.trace:
+                if mod != name or end <= start:
+                    continue
+                # Overlap of [start, end) with every column.
+                lo, hi = np.maximum(edges[:-1], start), np.minimum(edges[1:], end)
+                busy += np.clip(hi - lo, 0, None)
+            frac = busy / np.diff(edges)
+            chars = np.select([frac <= 0, frac < 1 / 3, frac < 2 / 3], [" ", ".", ":"], "#")
+            rows.append(f"{name:<8}|{''.join(chars)}|")
+        rows.append(f"{'':<8} 0{'cycles':^{width - 1 - len(str(self.cycles))}}{self.cycles}")
+        return "\n".join(rows)
 
     def table(self) -> str:
         c = self.cycles or 1
