@@ -9,6 +9,7 @@ Public entry points (re-exported by ``vdla``)::
 from . import te
 from .build import ArgumentError, BuiltFunction, build
 from .codegen.jit import get_num_threads, set_num_threads
+from .codegen.target import CrossModule, Target
 from .lower import lower
 from .schedule import Schedule, ScheduleError, Stage, create_schedule
 
@@ -17,6 +18,8 @@ __all__ = [
     "lower",
     "build",
     "BuiltFunction",
+    "CrossModule",
+    "Target",
     "ArgumentError",
     "Schedule",
     "Stage",

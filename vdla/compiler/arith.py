@@ -30,7 +30,7 @@ def skey(e: Any) -> Any:
         from .visitor import child_fields
 
         parts: list[Any] = [type(e).__name__]
-        for name in ("op", "dtype", "name", "lanes", "lazy"):
+        for name in ("op", "dtype", "name", "lanes", "lazy", "dim"):
             if hasattr(e, name):
                 parts.append(getattr(e, name))
         for name in child_fields(type(e)):

@@ -17,6 +17,7 @@ import numpy as np
 from . import dtypes
 from .codegen import jit
 from .codegen.llvm import generate
+from .codegen.target import Target, TargetError, cross_compile
 from .ir import Buffer, IntImm, PrimFunc, Var
 from .lower import lower
 from .passes.simplify import simplify_expr
@@ -141,14 +142,21 @@ class BuiltFunction:
 def build(
     sch: Schedule | PrimFunc,
     args: Sequence[Any] | None = None,
-    target: str = "llvm",
+    target: str | Target = "llvm",
     name: str = "main",
     opt_level: int = 3,
-) -> BuiltFunction:
-    """Compile a schedule (or an already lowered PrimFunc) for ``target`` (only ``"llvm"``: the host CPU)."""
-    tgt = target.split()[0] if isinstance(target, str) else target
-    if tgt != "llvm":
-        raise ValueError(f"unknown target {target!r}; this build supports 'llvm' (the host CPU)")
+) -> Any:
+    """Compile a schedule (or an already lowered PrimFunc) for ``target``.
+
+    ``"llvm"`` JIT-compiles for the host CPU and returns a :class:`BuiltFunction`;
+    ``"llvm -mtriple=aarch64-linux-gnu ..."`` (any triple other than the host's, or an
+    explicit ``-mcpu``/``-mattr``) compiles ahead of time and returns a
+    :class:`~vdla.compiler.codegen.target.CrossModule` (object code and assembly).
+    """
+    try:
+        tgt = Target.parse(target)
+    except TargetError as err:
+        raise ValueError(str(err)) from None
     if isinstance(sch, PrimFunc):
         func = sch
     else:
@@ -161,6 +169,8 @@ def build(
     symbol = f"vdla_{_safe(func.name)}_{next(_counter)}"
     module = generate(func, symbol)
     text = str(module)
+    if not tgt.is_host():
+        return cross_compile(func, text, symbol, tgt, opt_level)
     compiled = jit.compile_module(text, opt_level)
     return BuiltFunction(func, symbol, text, compiled)
 

@@ -25,6 +25,10 @@ SCALARS: tuple[str, ...] = (
 )
 
 
+#: opaque types of the loop IR only (pointers from ``AddressOf``, extern calls returning nothing)
+OPAQUE: tuple[str, ...] = ("handle", "void")
+
+
 class DTypeError(TypeError):
     """An unknown or unsupported dtype, or operands whose dtypes cannot be combined."""
 
@@ -35,7 +39,7 @@ def split(dtype: str) -> tuple[str, int]:
         base, _, lanes = dtype.rpartition("x")
         if base in SCALARS and lanes.isdigit() and int(lanes) > 0:
             return base, int(lanes)
-    if dtype in SCALARS:
+    if dtype in SCALARS or dtype in OPAQUE:
         return dtype, 1
     raise DTypeError(f"unknown dtype {dtype!r}; expected one of {', '.join(SCALARS)}")
 
@@ -46,6 +50,8 @@ def check(dtype: object) -> str:
         dtype = np.dtype(dtype).name
     if not isinstance(dtype, str):
         raise DTypeError(f"dtype must be a string such as 'float32', got {dtype!r}")
+    if dtype in OPAQUE:
+        raise DTypeError(f"dtype {dtype!r} is internal to the loop IR; expected one of {', '.join(SCALARS)}")
     split(dtype)
     return dtype
 
@@ -85,6 +91,8 @@ def bits(dtype: str) -> int:
     s = scalar(dtype)
     if s == "bool":
         return 1
+    if s in OPAQUE:
+        return 64 if s == "handle" else 0
     return int("".join(c for c in s if c.isdigit()))
 
 

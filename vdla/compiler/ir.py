@@ -232,6 +232,44 @@ class Call(Expr):
 
 
 @dataclass(eq=False, repr=False)
+class CallExtern(Expr):
+    """A call of an external function by symbol name (``dtype`` ``"void"`` for none);
+    tensorize intrinsics lower to these.  Not pure: keep it in an ``Evaluate``."""
+
+    name: str
+    args: list[Expr]
+    dtype: str = "void"
+
+
+@dataclass(eq=False, repr=False)
+class AddressOf(Expr):
+    """The address of an element (``&T[i, j]``): ``value`` is a TensorRead, or a BufferLoad
+    after storage flattening.  dtype ``"handle"``."""
+
+    value: Expr
+    dtype: str = "handle"
+
+
+@dataclass(eq=False, repr=False)
+class ElemOffset(Expr):
+    """The flat element offset of ``value`` (a TensorRead) within its buffer; storage
+    flattening replaces it by the index expression."""
+
+    value: Expr
+    dtype: str = "int32"
+
+
+@dataclass(eq=False, repr=False)
+class TensorStride(Expr):
+    """The stride (in elements) of dimension ``dim`` of ``tensor``'s storage; storage
+    flattening replaces it by the stride of the realized or bound buffer."""
+
+    tensor: Any
+    dim: int
+    dtype: str = "int32"
+
+
+@dataclass(eq=False, repr=False)
 class TensorRead(Expr):
     """Read of a (multi-dimensional) tensor element, before storage flattening."""
 

@@ -1,7 +1,7 @@
 """``lower(schedule, args)``: schedule → loop IR through the standard pass pipeline.
 
-Pipeline (TVM's order): schedule_ops (bound inference + loop nests) → storage_flatten →
-simplify → vectorize → unroll → simplify.  ``print_passes=True`` prints the IR after
+Pipeline (TVM's order): schedule_ops (bound inference + loop nests, tensorize, scan) →
+storage_flatten → simplify → vectorize → inject_virtual_thread → unroll → simplify.  ``print_passes=True`` prints the IR after
 every step; the returned :class:`~vdla.compiler.ir.PrimFunc` prints as readable IR.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .ir import Buffer, PrimFunc, Stmt, Var
-from .passes import simplify, storage_flatten, unroll, vectorize
+from .passes import inject_virtual_thread, simplify, storage_flatten, unroll, vectorize
 from .printer import stmt_str
 from .schedule import Schedule, ScheduleError
 from .schedule_ops import schedule_to_stmt
@@ -72,6 +72,7 @@ def lower(
     stmt = step("storage_flatten", storage_flatten(stmt, binds))
     stmt = step("simplify", simplify(stmt))
     stmt = step("vectorize", vectorize(stmt))
+    stmt = step("inject_virtual_thread", inject_virtual_thread(stmt))
     stmt = step("unroll", unroll(stmt))
     for p in extra_passes:
         stmt = step(getattr(p, "__name__", "pass"), p(stmt))

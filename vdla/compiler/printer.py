@@ -48,6 +48,14 @@ def expr_str(e: Any) -> str:
         return f"{name}({expr_str(e.cond)}, {expr_str(e.t)}, {expr_str(e.f)})"
     if isinstance(e, ir.Call):
         return f"{e.name}({', '.join(expr_str(a) for a in e.args)})"
+    if isinstance(e, ir.CallExtern):
+        return f"call_extern({e.name!r}, {', '.join(expr_str(a) for a in e.args)})"
+    if isinstance(e, ir.AddressOf):
+        return f"&{expr_str(e.value)}"
+    if isinstance(e, ir.ElemOffset):
+        return f"elem_offset({expr_str(e.value)})"
+    if isinstance(e, ir.TensorStride):
+        return f"stride({e.tensor.name}, {e.dim})"
     if isinstance(e, ir.TensorRead):
         return f"{e.tensor.name}[{', '.join(expr_str(i) for i in e.indices)}]"
     if isinstance(e, ir.Reduce):

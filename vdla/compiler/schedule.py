@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ir import Expr, IntImm, Reduce, TensorRead, Var, convert
-from .te import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor
+from .te import ComputeOp, IterVar, Operation, PlaceholderOp, Range, ScanOp, Tensor
 from .visitor import post_order_map, substitute, walk
 
 
@@ -56,6 +56,7 @@ class Stage:
         self.relations: list[Split | Fuse] = []
         self.iter_var_attrs: dict[IterVar, dict[str, Any]] = {}
         self.tensorize_intrin: dict[IterVar, Any] = {}
+        self.scan_group: Stage | None = None  # the scan whose time loop this stage runs in
         self._reset_axes()
 
     def _reset_axes(self) -> None:
@@ -77,6 +78,8 @@ class Stage:
         return ScheduleError(f"stage {self.name!r}: {msg}")
 
     def _compute(self, what: str) -> None:
+        if isinstance(self.op, ScanOp):
+            raise self._err(f"{what}: it is a scan; schedule its init and update stages instead")
         if not isinstance(self.op, ComputeOp):
             raise self._err(f"{what}: it is a placeholder (an input) and has no loops to schedule")
 
@@ -196,8 +199,14 @@ class Stage:
         self.attach_ivar = None
 
     def compute_root(self) -> None:
-        """Compute this stage on its own at the top level (the default)."""
+        """Compute this stage on its own at the top level (the default; inside its scan's
+        time loop for a scan body stage)."""
         self._compute("compute_root")
+        if self.scan_group is not None:
+            self.attach_type = "scan"
+            self.attach_stage = self.scan_group
+            self.attach_ivar = None
+            return
         self.attach_type = "root"
         self.attach_stage = None
         self.attach_ivar = None
@@ -271,6 +280,39 @@ class Schedule:
             visit(op)
         for op in outputs:
             self.stage_map[op].is_output = True
+        for st in list(self.stages):
+            if isinstance(st.op, ScanOp):
+                self._mark_scan_body(st)
+
+    def _mark_scan_body(self, scan_stage: Stage) -> None:
+        """Stages between a scan's state placeholders and its updates (plus its inits) run
+        inside the scan: inits before the time loop, the rest once per time step."""
+        op = scan_stage.op
+        assert isinstance(op, ScanOp)
+        states = {t.op for t in op.state_placeholder}
+        memo: dict[Operation, bool] = {}
+
+        def reads_state(o: Operation) -> bool:
+            if o in memo:
+                return memo[o]
+            memo[o] = False
+            r = any(t.op in states or reads_state(t.op) for t in o.input_tensors())
+            memo[o] = r
+            return r
+
+        body: list[Operation] = []
+        todo = [t.op for t in op.update]
+        while todo:
+            o = todo.pop()
+            if o in body or not isinstance(o, ComputeOp) or not (reads_state(o) or o in [u.op for u in op.update]):
+                continue
+            body.append(o)
+            todo.extend(t.op for t in o.input_tensors())
+        for o in body + [t.op for t in op.init]:
+            st = self.stage_map[o]
+            st.scan_group = scan_stage
+            st.attach_type = "scan"
+            st.attach_stage = scan_stage
 
     def __getitem__(self, key: Tensor | Operation) -> Stage:
         op = key.op if isinstance(key, Tensor) else key

@@ -4,6 +4,9 @@ The result still addresses tensors by multi-dimensional indices (``ProducerStore
 ``TensorRead`` inside ``ProducerRealize`` scopes); :mod:`passes.flatten` turns them into
 flat buffers.  Non-divisible splits and over-approximated regions are protected by
 guards (``if`` statements) placed just inside the innermost loop they depend on.
+A scan becomes its init nests followed by a serial time loop holding its body stages
+(state placeholders read the scan's output); a tensorized axis is replaced by the
+intrinsic's IR (:mod:`vdla.compiler.tensorize`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from .ir import (
 )
 from .passes.simplify import simplify_expr
 from .schedule import Fuse, Schedule, ScheduleError, Split, Stage
-from .te import ComputeOp, IterVar, PlaceholderOp, Tensor
+from .te import ComputeOp, IterVar, PlaceholderOp, ScanOp, Tensor
+from .tensorize import tensorize_loops
 from .visitor import post_order_map, substitute, walk
 
 _KIND = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel", "bind": "thread_binding"}
@@ -113,6 +117,15 @@ class _Lowering:
         for a in args:
             if isinstance(a, Tensor):
                 self.arg_tensors.add(sch.resolve(a))
+        # scans: state placeholder -> scan output; init/update tensor -> scan output (storage)
+        self.state_out: dict[Tensor, Tensor] = {}
+        self.store_as: dict[Tensor, Tensor] = {}
+        for st in sch.stages:
+            if isinstance(st.op, ScanOp):
+                for k, out in enumerate(st.op.outputs):
+                    self.state_out[st.op.state_placeholder[k]] = out
+                    self.store_as[st.op.init[k]] = out
+                    self.store_as[st.op.update[k]] = out
 
     def err(self, st: Stage, msg: str) -> ScheduleError:
         return ScheduleError(f"stage {st.name!r}: {msg}")
@@ -127,10 +140,17 @@ class _Lowering:
                 if st.is_output:
                     raise self.err(st, "a placeholder cannot be an output")
                 continue
+            if isinstance(op, ScanOp):
+                for t in op.outputs:
+                    if st.is_output and t not in self.arg_tensors:
+                        raise self.err(st, f"output {t.name!r} of the scan is not in the argument list")
+                continue
             assert isinstance(op, ComputeOp)
             t = op.output(0)
 
             def fix(n: Any) -> Any:
+                if isinstance(n, TensorRead) and n.tensor in self.state_out:
+                    return TensorRead(self.state_out[n.tensor], n.indices, n.dtype)
                 if isinstance(n, TensorRead):
                     rt = sch.resolve(n.tensor)
                     ist = sch.stage_map.get(rt.op)
@@ -146,6 +166,18 @@ class _Lowering:
             if st.attach_type == "inline":
                 if t in self.arg_tensors:
                     raise self.err(st, "it is inlined (compute_inline) but also passed as an argument")
+                if t in self.store_as:
+                    raise self.err(st, "it is the init or update of a scan and cannot be inlined")
+                continue
+            if st.scan_group is not None and st.attach_type not in ("scan", "scope"):
+                raise self.err(
+                    st, f"it belongs to scan {st.scan_group.name!r}; it cannot be computed at {st.attach_type}"
+                )
+            if t in self.store_as:
+                if st.attach_type != "scan":
+                    raise self.err(st, "the init and update stages of a scan cannot be computed at another stage")
+                out = self.store_as[t]
+                self.infos[st] = StageInfo(st, out, body, external=True)
                 continue
             self.infos[st] = StageInfo(st, t, body, external=t in self.arg_tensors)
         # every placeholder read must be an argument; every output must be an argument
@@ -197,7 +229,15 @@ class _Lowering:
             assert isinstance(op, ComputeOp)
             for iv in op.reduce_axis:
                 info.root[iv] = (iv.dom.min, iv.dom.extent)
-            if st.attach_type != "scope":
+            if st.attach_type == "scan":
+                scan_op = st.attach_stage.op  # type: ignore[union-attr]
+                is_init = any(op is t.op for t in scan_op.init)
+                for d, iv in enumerate(op.axis):
+                    if d == 0 and not is_init:
+                        info.root[iv] = (scan_op.scan_axis.var, make_const(1, iv.var.dtype))
+                    else:
+                        info.root[iv] = (iv.dom.min, iv.dom.extent)
+            elif st.attach_type != "scope":
                 for iv in op.axis:
                     info.root[iv] = (iv.dom.min, iv.dom.extent)
             else:
@@ -260,9 +300,14 @@ class _Lowering:
     def build(self) -> Stmt:
         root_stmts: list[Stmt] = []
         realize: list[StageInfo] = []
+        realize_scans: list[Stage] = []
         for st in self.sch.stages:
+            if isinstance(st.op, ScanOp):
+                root_stmts.append(self.scan_nest(st))
+                realize_scans.append(st)
+                continue
             info = self.infos.get(st)
-            if info is None or st.attach_type == "scope":
+            if info is None or st.attach_type in ("scope", "scan"):
                 continue
             root_stmts.append(self.stage_nest(info))
             if not info.external:
@@ -271,7 +316,31 @@ class _Lowering:
         for info in reversed(realize):
             op = info.stage.op
             body = ProducerRealize(info.tensor, [(iv.dom.min, iv.dom.extent) for iv in op.axis], body, info.stage.scope)
+        for st in realize_scans:
+            for t in st.op.outputs:
+                if t not in self.arg_tensors:
+                    body = ProducerRealize(t, [(make_const(0, x.dtype), x) for x in t.shape], body, st.scope)
         return body
+
+    def scan_nest(self, st: Stage) -> Stmt:
+        """Inits, then ``for t in [k, T)``: every body stage (intermediates realized per step)."""
+        op = st.op
+        assert isinstance(op, ScanOp)
+        init_ops = {t.op for t in op.init}
+        members = [
+            self.infos[m]
+            for m in self.sch.stages
+            if m in self.infos and m.attach_type == "scan" and m.attach_stage is st
+        ]
+        inits = [self.stage_nest(i) for i in members if i.stage.op in init_ops]
+        steps = [i for i in members if i.stage.op not in init_ops]
+        body = seq(*[self.stage_nest(i) for i in steps])
+        for i in reversed(steps):
+            if not i.external:
+                body = ProducerRealize(i.tensor, [i.root[iv] for iv in i.stage.op.axis], body, i.stage.scope)
+        ax = op.scan_axis
+        loop = For(ax.var, ax.dom.min, ax.dom.extent, "serial", body)
+        return seq(*inits, loop)
 
     def attachments(self, info: StageInfo, iv: IterVar) -> list[StageInfo]:
         return [
@@ -336,6 +405,9 @@ class _Lowering:
             return max(ds) if ds else -1
 
         gdepth = [(depth(c), c) for c in guards]
+        tz = next((k for k, iv in enumerate(leaves) if iv in st.tensorize_intrin), None)
+        if tz is not None and init is not None and r0 >= tz:
+            init = None  # the intrinsic initialises (its body, or reset + update)
         if init is not None:
             stmt: Stmt = init
             init_pos = {iv: k for k, iv in enumerate(leaves)}
@@ -347,6 +419,8 @@ class _Lowering:
             init = stmt
 
         def build(level: int) -> Stmt:
+            if tz is not None and level == tz:
+                return self._tensorized(info, tz, r0 < tz, gdepth)
             if level == len(leaves):
                 return innermost
             iv = leaves[level]
@@ -397,9 +471,42 @@ class _Lowering:
         loop: Stmt = For(iv.var, make_const(0, ext.dtype), ext, kind, body, tag)
         for key, value in attrs.get("pragmas", []):
             loop = AttrStmt("pragma_" + key, value, loop)
-        if iv in info.stage.tensorize_intrin:
-            loop = AttrStmt("tensorize", info.stage.tensorize_intrin[iv], loop)
         return loop
+
+    def _tensorized(self, info: StageInfo, p: int, reduce_outside: bool, gdepth: list[tuple[int, Expr]]) -> Stmt:
+        st = info.stage
+        leaves = st.leaf_iter_vars
+        iv = leaves[p]
+        intrin = st.tensorize_intrin[iv]
+        ranges: dict[Var, tuple[int | None, int | None]] = {}
+        cur: Stage | None = st
+        while cur is not None and cur in self.infos:
+            for leaf in cur.leaf_iter_vars:
+                e = simplify_expr(self.infos[cur].ext.get(leaf, make_const(0, "int32")))
+                if isinstance(e, IntImm):
+                    ranges[leaf.var] = (0, e.value - 1)
+            cur = cur.attach_stage if cur.attach_type == "scope" else None
+        for d, c in gdepth:
+            c2 = simplify_expr(c, ranges)
+            if d >= p and not (isinstance(c2, IntImm) and c2.value):
+                raise self.err(
+                    st, f"tensorize at axis {iv.name!r}: the loops inside need a guard ({c}); use splits that divide"
+                )
+        for inner in leaves[p:]:
+            if self.attachments(info, inner):
+                raise self.err(
+                    st, f"tensorize at axis {iv.name!r}: a stage is computed at loop {inner.name!r} inside it"
+                )
+        absv = {
+            riv: simplify_expr(BinOp("add", info.root[riv][0], info.val[riv], info.root[riv][0].dtype))
+            for riv in info.root
+        }
+        op = st.op
+        assert isinstance(op, ComputeOp)
+        stmt = tensorize_loops(
+            st.name, op, info.body, info.tensor, iv, list(leaves[p:]), info.ext, absv, intrin, reduce_outside
+        )
+        return AttrStmt("tensorized", intrin.name, stmt)
 
 
 def schedule_to_stmt(sch: Schedule, args: list[Any]) -> Stmt:

@@ -78,6 +78,10 @@ __all__ = [
     "max_value",
     "min_value",
     "create_schedule",
+    "ScanOp",
+    "scan",
+    "decl_tensor_intrin",
+    "call_extern",
 ]
 
 
@@ -239,6 +243,103 @@ class ComputeOp(Operation):
             if isinstance(n, TensorRead):
                 seen.setdefault(n.tensor, None)
         return list(seen)
+
+
+class ScanOp(Operation):
+    """A recurrence over the leading (time) axis: ``state[0:k] = init``, then for
+    ``t`` in ``[k, T)``: ``state[t] = update[t]`` where ``update`` may read ``state[t - 1]``
+    (and earlier steps) through the state placeholder.  One output per state."""
+
+    def __init__(
+        self,
+        name: str,
+        scan_axis: IterVar,
+        init: list[Tensor],
+        update: list[Tensor],
+        state_placeholder: list[Tensor],
+        inputs: list[Tensor],
+        tag: str = "",
+        attrs: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.scan_axis = scan_axis
+        self.init = init
+        self.update = update
+        self.state_placeholder = state_placeholder
+        self.inputs = inputs
+        self.tag = tag
+        self.attrs = dict(attrs or {})
+        n = len(update)
+        self.outputs = [
+            Tensor(self, list(u.shape), u.dtype, name if n == 1 else f"{name}.v{k}", k) for k, u in enumerate(update)
+        ]
+
+    def input_tensors(self) -> list[Tensor]:
+        return list(self.init) + list(self.update) + list(self.inputs)
+
+
+def scan(
+    init: Tensor | Sequence[Tensor],
+    update: Tensor | Sequence[Tensor],
+    state_placeholder: Tensor | Sequence[Tensor],
+    inputs: Sequence[Tensor] | None = None,
+    name: str = "scan",
+    tag: str = "",
+    attrs: dict[str, Any] | None = None,
+) -> Any:
+    """A recurrence (TVM's ``te.scan``); returns the state tensor (a list for several states).
+
+    ``init[k, ...]`` fills the first ``init.shape[0]`` time steps; ``update`` (declared over
+    the full ``state_placeholder`` shape) gives every later step and may read earlier steps
+    of ``state_placeholder``.  Shapes after the time axis must agree::
+
+        s_state = te.placeholder((m, n)); s_init = te.compute((1, n), lambda _, i: X[0, i])
+        s_update = te.compute((m, n), lambda t, i: s_state[t - 1, i] + X[t, i])
+        res = te.scan(s_init, s_update, s_state, inputs=[X])      # prefix sums over t
+    """
+    single = isinstance(update, Tensor)
+    inits = [init] if isinstance(init, Tensor) else list(init)
+    upds = [update] if isinstance(update, Tensor) else list(update)
+    states = [state_placeholder] if isinstance(state_placeholder, Tensor) else list(state_placeholder)
+    if not (len(inits) == len(upds) == len(states)) or not upds:
+        raise TensorError(
+            f"scan {name!r}: init ({len(inits)}), update ({len(upds)}) and state_placeholder ({len(states)}) "
+            "must list the same number of tensors"
+        )
+    from .passes.simplify import simplify_expr
+
+    def same(a: Expr, b: Expr) -> bool:
+        d = simplify_expr(convert(a) - convert(b))
+        return isinstance(d, IntImm) and d.value == 0
+
+    time_ext = states[0].shape[0] if states[0].ndim else None
+    k0 = inits[0].shape[0] if inits[0].ndim else None
+    for k, (i, u, st) in enumerate(zip(inits, upds, states, strict=True)):
+        if not isinstance(st.op, PlaceholderOp):
+            raise TensorError(f"scan {name!r}: state {k} ({st.name!r}) must be a te.placeholder")
+        if not (i.ndim == u.ndim == st.ndim) or st.ndim == 0:
+            raise TensorError(
+                f"scan {name!r}: state {k}: init {tuple(i.shape)}, update {tuple(u.shape)} and state "
+                f"{tuple(st.shape)} must have the same number (>= 1) of dimensions"
+            )
+        for d in range(st.ndim):
+            if not same(u.shape[d], st.shape[d]) or (d > 0 and not same(i.shape[d], st.shape[d])):
+                raise TensorError(
+                    f"scan {name!r}: state {k}: shapes do not match in dimension {d}: init {tuple(i.shape)}, "
+                    f"update {tuple(u.shape)}, state {tuple(st.shape)}"
+                )
+        if not same(st.shape[0], time_ext) or not same(i.shape[0], k0):
+            raise TensorError(f"scan {name!r}: all states must share the time extent and the number of init steps")
+        if u.dtype != st.dtype or i.dtype != st.dtype:
+            raise TensorError(f"scan {name!r}: state {k}: dtypes differ ({i.dtype}, {u.dtype}, {st.dtype})")
+        if not isinstance(u.op, ComputeOp) or not isinstance(i.op, ComputeOp):
+            raise TensorError(f"scan {name!r}: init and update must be te.compute tensors")
+    assert time_ext is not None and k0 is not None
+    from .passes.simplify import simplify_expr as _se
+
+    axis = IterVar(Range(convert(k0), _se(convert(time_ext) - k0)), Var(f"{name}.t", "int32"), "ordered")
+    op = ScanOp(name, axis, inits, upds, states, list(inputs or []), tag, attrs)
+    return op.outputs[0] if single else list(op.outputs)
 
 
 # ---------------------------------------------------------------------------- declarations
@@ -570,3 +671,17 @@ def create_schedule(ops: Any) -> Any:
     from .schedule import create_schedule as _cs
 
     return _cs(ops)
+
+
+def decl_tensor_intrin(op: Any, fintrin: Callable[..., Any], name: str = "tensor_intrin") -> Any:
+    """Declare a tensor intrinsic for ``Stage.tensorize`` (see :mod:`vdla.compiler.tensorize`)."""
+    from .tensorize import decl_tensor_intrin as _decl
+
+    return _decl(op, fintrin, name)
+
+
+def call_extern(dtype: str, name: str, *args: Any) -> Expr:
+    """A call of an external function (an intrinsic's micro-kernel) by symbol name."""
+    from .tensorize import call_extern as _ce
+
+    return _ce(dtype, name, *args)

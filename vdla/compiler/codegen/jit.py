@@ -147,6 +147,22 @@ def _launch(task: int, closure: int, n: int) -> None:
 _launch_c = _LAUNCH(_launch)
 
 
+_externs: dict[str, object] = {}
+
+
+def register_extern(name: str, fn: object) -> None:
+    """Make ``name`` resolvable by JIT-compiled kernels (``te.call_extern``): ``fn`` is a
+    ctypes function (kept alive here) or an address.  Functions defined in LLVM IR can
+    instead be added with :func:`compile_module`; later kernels find them by name."""
+    with _lock:
+        _init()
+        addr = fn if isinstance(fn, int) else ctypes.cast(fn, ctypes.c_void_p).value
+        if not addr:
+            raise ValueError(f"register_extern({name!r}): no address")
+        _externs[name] = fn
+        llvm.add_symbol(name, addr)
+
+
 def _register_symbols() -> None:
     llvm.add_symbol("vdla_parallel_launch", ctypes.cast(_launch_c, ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)

@@ -16,6 +16,7 @@ from llvmlite import ir
 
 from .. import dtypes
 from ..ir import (
+    AddressOf,
     Allocate,
     AttrStmt,
     BinOp,
@@ -24,6 +25,7 @@ from ..ir import (
     BufferLoad,
     BufferStore,
     Call,
+    CallExtern,
     Cast,
     Cmp,
     Evaluate,
@@ -63,6 +65,10 @@ def scalar_type(dtype: str) -> ir.Type:
     s = dtypes.scalar(dtype)
     if s == "bool":
         return I1
+    if s == "handle":
+        return PTR
+    if s == "void":
+        return VOID
     if s == "float16":
         return ir.HalfType()
     if s == "float32":
@@ -163,8 +169,6 @@ class LLVMCodegen:
             self.stmt(x)
 
     def _s_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key == "tensorize":
-            raise CodegenError("tensorize is not supported by the llvm back end yet")
         self.stmt(s.body)
 
     def _s_Evaluate(self, s: Evaluate) -> None:
@@ -525,6 +529,22 @@ class LLVMCodegen:
         phi.add_incoming(tv, t_end)
         phi.add_incoming(fv, f_end)
         return phi
+
+    def _e_AddressOf(self, e: AddressOf) -> ir.Value:
+        v = e.value
+        if not isinstance(v, BufferLoad) or dtypes.lanes(v.dtype) != 1:
+            raise CodegenError(f"address_of needs a scalar buffer element, got {v}")
+        return self._addr(v.buffer, self.expr(v.index), v.index.dtype)
+
+    def _e_CallExtern(self, e: CallExtern) -> ir.Value:
+        args = [self.expr(a) for a in e.args]
+        fty = ir.FunctionType(llvm_type(e.dtype), [a.type for a in args])
+        fn = self.module.globals.get(e.name)
+        if fn is None:
+            fn = ir.Function(self.module, fty, name=e.name)
+        elif not isinstance(fn, ir.Function) or fn.function_type != fty:
+            raise CodegenError(f"extern function {e.name!r} is called with two different signatures")
+        return self.b.call(fn, args)
 
     def _e_Call(self, e: Call) -> ir.Value:
         if e.name not in _INTRIN:

@@ -3,6 +3,7 @@
 * :func:`simplify` — constant folding, canonical linear index forms, dead guards/loops
 * :func:`storage_flatten` — multi-dimensional tensors to flat buffers
 * :func:`vectorize` — loops marked ``vectorized`` to vector (Ramp/Broadcast) code
+* :func:`inject_virtual_thread` — ``vthread``/``cthread`` loops to interleaved thread bodies
 * :func:`unroll` — loops marked ``unrolled`` to straight-line copies
 """
 
@@ -10,5 +11,6 @@ from .flatten import storage_flatten
 from .simplify import simplify, simplify_expr
 from .unroll import unroll
 from .vectorize import vectorize
+from .vthread import inject_virtual_thread
 
-__all__ = ["simplify", "simplify_expr", "storage_flatten", "unroll", "vectorize"]
+__all__ = ["inject_virtual_thread", "simplify", "simplify_expr", "storage_flatten", "unroll", "vectorize"]

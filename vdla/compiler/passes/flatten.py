@@ -15,12 +15,14 @@ from ..ir import (
     Buffer,
     BufferLoad,
     BufferStore,
+    ElemOffset,
     Expr,
     IntImm,
     ProducerRealize,
     ProducerStore,
     Stmt,
     TensorRead,
+    TensorStride,
     make_const,
 )
 from ..visitor import map_children
@@ -70,6 +72,15 @@ class _Flattener:
         return buf, simplify_expr(acc)
 
     def node(self, n: Any) -> Any:
+        if isinstance(n, TensorStride):
+            if n.tensor not in self.env:
+                raise FlattenError(f"stride of tensor {n.tensor.name!r} requested outside the scope where it is stored")
+            return self.env[n.tensor][2][n.dim]
+        if isinstance(n, ElemOffset):
+            v = self.node(n.value)
+            if not isinstance(v, BufferLoad):
+                raise FlattenError(f"elem_offset needs a tensor element, got {v}")
+            return v.index
         if isinstance(n, TensorRead):
             n2 = map_children(n, self.node)
             buf, idx = self.flat_index(n2.tensor, n2.indices)

@@ -1,0 +1,425 @@
+"""2-D convolutions: NCHW, packed NCHW[x]c, depthwise and transposed, with CPU schedules.
+
+* :func:`conv2d_nchw` — ``out[n, f, y, x] = sum(in[n, c, y*s+ry*d, x*s+rx*d] * w[f, c, ry, rx])``
+* :func:`conv2d_NCHWc` — channels split into blocks (``data[n, C/cb, H, W, cb]``,
+  ``kernel[OC/ob, C/cb, KH, KW, cb, ob]``), the layout of TVM's x86 schedules: the
+  innermost ``ob`` output channels are one vector.  :func:`pack_nchwc` /
+  :func:`pack_kernel` / :func:`unpack_nchwc` convert numpy arrays.
+* :func:`depthwise_conv2d_nchw` — one filter set per input channel (channel multiplier)
+* :func:`conv2d_transpose_nchw` — the gradient of conv2d w.r.t. its input: dilate by the
+  stride, pad by ``k - 1 - p``, convolve with the flipped, transposed kernel.
+
+Every ``schedule_*`` takes the output tensor(s) (possibly a fused injective tail such as
+bias + ReLU) and returns a :class:`~vdla.compiler.schedule.Schedule`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import te
+from ..ir import Expr
+from ..schedule import Schedule, Stage
+from .util import as_list, const_shape, pad, padding4, pair, traverse_inline, vector_split
+
+__all__ = [
+    "conv2d_nchw",
+    "schedule_conv2d_nchw",
+    "conv2d_NCHWc",
+    "schedule_conv2d_NCHWc",
+    "NCHWcConfig",
+    "pack_nchwc",
+    "pack_kernel",
+    "unpack_nchwc",
+    "depthwise_conv2d_nchw",
+    "schedule_depthwise_conv2d_nchw",
+    "conv2d_transpose_nchw",
+    "schedule_conv2d_transpose_nchw",
+    "conv_out_size",
+]
+
+
+def conv_out_size(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int = 1) -> int:
+    dk = (k - 1) * dilation + 1
+    out = (size + pad_lo + pad_hi - dk) // stride + 1
+    if out <= 0:
+        raise ValueError(f"conv2d: input size {size} is too small for kernel {k} (dilation {dilation}, pad {pad_lo})")
+    return out
+
+
+def _acc(x: Expr, out_dtype: str) -> Expr:
+    return x.astype(out_dtype)
+
+
+# ---------------------------------------------------------------------------- NCHW
+
+
+def conv2d_nchw(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """``data[N, C, H, W]`` convolved with ``kernel[OC, C, KH, KW]`` → ``[N, OC, OH, OW]``."""
+    n, c, h, w = const_shape(data)
+    oc, ic, kh, kw = const_shape(kernel)
+    if ic != c:
+        raise ValueError(f"conv2d_nchw: data has {c} channels but the kernel expects {ic}")
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    pt, pl, pb, pr = padding4(padding)
+    oh = conv_out_size(h, kh, sh, pt, pb, dh)
+    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    out_dtype = out_dtype or data.dtype
+    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
+    rc = te.reduce_axis((0, c), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute(
+        (n, oc, oh, ow),
+        lambda b, f, y, x: te.sum(
+            _acc(dp[b, rc, y * sh + ry * dh, x * sw + rx * dw], out_dtype) * _acc(kernel[f, rc, ry, rx], out_dtype),
+            axis=[rc, ry, rx],
+        ),
+        name="conv2d_nchw",
+        tag="conv2d_nchw",
+    )
+
+
+def _find(outs: Sequence[te.Tensor], tag: str) -> te.ComputeOp:
+    found: list[te.ComputeOp] = []
+    todo = [t.op for t in outs]
+    seen: set[Any] = set()
+    while todo:
+        op = todo.pop()
+        if op in seen or not isinstance(op, te.ComputeOp):
+            continue
+        seen.add(op)
+        if op.tag == tag:
+            found.append(op)
+        todo.extend(t.op for t in op.input_tensors())
+    if len(found) != 1:
+        raise ValueError(f"schedule: expected one {tag!r} operation among the outputs' producers, found {len(found)}")
+    return found[0]
+
+
+def _tail(s: Schedule, outs: Sequence[te.Tensor], conv: te.ComputeOp) -> tuple[Stage, Stage | None]:
+    """(the stage writing the result, the accumulator stage) with injective tails inlined."""
+    traverse_inline(s, outs, lambda op: None)
+    if conv in {t.op for t in outs}:
+        return s[conv], None
+    if len(outs) != 1:
+        raise ValueError("schedule: a fused conv2d tail must have exactly one output")
+    return s[outs[0]], s[conv]
+
+
+def _inline_pad(s: Schedule, conv: te.ComputeOp) -> None:
+    for t in conv.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
+            s[t.op].compute_inline()
+
+
+def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule: output rows vectorised along ``x``, 4 output channels unrolled,
+    ``(n, f.outer)`` in parallel, padding inlined."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = _find(outs, "conv2d_nchw")
+    out, acc = _tail(s, outs, conv)
+    _inline_pad(s, conv)
+    ow = const_shape(conv.output(0))[3]
+    vw = min(16, ow)
+    if acc is None:
+        st = out
+        n, f, y, x = st.op.axis
+        rc, ry, rx = st.op.reduce_axis
+        fo, fi = st.split(f, factor=4)
+        xo, xi = st.split(x, factor=vw)
+        st.reorder(n, fo, y, xo, rc, ry, rx, fi, xi)
+        st.unroll(fi)
+        st.vectorize(xi)
+        st.parallel(st.fuse(n, fo))
+        return s
+    n, f, y, x = out.op.axis
+    fo, fi = out.split(f, factor=4)
+    xo, xi = out.split(x, factor=vw)
+    out.reorder(n, fo, y, xo, fi, xi)
+    out.vectorize(xi)
+    out.parallel(out.fuse(n, fo))
+    acc.compute_at(out, xo)
+    _, fa, _, xa = acc.op.axis
+    rc, ry, rx = acc.op.reduce_axis
+    acc.reorder(rc, ry, rx, fa, xa)
+    acc.vectorize(xa)
+    return s
+
+
+# ---------------------------------------------------------------------------- NCHWc
+
+
+def conv2d_NCHWc(  # noqa: N802 - TVM's name
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """``data[N, C/cb, H, W, cb]`` with ``kernel[OC/ob, C/cb, KH, KW, cb, ob]`` → ``[N, OC/ob, OH, OW, ob]``."""
+    n, cc, h, w, cb = const_shape(data)
+    occ, icc, kh, kw, kcb, ob = const_shape(kernel)
+    if (icc, kcb) != (cc, cb):
+        raise ValueError(f"conv2d_NCHWc: data channel blocks ({cc} x {cb}) do not match the kernel's ({icc} x {kcb})")
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    pt, pl, pb, pr = padding4(padding)
+    oh = conv_out_size(h, kh, sh, pt, pb, dh)
+    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    out_dtype = out_dtype or data.dtype
+    dp = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
+    rco = te.reduce_axis((0, cc), name="rco")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    rci = te.reduce_axis((0, cb), name="rci")
+    return te.compute(
+        (n, occ, oh, ow, ob),
+        lambda b, f, y, x, fb: te.sum(
+            _acc(dp[b, rco, y * sh + ry * dh, x * sw + rx * dw, rci], out_dtype)
+            * _acc(kernel[f, rco, ry, rx, rci, fb], out_dtype),
+            axis=[rco, ry, rx, rci],
+        ),
+        name="conv2d_NCHWc",
+        tag="conv2d_NCHWc",
+    )
+
+
+@dataclass
+class NCHWcConfig:
+    """Knobs of :func:`schedule_conv2d_NCHWc` (None: chosen from the shape)."""
+
+    reg_n: int | None = None  # output columns per register tile (accumulators = reg_n vectors)
+    unroll_kw: bool = False
+    parallel: bool = True
+
+
+def _reg_n(ow: int, cap: int = 14) -> int:
+    for r in range(min(cap, ow), 0, -1):
+        if ow % r == 0 and (r >= 4 or r == ow):
+            return r
+    return min(cap, ow)
+
+
+def schedule_conv2d_NCHWc(  # noqa: N802
+    outs: te.Tensor | Sequence[te.Tensor], cfg: NCHWcConfig | None = None
+) -> Schedule:
+    """TVM's x86 NCHWc schedule: a register tile of ``reg_n`` output columns x one ``ob``
+    vector accumulated in a local cache over (c.outer, ky, kx, c.inner); rows and output
+    channel blocks in parallel; padding computed once at root (parallel, vectorised)."""
+    cfg = cfg or NCHWcConfig()
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = _find(outs, "conv2d_NCHWc")
+    out, acc = _tail(s, outs, conv)
+    ct = conv.output(0)
+    _, _, oh, ow, ob = const_shape(ct)
+    reg_n = cfg.reg_n or _reg_n(ow)
+    if acc is None:
+        acc_t = s.cache_write(ct, "local")
+        acc = s[acc_t]
+        out = s[conv] if conv in s.stage_map else s[ct]
+    n, f, y, x, fb = out.op.axis
+    xo, xi = out.split(x, factor=reg_n)
+    out.reorder(n, f, y, xo, xi, fb)
+    par = out.fuse(n, f, y)
+    if cfg.parallel:
+        out.parallel(par)
+    out.vectorize(fb)
+    out.unroll(xi)
+    acc.compute_at(out, xo)
+    _, _, _, xa, fa = acc.op.axis
+    rco, ry, rx, rci = acc.op.reduce_axis
+    acc.reorder(rco, ry, rx, rci, xa, fa)
+    acc.vectorize(fa)
+    acc.unroll(xa)
+    acc.unroll(rci)
+    if cfg.unroll_kw:
+        acc.unroll(rx)
+    for t in conv.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
+            ps = s[t.op]
+            ps.compute_root()
+            pn, pc, py, px, pcb = ps.op.axis
+            ps.vectorize(pcb)
+            if cfg.parallel:
+                ps.parallel(ps.fuse(pn, pc, py))
+    return s
+
+
+def pack_nchwc(x: np.ndarray, cb: int) -> np.ndarray:
+    """numpy NCHW → NCHW[cb]c."""
+    n, c, h, w = x.shape
+    if c % cb:
+        raise ValueError(f"pack_nchwc: {c} channels are not a multiple of the block {cb}")
+    return np.ascontiguousarray(x.reshape(n, c // cb, cb, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def unpack_nchwc(x: np.ndarray) -> np.ndarray:
+    """numpy NCHW[cb]c → NCHW."""
+    n, cc, h, w, cb = x.shape
+    return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, cc * cb, h, w))
+
+
+def pack_kernel(k: np.ndarray, cb: int, ob: int) -> np.ndarray:
+    """numpy OIHW → OIHW[cb]i[ob]o."""
+    oc, ic, kh, kw = k.shape
+    if oc % ob or ic % cb:
+        raise ValueError(f"pack_kernel: {oc}x{ic} channels are not multiples of the blocks {ob}x{cb}")
+    return np.ascontiguousarray(k.reshape(oc // ob, ob, ic // cb, cb, kh, kw).transpose(0, 2, 4, 5, 3, 1))
+
+
+# ---------------------------------------------------------------------------- depthwise
+
+
+def depthwise_conv2d_nchw(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """``data[N, C, H, W]`` with ``kernel[C, M, KH, KW]`` (channel multiplier M) → ``[N, C*M, OH, OW]``."""
+    n, c, h, w = const_shape(data)
+    kc, m, kh, kw = const_shape(kernel)
+    if kc != c:
+        raise ValueError(f"depthwise_conv2d_nchw: data has {c} channels but the kernel has {kc}")
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    pt, pl, pb, pr = padding4(padding)
+    oh = conv_out_size(h, kh, sh, pt, pb, dh)
+    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    out_dtype = out_dtype or data.dtype
+    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute(
+        (n, c * m, oh, ow),
+        lambda b, f, y, x: te.sum(
+            _acc(dp[b, f // m, y * sh + ry * dh, x * sw + rx * dw], out_dtype)
+            * _acc(kernel[f // m, f % m, ry, rx], out_dtype),
+            axis=[ry, rx],
+        ),
+        name="depthwise_conv2d_nchw",
+        tag="depthwise_conv2d_nchw",
+    )
+
+
+def schedule_depthwise_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule: rows vectorised along ``x`` with the kernel window unrolled,
+    ``(n, f)`` in parallel, padding inlined."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = _find(outs, "depthwise_conv2d_nchw")
+    out, acc = _tail(s, outs, conv)
+    _inline_pad(s, conv)
+    ow = const_shape(conv.output(0))[3]
+    vw = min(16, ow)
+    n, f, y, x = out.op.axis
+    xo, xi = out.split(x, factor=vw)
+    out.vectorize(xi)
+    out.parallel(out.fuse(n, f))
+    st = out if acc is None else acc
+    if acc is not None:
+        acc.compute_at(out, xo)
+        xi = acc.op.axis[3]
+        acc.vectorize(xi)
+    ry, rx = st.op.reduce_axis
+    st.reorder(ry, rx, xi)
+    st.unroll(rx)
+    return s
+
+
+# ---------------------------------------------------------------------------- transposed
+
+
+def conv2d_transpose_nchw(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    output_padding: int | Sequence[int] = 0,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """``data[N, C, H, W]`` with ``kernel[C, OC, KH, KW]`` → ``[N, OC, (H-1)*s - 2p + KH + op, ...]``."""
+    n, c, h, w = const_shape(data)
+    kc, oc, kh, kw = const_shape(kernel)
+    if kc != c:
+        raise ValueError(f"conv2d_transpose_nchw: data has {c} channels but the kernel has {kc}")
+    sh, sw = pair(stride, "stride")
+    pt, pl, pb, pr = padding4(padding)
+    oph, opw = pair(output_padding, "output_padding")
+    if oph >= sh or opw >= sw:
+        raise ValueError("conv2d_transpose_nchw: output_padding must be smaller than the stride")
+    out_dtype = out_dtype or data.dtype
+    # dilate by the stride and pad by k - 1 - p (plus output_padding at the bottom/right)
+    bt, bl = kh - 1 - pt, kw - 1 - pl
+    dh_ = (h - 1) * sh + 1 + bt + (kh - 1 - pb) + oph
+    dw_ = (w - 1) * sw + 1 + bl + (kw - 1 - pr) + opw
+    if bt < 0 or bl < 0 or kh - 1 - pb < 0 or kw - 1 - pr < 0:
+        raise ValueError("conv2d_transpose_nchw: padding must be smaller than the kernel")
+    zero = te.const(0, data.dtype)
+
+    def dilated(b: Expr, ci: Expr, y: Expr, x: Expr) -> Expr:
+        yy, xx = y - bt, x - bl
+        ok = te.all(yy >= 0, xx >= 0, yy < (h - 1) * sh + 1, xx < (w - 1) * sw + 1, yy % sh == 0, xx % sw == 0)
+        return te.if_then_else(ok, data[b, ci, yy // sh, xx // sw], zero)
+
+    dp = te.compute((n, c, dh_, dw_), dilated, name="data_dilate_pad", tag="injective,pad")
+    ohh, oww = dh_ - kh + 1, dw_ - kw + 1
+    rc = te.reduce_axis((0, c), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute(
+        (n, oc, ohh, oww),
+        lambda b, f, y, x: te.sum(
+            _acc(dp[b, rc, y + ry, x + rx], out_dtype) * _acc(kernel[rc, f, kh - 1 - ry, kw - 1 - rx], out_dtype),
+            axis=[rc, ry, rx],
+        ),
+        name="conv2d_transpose_nchw",
+        tag="conv2d_transpose_nchw",
+    )
+
+
+def schedule_conv2d_transpose_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule: the dilated/padded input at root (parallel), the convolution
+    vectorised along ``x`` with ``(n, f)`` in parallel."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = _find(outs, "conv2d_transpose_nchw")
+    out, acc = _tail(s, outs, conv)
+    for t in conv.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
+            ps = s[t.op]
+            ps.compute_root()
+            ps.parallel(ps.fuse(ps.op.axis[0], ps.op.axis[1]))
+    ow = const_shape(conv.output(0))[3]
+    vw = vector_split(ow) if ow >= 16 else ow
+    n, f, y, x = out.op.axis
+    xo, xi = out.split(x, factor=vw)
+    out.vectorize(xi)
+    out.parallel(out.fuse(n, f))
+    st = out
+    if acc is not None:
+        acc.compute_at(out, xo)
+        st = acc
+        xi = acc.op.axis[3]
+        acc.vectorize(xi)
+    rc, ry, rx = st.op.reduce_axis
+    st.reorder(rc, ry, rx, xi)
+    return s

@@ -1,0 +1,104 @@
+"""Fully connected layer ``out[b, o] = sum_k data[b, k] * weight[o, k] (+ bias[o])``.
+
+When ``O`` is a multiple of the panel width, the weight is repacked in the declaration
+(``W_packed[o // bn, k, o % bn]``, TVM's ``dense_pack``) so the schedule can load
+``bn`` output columns as one vector; the schedule is the matmul one (register block in a
+local cache, k split and unrolled, column panels in parallel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import te
+from ..ir import Expr
+from ..schedule import Schedule
+from .util import INJECTIVE, as_list, const_shape, traverse_inline
+
+__all__ = ["dense", "schedule_dense"]
+
+
+def dense(
+    data: te.Tensor,
+    weight: te.Tensor,
+    bias: te.Tensor | None = None,
+    out_dtype: str | None = None,
+    bn: int = 16,
+) -> te.Tensor:
+    """``data[B, K]`` x ``weight[O, K]``ᵀ (+ ``bias[O]``) → ``[B, O]``."""
+    b, k = const_shape(data)
+    o, k2 = const_shape(weight)
+    if k != k2:
+        raise ValueError(f"dense: data has {k} input features but the weight has {k2}")
+    if bias is not None and const_shape(bias) != (o,):
+        raise ValueError(f"dense: bias must have shape ({o},), got {const_shape(bias)}")
+    out_dtype = out_dtype or data.dtype
+    r = te.reduce_axis((0, k), name="k")
+    if o % bn == 0 and o >= bn:
+        wp = te.compute((o // bn, k, bn), lambda x, y, z: weight[x * bn + z, y], name="weight_pack", tag="dense_pack")
+
+        def wread(j: Expr, kk: Expr) -> Expr:
+            return wp[j // bn, kk, j % bn]
+    else:
+
+        def wread(j: Expr, kk: Expr) -> Expr:
+            return weight[j, kk]
+
+    out = te.compute(
+        (b, o),
+        lambda i, j: te.sum(data[i, r].astype(out_dtype) * wread(j, r).astype(out_dtype), axis=r),
+        name="dense",
+        tag="dense",
+        attrs={"bn": bn},
+    )
+    if bias is None:
+        return out
+    return te.compute((b, o), lambda i, j: out[i, j] + bias[j].astype(out_dtype), name="dense_bias", tag=INJECTIVE)
+
+
+def schedule_dense(outs: te.Tensor | Sequence[te.Tensor], mr: int = 4, ku: int = 4) -> Schedule:
+    """Default CPU schedule of :func:`dense` (with an optional fused injective tail)."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    found: list[te.ComputeOp] = []
+    packs: list[te.ComputeOp] = []
+
+    def cb(op: te.ComputeOp) -> None:
+        if op.tag == "dense":
+            found.append(op)
+        elif op.tag == "dense_pack":
+            packs.append(op)
+
+    traverse_inline(s, outs, cb)
+    if len(found) != 1:
+        raise ValueError("schedule_dense: expected one dense operation among the outputs' producers")
+    d = found[0]
+    ot = d.output(0)
+    bn = d.attrs["bn"] if packs else 16
+    nb, no = const_shape(ot)
+    if d in {t.op for t in outs}:
+        acc = s[s.cache_write(ot, "local")]
+        out = s[d]
+    else:
+        out, acc = s[outs[0]], s[d]
+    i, j = out.op.axis
+    jo, ji = out.split(j, factor=bn)
+    io, ii = out.split(i, factor=mr)
+    out.reorder(jo, io, ii, ji)
+    out.vectorize(ji)
+    out.unroll(ii)
+    out.parallel(jo)
+    acc.compute_at(out, io)
+    ic, jc = acc.op.axis
+    (r,) = acc.op.reduce_axis
+    ko, ki = acc.split(r, factor=ku)
+    acc.reorder(ko, ki, ic, jc)
+    acc.vectorize(jc)
+    acc.unroll(ic)
+    acc.unroll(ki)
+    for p in packs:
+        x, _, z = s[p].op.axis
+        s[p].vectorize(z)
+        s[p].parallel(x)
+    del nb, no
+    return s

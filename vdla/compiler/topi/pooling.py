@@ -1,0 +1,118 @@
+"""Pooling over NCHW tensors: ``pool2d`` (max/avg windows) and ``global_pool``, with CPU schedules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import te
+from ..ir import Expr
+from ..schedule import Schedule
+from .conv2d import conv_out_size
+from .util import INJECTIVE, as_list, const_shape, pad, padding4, pair, traverse_inline
+
+__all__ = ["pool2d", "global_pool", "schedule_pool", "schedule_global_pool"]
+
+
+def pool2d(
+    data: te.Tensor,
+    kernel: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    pool_type: str = "max",
+    count_include_pad: bool = True,
+) -> te.Tensor:
+    """Max or average pooling of ``data[N, C, H, W]`` over ``kernel`` windows."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    n, c, h, w = const_shape(data)
+    kh, kw = pair(kernel, "kernel")
+    sh, sw = pair(stride if stride is not None else (kh, kw), "stride")
+    pt, pl, pb, pr = padding4(padding)
+    if max(pt, pb) >= kh or max(pl, pr) >= kw:
+        raise ValueError("pool2d: padding must be smaller than the window")
+    oh = conv_out_size(h, kh, sh, pt, pb)
+    ow = conv_out_size(w, kw, sw, pl, pr)
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    if pool_type == "max":
+        dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], value=None, name="pad_max")
+        return te.compute(
+            (n, c, oh, ow),
+            lambda b, f, y, x: te.max(dp[b, f, y * sh + ry, x * sw + rx], axis=[ry, rx]),
+            name="max_pool",
+            tag="pool_max",
+        )
+    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="pad_avg")
+    total = te.compute(
+        (n, c, oh, ow),
+        lambda b, f, y, x: te.sum(dp[b, f, y * sh + ry, x * sw + rx], axis=[ry, rx]),
+        name="pool_sum",
+        tag="pool_sum",
+    )
+
+    def avg(b: Expr, f: Expr, y: Expr, x: Expr) -> Expr:
+        if count_include_pad:
+            return total[b, f, y, x] / te.const(kh * kw, data.dtype)
+        y0, x0 = y * sh - pt, x * sw - pl
+        cnt_y = te.min(y0 + kh, h) - te.max(y0, 0)
+        cnt_x = te.min(x0 + kw, w) - te.max(x0, 0)
+        return total[b, f, y, x] / (cnt_y * cnt_x).astype(data.dtype)
+
+    return te.compute((n, c, oh, ow), avg, name="avg_pool", tag=f"{INJECTIVE},pool_avg")
+
+
+def global_pool(data: te.Tensor, pool_type: str = "avg") -> te.Tensor:
+    """``[N, C, H, W]`` → ``[N, C, 1, 1]`` by max or mean over each plane."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"global_pool: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    n, c, h, w = const_shape(data)
+    ry = te.reduce_axis((0, h), name="ry")
+    rx = te.reduce_axis((0, w), name="rx")
+    red = te.max if pool_type == "max" else te.sum
+    r = te.compute(
+        (n, c, 1, 1), lambda b, f, y, x: red(data[b, f, ry, rx], axis=[ry, rx]), name="global_red", tag="global_pool"
+    )
+    if pool_type == "max":
+        return r
+    return te.compute(
+        (n, c, 1, 1),
+        lambda b, f, y, x: r[b, f, y, x] / te.const(h * w, data.dtype),
+        name="global_avg",
+        tag=f"{INJECTIVE},global_avg",
+    )
+
+
+def schedule_pool(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule of :func:`pool2d`: padding inlined, the window sum computed per
+    output row, ``(n, c)`` fused and run in parallel."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    reds: list[te.ComputeOp] = []
+    traverse_inline(s, outs, lambda op: reds.append(op) if op.tag in ("pool_max", "pool_sum") else None)
+    for t in outs:
+        st = s[t]
+        n, c, y, x = st.op.axis
+        par = st.fuse(n, c)
+        st.parallel(par)
+        for red in reds:
+            if red is not t.op:
+                s[red].compute_at(st, y)
+    return s
+
+
+def schedule_global_pool(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule of :func:`global_pool`: ``(n, c)`` in parallel, the plane
+    reduction computed per channel."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    reds: list[te.ComputeOp] = []
+    traverse_inline(s, outs, lambda op: reds.append(op) if op.tag == "global_pool" else None)
+    for t in outs:
+        st = s[t]
+        n, c, _, _ = st.op.axis
+        par = st.fuse(n, c)
+        st.parallel(par)
+        for red in reds:
+            if red is not t.op:
+                s[red].compute_at(st, par)
+    return s
