@@ -1,0 +1,127 @@
+"""CPU/VDLA partitioning: mark every node ``target = "cpu"`` or ``"vdla"``.
+
+VDLA computes int8 x int8 -> int32 GEMMs (conv2d, dense) and int32 element-wise ALU
+ops (add, shift, min/max: bias, ReLU/clip, residual add, requantise). The default
+:class:`PartitionPolicy` follows VTA's ResNet-18 flow: every int8 convolution goes to VDLA
+except the first convolution of the model, and max-pool, global pool, the classifier
+(dense) and all float / (de)quantise / shape ops stay on the CPU. Element-wise integer ops
+go to VDLA when they read a value VDLA produced (so they fuse into its kernel).
+
+Each node's ``notes["reason"]`` says why it landed where it did; :func:`report` lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .ir import Graph, GraphError
+
+__all__ = ["PartitionPolicy", "partition", "report"]
+
+_GEMM_OPS = ("conv2d", "conv2d_packed", "conv2d_transpose", "dense", "dense_packed")
+_ALU_OPS = ("add", "relu", "clip", "shift", "requantize", "cast", "max_pool2d")
+
+
+@dataclass(frozen=True)
+class PartitionPolicy:
+    """What may run on VDLA. Node names in ``cpu_nodes`` / ``vdla_nodes`` override the rules."""
+
+    #: Complex ops VDLA may run (with int8 operands).
+    gemm_ops: tuple[str, ...] = ("conv2d", "conv2d_packed", "conv2d_transpose")
+    #: Offload dense/classifier layers (VTA keeps them on the CPU).
+    offload_dense: bool = False
+    #: Keep the first convolution of the graph on the CPU (shallow, 3 input channels).
+    skip_first_conv: bool = True
+    #: Element-wise integer ops VDLA's ALU runs after a VDLA producer.
+    alu_ops: tuple[str, ...] = ("add", "relu", "clip", "shift", "requantize", "cast")
+    #: Run grouped/depthwise convolutions on VDLA (as grouped GEMMs) or keep them on the CPU.
+    offload_grouped: bool = False
+    cpu_nodes: frozenset[str] = field(default_factory=frozenset)
+    vdla_nodes: frozenset[str] = field(default_factory=frozenset)
+
+
+def _first_conv(g: Graph) -> str | None:
+    for n in g.topo_order():
+        if n.op in ("conv2d", "conv2d_packed") or (
+            n.op == "fused" and n.attrs.get("anchor") in ("conv2d", "conv2d_packed")
+        ):
+            return n.name
+    return None
+
+
+def partition(graph: Graph, policy: PartitionPolicy | None = None, **overrides) -> Graph:
+    """Return a copy with ``target`` and ``notes["reason"]`` set on every node.
+
+    ``overrides`` are :class:`PartitionPolicy` fields (e.g. ``cpu_nodes={"conv5"}``).
+    """
+    pol = policy or PartitionPolicy()
+    if overrides:
+        fixed = {k: frozenset(v) if k in ("cpu_nodes", "vdla_nodes") else v for k, v in overrides.items()}
+        pol = PartitionPolicy(**{**pol.__dict__, **fixed})
+    g = graph.copy().infer_types()
+    names = {n.name for n in g.nodes}
+    for s in pol.cpu_nodes | pol.vdla_nodes:
+        if s not in names:
+            raise GraphError(f"partition: no node named {s!r} in graph {g.name!r}")
+    first = _first_conv(g) if pol.skip_first_conv else None
+    gemm = set(pol.gemm_ops) | ({"dense", "dense_packed"} if pol.offload_dense else set())
+    prod = g.producers()
+    for n in g.topo_order():
+        ins = [g.type_of(i) for i in n.inputs]
+        if n.name in pol.cpu_nodes:
+            n.target, reason = "cpu", "policy: cpu_nodes"
+        elif n.name in pol.vdla_nodes:
+            n.target, reason = "vdla", "policy: vdla_nodes"
+        elif n.op in _GEMM_OPS:
+            if n.op not in gemm:
+                n.target, reason = "cpu", f"{n.op} not offloaded by the policy"
+            elif ins[0].dtype not in ("int8", "uint8") or ins[1].dtype != "int8":
+                n.target, reason = "cpu", f"{ins[0].dtype} operands (VDLA needs int8)"
+            elif n.name == first:
+                n.target, reason = "cpu", "first convolution stays on the CPU"
+            elif n.op == "conv2d" and n.attrs["groups"] != 1 and not pol.offload_grouped:
+                n.target, reason = "cpu", "grouped convolution not offloaded by the policy"
+            else:
+                n.target, reason = "vdla", "int8 GEMM"
+        elif (
+            n.op in pol.alu_ops
+            and all(t.dtype == "int32" for t in ins)
+            and any(i in prod and prod[i].target == "vdla" for i in n.inputs)
+        ):
+            n.target, reason = "vdla", "int32 ALU op after a VDLA producer"
+        else:
+            n.target, reason = "cpu", "not a VDLA operation" if n.op not in _ALU_OPS else "no VDLA producer / dtype"
+        n.notes["reason"] = reason
+    # integer element-wise ops whose every reader is on VDLA (a residual's cast/shift) join it
+    cons = g.consumers()
+    for n in reversed(g.topo_order()):
+        readers = cons.get(n.name, [])
+        if (
+            n.target == "cpu"
+            and n.name not in pol.cpu_nodes
+            and n.op in pol.alu_ops
+            and readers
+            and n.name not in g.outputs
+            and all(r.target == "vdla" for r in readers)
+            and all(g.type_of(i).dtype in ("int8", "int32") for i in n.inputs)
+            and n.type is not None
+            and n.type.dtype == "int32"
+        ):
+            n.target = "vdla"
+            n.notes["reason"] = "integer ALU op feeding a VDLA kernel"
+    return g
+
+
+def report(graph: Graph) -> list[tuple[str, str, str, str]]:
+    """(node, op, target, reason) per node, in topological order."""
+    return [(n.name, n.op, n.target or "-", n.notes.get("reason", "")) for n in graph.topo_order()]
+
+
+def targets(graph: Graph) -> dict[str, str | None]:
+    return {n.name: n.target for n in graph.nodes}
+
+
+def count(graph: Graph, target: str, ops: Iterable[str] | None = None) -> int:
+    want = set(ops) if ops else None
+    return sum(1 for n in graph.nodes if n.target == target and (want is None or n.op in want))

@@ -1,0 +1,66 @@
+"""The graph passes in one place, and the standard pipeline that chains them.
+
+Each pass is a function ``Graph -> Graph`` returning a new graph:
+:func:`fold_constants`, :func:`remove_identity`, :func:`fold_batch_norm`,
+:func:`quantize` (with a calibration set), :func:`partition`,
+:func:`to_packed_layout` and :func:`fuse`. :func:`prepare` runs them in the order the
+VDLA flow needs (fold -> quantise -> partition -> pack -> fuse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...config import Config
+from .fold import fold_batch_norm, fold_constants, remove_identity
+from .fuse import fuse, unfuse
+from .ir import Graph
+from .layout import to_packed_layout
+from .partition import PartitionPolicy, partition
+from .quantize import QConfig, quantize
+
+__all__ = [
+    "fold_constants",
+    "remove_identity",
+    "fold_batch_norm",
+    "quantize",
+    "partition",
+    "to_packed_layout",
+    "fuse",
+    "unfuse",
+    "simplify",
+    "prepare",
+]
+
+
+def simplify(graph: Graph) -> Graph:
+    """Target-independent clean-up: constant folding, identity removal, batch-norm folding."""
+    return fold_batch_norm(remove_identity(fold_constants(graph)))
+
+
+def prepare(
+    graph: Graph,
+    calibration: Sequence[Any] | None = None,
+    config: Config | None = None,
+    qconfig: QConfig | None = None,
+    policy: PartitionPolicy | None = None,
+    *,
+    pack: bool = True,
+    fusion: bool = True,
+) -> Graph:
+    """The VDLA flow up to (not including) code generation.
+
+    A float graph is simplified, quantised when ``calibration`` is given (an already-int8
+    graph, e.g. from :func:`.quantize.qdq_to_int`, is used as is), partitioned, packed to
+    ``config``'s layouts and fused.
+    """
+    g = simplify(graph)
+    if calibration is not None:
+        g = quantize(g, calibration, qconfig)
+    g = partition(g, policy)
+    if pack:
+        g = to_packed_layout(g, config or Config())
+    if fusion:
+        g = fuse(g)
+    return g

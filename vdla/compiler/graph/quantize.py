@@ -1,0 +1,414 @@
+"""Post-training int8 quantisation with power-of-two scales, and QDQ-model import.
+
+VDLA requantises with a shift (VTA's realisation: add ``2**(n-1)``, shift right ``n``,
+clip, cast), so every scale is a power of two: a float tensor ``x`` is represented by
+``q = clip(round(x / s))`` with ``s = 2**k``.
+
+:func:`quantize` calibrates on a list of inputs (the max |value| of every tensor gives its
+scale) and rewrites the graph (:func:`quantize_graph`):
+
+* conv2d / conv2d_transpose / dense with constant weights: int8 data (``quantize`` from
+  float, or a ``requantize`` of an int32 value), int8 weights (per-tensor power-of-two
+  scale), int32 accumulation at scale ``s_x * s_w``; the bias becomes an int32 ``add``;
+* ReLU / clip run on the integers (clip bounds scaled); a residual ``add`` aligns both
+  operands to the finer scale with a left ``shift`` and adds in int32; max-pool runs on int8;
+* an int32 value is requantised to int8 (``requantize``, rounding shift + clip to
+  ±127) where it leaves the conv/bias/ReLU/add chain: more than one reader, a reader that
+  is not element-wise, or a graph output;
+* everything else (first conv and the classifier by default, as VTA's
+  ``skip_conv_layers=[0]`` / ``skip_dense_layer``, pooling, softmax ...) stays float32,
+  with ``dequantize`` at the boundary.
+
+:func:`qdq_to_int` imports a QDQ model (QuantizeLinear/DequantizeLinear pairs around float
+ops, as ONNX quantisers write them) into the same integer path, taking the scales from
+the Q/DQ nodes (they must be powers of two with zero point 0).
+
+:func:`agreement` compares the int8 graph with the float one: top-1 agreement and SNR.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .ir import Graph, GraphError, Node
+from .reference import run
+
+__all__ = [
+    "QConfig",
+    "pow2_scale",
+    "calibrate",
+    "quantize_graph",
+    "quantize",
+    "strip_qdq",
+    "qdq_to_int",
+    "Agreement",
+    "agreement",
+]
+
+_GEMM = ("conv2d", "conv2d_transpose", "dense")
+_INT_ABSORB = ("relu", "clip", "add")
+
+
+@dataclass(frozen=True)
+class QConfig:
+    """Which layers to quantise and the integer ranges."""
+
+    #: Indices (in topological order, counting conv2d nodes) of convolutions kept in float32.
+    skip_conv: tuple[int, ...] = (0,)
+    #: Keep dense layers in float32 (VTA's default: the classifier runs on the CPU).
+    skip_dense: bool = True
+    #: Node names kept in float32.
+    skip_nodes: frozenset[str] = field(default_factory=frozenset)
+    #: Largest |int8| value of activations and weights (symmetric, as VTA's clip to ±127).
+    qmax: int = 127
+    #: Requantise wherever a value has a given scale (QDQ import), not only at chain ends.
+    materialize_scaled: bool = False
+    #: Quantise only gemms whose weight has an entry in ``weight_scales`` (QDQ import).
+    require_weight_scale: bool = False
+
+
+def pow2_scale(maxabs: float, qmax: int = 127) -> float:
+    """Smallest power of two ``s`` with ``maxabs / s <= qmax`` (1.0 for an all-zero tensor)."""
+    if not maxabs > 0 or not math.isfinite(maxabs):
+        return 1.0
+    return 2.0 ** math.ceil(math.log2(maxabs / qmax))
+
+
+def is_pow2(s: float) -> bool:
+    if not s > 0:
+        return False
+    m, _ = math.frexp(s)
+    return m == 0.5
+
+
+def calibrate(graph: Graph, dataset: Sequence[Any], qmax: int = 127) -> dict[str, float]:
+    """Power-of-two scale of every float value (inputs and nodes) from max |value| over ``dataset``."""
+    if not dataset:
+        raise GraphError("calibrate: the calibration set is empty")
+    maxabs: dict[str, float] = {}
+    for x in dataset:
+        env = run(graph, x, return_all=True, check=False)
+        for k, v in env.items():
+            if k in graph.consts or v.dtype != np.float32:
+                continue
+            m = float(np.abs(v).max(initial=0.0))
+            maxabs[k] = max(maxabs.get(k, 0.0), m)
+    return {k: pow2_scale(m, qmax) for k, m in maxabs.items()}
+
+
+def _log2_int(r: float, what: str) -> int:
+    k = math.log2(r)
+    if abs(k - round(k)) > 1e-9:
+        raise GraphError(f"{what}: scale ratio {r} is not a power of two (VDLA requantises with shifts)")
+    return int(round(k))
+
+
+class _Quantizer:
+    def __init__(self, g: Graph, scales: Mapping[str, float], cfg: QConfig, wscales: Mapping[str, float]) -> None:
+        self.g, self.scales, self.cfg, self.wscales = g, scales, cfg, wscales
+        self.out = Graph(g.name)
+        self.out.inputs = dict(g.inputs)
+        self.cons = g.consumers()
+        self.rep: dict[str, tuple[str, str, float]] = {k: ("f", k, 1.0) for k in g.inputs}
+        self.cmap: dict[str, str] = {}
+        self.cache_f: dict[str, str] = {}
+        self.cache_q8: dict[str, tuple[str, float]] = {}
+
+    # -- emitting -------------------------------------------------------------------
+    def node(self, op: str, ins: list[str], name: str, **attrs: Any) -> str:
+        return self.out.add_node(op, ins, name=name, **attrs)
+
+    def const(self, v: str) -> str:
+        if v not in self.cmap:
+            self.cmap[v] = self.out.add_const(v, self.g.consts[v])
+        return self.cmap[v]
+
+    def fval(self, v: str) -> str:
+        if v in self.g.consts:
+            return self.const(v)
+        kind, name, s = self.rep[v]
+        if kind == "f":
+            return name
+        if v not in self.cache_f:
+            if v in self.cache_q8:
+                name, s = self.cache_q8[v]
+            self.cache_f[v] = self.node("dequantize", [name], f"{v}.dq", scale=s)
+        return self.cache_f[v]
+
+    def q8val(self, v: str) -> tuple[str, float] | None:
+        if v in self.cache_q8:
+            return self.cache_q8[v]
+        if v in self.g.consts:
+            return None
+        kind, name, s = self.rep[v]
+        if kind == "q8":
+            return name, s
+        target = self.scales.get(v)
+        if target is None:
+            return None
+        if kind == "f":
+            q = self.node("quantize", [name], f"{v}.quant", scale=target, dtype="int8")
+        else:
+            n = _log2_int(target / s, f"requantize {v!r}")
+            q = self.node(
+                "requantize", [name], f"{v}.requant", shift=n, min=-self.cfg.qmax, max=self.cfg.qmax, dtype="int8"
+            )
+        self.cache_q8[v] = (q, target)
+        return self.cache_q8[v]
+
+    def intval(self, v: str) -> tuple[str, str, float] | None:
+        """(kind, name, scale) of an integer form of v, quantising a float value if it has a scale."""
+        if v in self.g.consts:
+            return None
+        kind, name, s = self.rep[v]
+        if v in self.cache_q8:  # materialised: readers see the stored int8 tensor
+            return ("q8", *self.cache_q8[v])
+        if kind != "f":
+            return kind, name, s
+        q = self.q8val(v)
+        return ("q8", q[0], q[1]) if q else None
+
+    def i32(self, v: str, iv: tuple[str, str, float], target: float) -> str:
+        kind, name, s = iv
+        if kind == "q8":
+            name = self.node("cast", [name], f"{v}.i32", dtype="int32")
+        k = _log2_int(s / target, f"align {v!r}")
+        if k:
+            name = self.node("shift", [name], f"{v}.align", n=-k)
+        return name
+
+    # -- the pass -------------------------------------------------------------------
+    def quantizable(self, n: Node, conv_idx: int) -> bool:
+        if n.name in self.cfg.skip_nodes or n.inputs[1] not in self.g.consts:
+            return False
+        if len(n.inputs) == 3 and n.inputs[2] not in self.g.consts:
+            return False
+        if n.op == "dense" and self.cfg.skip_dense:
+            return False
+        if n.op == "conv2d" and conv_idx in self.cfg.skip_conv:
+            return False
+        if self.cfg.require_weight_scale and n.inputs[1] not in self.wscales:
+            return False
+        return self.g.type_of(n.inputs[0]).dtype == "float32" or self.rep.get(n.inputs[0], ("f",))[0] != "f"
+
+    def gemm(self, n: Node) -> bool:
+        xq = self.q8val(n.inputs[0])
+        if xq is None:
+            return False
+        x, sx = xq
+        w = self.g.consts[n.inputs[1]].astype(np.float64)
+        sw = self.wscales.get(n.inputs[1]) or pow2_scale(float(np.abs(w).max(initial=0.0)), self.cfg.qmax)
+        wq = np.clip(np.rint(w / sw), -self.cfg.qmax, self.cfg.qmax).astype(np.int8)
+        wn = self.out.add_const(f"{n.inputs[1]}.q", wq)
+        attrs = {k: v for k, v in n.attrs.items()}
+        acc = self.node(n.op, [x, wn], n.name, **attrs)
+        sacc = sx * sw
+        if len(n.inputs) == 3:
+            b = self.g.consts[n.inputs[2]].astype(np.float64)
+            bq = np.rint(b / sacc)
+            if np.abs(bq).max(initial=0) >= 2**31:
+                raise GraphError(f"quantize: bias of {n.name!r} overflows int32 at scale {sacc}")
+            shape = (1, -1, 1, 1) if n.op != "dense" else (1, -1)
+            bn = self.out.add_const(f"{n.inputs[2]}.q", bq.astype(np.int32).reshape(shape))
+            acc = self.node("add", [acc, bn], f"{n.name}.bias")
+        self.rep[n.name] = ("q32", acc, sacc)
+        return True
+
+    def elemwise(self, n: Node) -> bool:
+        if n.op in ("relu", "clip", "max_pool2d"):
+            iv = self.intval(n.inputs[0]) if self.rep.get(n.inputs[0], ("f",))[0] != "f" else None
+            if iv is None:
+                return False
+            kind, name, s = iv
+            if n.op == "max_pool2d":
+                q = self.q8val(n.inputs[0])
+                if q is None:
+                    return False
+                self.rep[n.name] = ("q8", self.node("max_pool2d", [q[0]], n.name, **n.attrs), q[1])
+                return True
+            attrs: dict[str, Any] = {}
+            if n.op == "clip":
+                lim = 127 if kind == "q8" else 2**31 - 1
+                for k in ("min", "max"):
+                    if n.attrs[k] is not None:
+                        attrs[k] = int(np.clip(np.rint(n.attrs[k] / s), -lim - 1, lim))
+            self.rep[n.name] = (kind, self.node(n.op, [name], n.name, **attrs), s)
+            return True
+        if n.op == "add":
+            a, b = n.inputs
+            consts = [i for i in (a, b) if i in self.g.consts]
+            acts = [i for i in (a, b) if i not in self.g.consts]
+            if not any(self.rep.get(i, ("f",))[0] != "f" for i in acts):
+                return False
+            ivs = [self.intval(i) for i in acts]
+            if any(iv is None for iv in ivs):
+                return False
+            s = min(iv[2] for iv in ivs)  # type: ignore[index]
+            ins = [self.i32(i, iv, s) for i, iv in zip(acts, ivs)]  # type: ignore[arg-type]
+            for c in consts:
+                cq = np.rint(self.g.consts[c].astype(np.float64) / s)
+                ins.append(self.out.add_const(f"{c}.q", cq.astype(np.int32)))
+            if self.out.type_of(ins[0]).shape != n.type.shape:  # type: ignore[union-attr]
+                ins.reverse()
+            self.rep[n.name] = ("q32", self.node("add", ins, n.name), s)
+            return True
+        return False
+
+    def run(self) -> Graph:
+        conv_idx = -1
+        for n in self.g.topo_order():
+            if n.op == "conv2d":
+                conv_idx += 1
+            done = False
+            if n.op in _GEMM and self.quantizable(n, conv_idx):
+                done = self.gemm(n)
+            elif n.op in ("relu", "clip", "add", "max_pool2d"):
+                done = self.elemwise(n)
+            if not done:
+                self.rep[n.name] = ("f", self.node(n.op, [self.fval(i) for i in n.inputs], n.name, **n.attrs), 1.0)
+                continue
+            kind = self.rep[n.name][0]
+            readers = self.cons.get(n.name, [])
+            if kind == "q32" and (
+                n.name in self.g.outputs
+                or len(readers) != 1
+                or readers[0].op not in _INT_ABSORB
+                or (self.cfg.materialize_scaled and n.name in self.scales)
+            ):
+                self.q8val(n.name)
+        self.out.outputs = [self.fval(o) for o in self.g.outputs]
+        return self.out.infer_types()
+
+
+def quantize_graph(
+    graph: Graph,
+    scales: Mapping[str, float],
+    config: QConfig | None = None,
+    weight_scales: Mapping[str, float] | None = None,
+) -> Graph:
+    """Rewrite a float graph into the int8 path with the given activation scales
+    (``scales[value]``; powers of two) and optional weight scales by constant name."""
+    cfg = config or QConfig()
+    for k, s in list(scales.items()) + list((weight_scales or {}).items()):
+        if not is_pow2(s):
+            raise GraphError(f"quantize: scale {s} of {k!r} is not a power of two")
+    g = graph.copy().infer_types()
+    return _Quantizer(g, scales, cfg, weight_scales or {}).run()
+
+
+def quantize(graph: Graph, calibration: Sequence[Any], config: QConfig | None = None) -> Graph:
+    """Calibrate on ``calibration`` (a list of input dicts/arrays) and quantise."""
+    cfg = config or QConfig()
+    return quantize_graph(graph, calibrate(graph, calibration, cfg.qmax), cfg)
+
+
+# --------------------------------------------------------------------------- QDQ import
+
+
+def strip_qdq(graph: Graph) -> tuple[Graph, dict[str, float], dict[str, float]]:
+    """Remove Q/DQ pairs, returning (float graph, activation scales, weight scales).
+
+    ``DequantizeLinear(const)`` and ``DequantizeLinear(QuantizeLinear(const))`` become float
+    constants whose scale is recorded; ``DequantizeLinear(QuantizeLinear(x))`` becomes ``x``
+    with ``scales[x]`` set.
+    """
+    g = graph.copy().infer_types()
+    scales: dict[str, float] = {}
+    wscales: dict[str, float] = {}
+    prod = g.producers()
+
+    def check(n: Node) -> float:
+        s, z = n.attrs["scale"], n.attrs["zero_point"]
+        where = f"QDQ node {n.name!r}" + (f" (ONNX node {n.notes['onnx_node']!r})" if "onnx_node" in n.notes else "")
+        if z != 0:
+            raise GraphError(f"{where}: zero point {z} is not supported (VDLA is symmetric)")
+        if not is_pow2(s):
+            raise GraphError(
+                f"{where}: scale {s} is not a power of two; VDLA's shift requantisation needs power-of-two scales"
+            )
+        return s
+
+    for n in list(g.topo_order()):
+        if n.op != "dequantize":
+            continue
+        s = check(n)
+        src = n.inputs[0]
+        q = prod.get(src)
+        if src in g.consts:
+            w = (g.consts[src].astype(np.float64) * s).astype(np.float32)
+            cname = g.add_const(f"{src}.f", w)
+            wscales[cname] = s
+            g.replace_uses(n.name, cname)
+        elif q is not None and q.op == "quantize":
+            sq = check(q)
+            if sq != s:
+                raise GraphError(f"QDQ nodes {q.name!r} and {n.name!r} disagree on the scale ({sq} vs {s})")
+            x = q.inputs[0]
+            if x in g.consts:
+                w = g.consts[x].astype(np.float64)
+                wq = np.clip(np.rint(w / s), np.iinfo(q.attrs["dtype"]).min, np.iinfo(q.attrs["dtype"]).max)
+                cname = g.add_const(f"{x}.qdq", (wq * s).astype(np.float32))
+                wscales[cname] = s
+                g.replace_uses(n.name, cname)
+            else:
+                scales[x] = s
+                g.replace_uses(n.name, x)
+        else:
+            continue
+        g.nodes.remove(n)
+    return g.prune().infer_types(), scales, wscales
+
+
+def qdq_to_int(graph: Graph, config: QConfig | None = None) -> Graph:
+    """Import a QDQ graph (e.g. from :func:`.onnx_import.from_onnx`) into the int8 path."""
+    g, scales, wscales = strip_qdq(graph)
+    cfg = config or QConfig(skip_conv=(), skip_dense=False, materialize_scaled=True, require_weight_scale=True)
+    return quantize_graph(g, scales, cfg, wscales)
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How well the int8 graph agrees with float32 on a fixed set."""
+
+    samples: int
+    #: Fraction of samples whose arg-max class agrees (None for non-classifier outputs).
+    top1: float | None
+    #: 10 log10(sum(ref^2) / sum((ref - q)^2)) over all samples, in dB.
+    snr_db: float
+    max_abs_err: float
+    #: Distinct arg-max classes the float model predicts on the set (agreement is only
+    #: meaningful when this is > 1).
+    fp_classes: int | None
+
+    def __str__(self) -> str:
+        t = "n/a" if self.top1 is None else f"{100 * self.top1:.1f}%"
+        return (
+            f"{self.samples} samples: top-1 agreement {t}, SNR {self.snr_db:.1f} dB, "
+            f"max |err| {self.max_abs_err:.4g}, float classes {self.fp_classes}"
+        )
+
+
+def agreement(reference: Graph, quantized: Graph, dataset: Sequence[Any], output: int = 0) -> Agreement:
+    """Run both graphs on ``dataset`` and compare output ``output``."""
+    refs, qs = [], []
+    for x in dataset:
+        refs.append(run(reference, x, check=False)[output].astype(np.float64))
+        qs.append(run(quantized, x, check=False)[output].astype(np.float64))
+    r, q = np.stack(refs), np.stack(qs)
+    noise = float(((r - q) ** 2).sum())
+    sig = float((r**2).sum())
+    snr = float("inf") if noise == 0 else 10 * math.log10(sig / noise) if sig > 0 else float("-inf")
+    top1 = classes = None
+    if r.ndim == 3:  # samples x batch x classes
+        ra, qa = r.argmax(-1), q.argmax(-1)
+        top1 = float((ra == qa).mean())
+        classes = len(np.unique(ra))
+    return Agreement(len(dataset), top1, snr, float(np.abs(r - q).max()), classes)
