@@ -1,7 +1,18 @@
-"""Amaranth HDL description of the VDLA core and its board tops.
+"""Amaranth HDL description of the VDLA core.
 
-The decoder's instruction layouts come from `vdla.isa.amaranth_layout(config, fmt)`, so
-the hardware never holds a second copy of the field table; every module takes a
-`vdla.config.Config`. The modules themselves (fetch, load, compute, store, the GEMM
-core and tensor ALU, the AXI interfaces) are the subject of the hardware issue.
+The core (`Core`, in `core.py`) is four stages joined by command and token queues, each
+its own `wiring.Component`: `Fetch` (routes the instruction stream), `Load` (2D DMA with
+zero padding into INP/WGT), `Compute` (uop/ACC loads, the `TensorPipeline` with the
+`GemmArray` and `TensorAlu`, FINISH) and `Store` (OUT to memory), plus `TokenQueue`s and
+the buffers (`buffers.py`). Every module takes a `vdla.config.Config`; instruction
+layouts come from `vdla.isa.amaranth_layout`, so there is no second copy of the field
+table. `testbench.CoreSim` runs the core in Amaranth's simulator against a numpy DRAM.
+
+    from amaranth.back import verilog
+    verilog.convert(Core(PRESETS["small"]), name="vdla_core")
 """
+
+from .core import COUNTER_NAMES, Core
+from .fetch import ErrorCode
+
+__all__ = ["Core", "ErrorCode", "COUNTER_NAMES"]

@@ -56,8 +56,8 @@ class Device:
         kind, _, arg = backend.partition(":")
         if kind not in BACKENDS:
             raise DeviceError(f"unknown device {backend!r}; available: {', '.join(sorted(BACKENDS))}")
-        if config is None:
-            config = preset(arg) if kind == "fsim" and arg else preset("default")
+        if config is None:  # "fsim:small", "pysim:small": the text after ':' names a preset
+            config = preset(arg) if arg and kind in ("fsim", "pysim", "verilator") else preset("default")
         self.config = preset(config) if isinstance(config, str) else config
         self.dram = np.zeros(dram_size, dtype=np.uint8)  # calloc: untouched pages cost nothing
         big = max(self.config.wgt_elem_bytes, self.config.acc_elem_bytes, 4096)

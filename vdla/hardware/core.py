@@ -1,0 +1,194 @@
+"""The VDLA core: fetch, load, compute and store with their queues and buffers.
+
+::
+
+    memory -> fetch --load cmd--> load ----------l2g/g2l---------- compute ----g2s/s2g---- store -> memory
+                    --compute cmd------------------------------------^                      ^
+                    --store cmd---------------------------------------------------------------
+    buffers: load writes INP, WGT; compute owns UOP, ACC, reads INP/WGT, writes OUT; store reads OUT
+
+Ports (see `vdla.hardware.interfaces` for the memory-request protocol):
+
+- ``fetch_mem``, ``load_mem``, ``compute_mem``: read masters; ``store_mem``: write master.
+  One port per stage, as VTA's HLS design has; a bus wrapper arbitrates them.
+- control: pulse ``start`` with ``insn_addr`` (byte address, 16-byte aligned) and
+  ``insn_count``; ignored while ``running``. Start clears ``done`` and ``error`` and
+  resets every queue and stage (the buffers keep their contents).
+- status: ``running``; ``done`` (set when FINISH completes, or when an error has stopped
+  the core and every stage has finished the instruction it was executing; stays set
+  until the next start); ``error`` with ``error_code`` (`ErrorCode`) and
+  ``error_index`` (the instruction).
+- ``counters`` (`Counters`): cycles since start, per stage busy/stall cycles and retired
+  instructions, uop-iterations, elements moved; ``debug``: per stage state and the token
+  queue levels, for watchdogs and waveforms.
+"""
+
+from __future__ import annotations
+
+from amaranth import Module, Signal, unsigned
+from amaranth.hdl import ResetInserter
+from amaranth.lib import data, fifo, wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import isa
+from ..config import Config
+from .buffers import make_buffer, write_lanes
+from .compute import Compute
+from .fetch import ErrorCode, Fetch
+from .interfaces import connect_read_port, read_master, write_master
+from .load import Load
+from .stage import State
+from .store import Store
+from .tokens import TokenQueue
+
+__all__ = ["Core", "Counters", "Debug", "ErrorCode", "STAGES", "COUNTER_NAMES"]
+
+STAGES = ("load", "compute", "store")
+#: Counter fields, in order: what `Counters` holds.
+COUNTER_NAMES = (
+    "cycles", "fetch_busy", "fetch_stall", "fetch_insns",
+    *(f"{s}_{k}" for s in STAGES for k in ("busy", "stall", "insns")),
+    "gemm_iters", "alu_iters", "inp_elems", "wgt_elems", "uop_elems", "acc_elems", "out_elems",
+)
+Counters = data.StructLayout({name: unsigned(32) for name in COUNTER_NAMES})
+QUEUES = ("l2g", "g2l", "g2s", "s2g")
+
+
+def debug_layout(config: Config) -> data.StructLayout:
+    fields = {f"{s}_state": State for s in STAGES}
+    fields.update({q: unsigned(config.dep_queue_depth.bit_length()) for q in QUEUES})
+    fields.update({f"{s}_queue": unsigned(config.cmd_queue_depth.bit_length()) for s in STAGES})
+    fields["fetch_busy"] = unsigned(1)
+    return data.StructLayout(fields)
+
+
+Debug = debug_layout
+
+
+class Core(wiring.Component):
+    def __init__(self, config: Config) -> None:
+        self.config = c = config
+        super().__init__({
+            "start": In(1),
+            "insn_addr": In(32),
+            "insn_count": In(32),
+            "running": Out(1),
+            "done": Out(1),
+            "error": Out(1),
+            "error_code": Out(3),
+            "error_index": Out(32),
+            "counters": Out(Counters),
+            "debug": Out(debug_layout(c)),
+            "fetch_mem": Out(read_master(c.bus_width)),
+            "load_mem": Out(read_master(c.bus_width)),
+            "compute_mem": Out(read_master(c.bus_width)),
+            "store_mem": Out(write_master(c.bus_width)),
+        })
+
+    @property
+    def buffers(self) -> dict:
+        """The buffer Memories ("uop", "inp", "wgt", "acc", "out") of the last elaboration."""
+        return {**self._compute.buffers, **self._buffers}
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        c = self.config
+        begin = Signal()  # resets the datapath for one cycle
+        dp = Module()  # the datapath, under `begin` reset
+        m.submodules.datapath = ResetInserter(begin)(dp)
+
+        dp.submodules.fetch = fetch = Fetch(c)
+        dp.submodules.load = load = Load(c)
+        dp.submodules.compute = compute = Compute(c)
+        dp.submodules.store = store = Store(c)
+        stages = {"load": load, "compute": compute, "store": store}
+
+        # Command queues: fetch -> stages.
+        for name, stage in stages.items():
+            q = fifo.SyncFIFOBuffered(width=isa.INSN_BITS, depth=c.cmd_queue_depth)
+            dp.submodules[f"{name}_queue"] = q
+            out = getattr(fetch, f"{name}_cmd")
+            dp.d.comb += [
+                q.w_data.eq(out.payload), q.w_en.eq(out.valid), out.ready.eq(q.w_rdy),
+                stage.cmd.payload.eq(q.r_data), stage.cmd.valid.eq(q.r_rdy), q.r_en.eq(stage.cmd.ready),
+                getattr(self.debug, f"{name}_queue").eq(q.level),
+            ]
+        # Token queues.
+        ends = {"l2g": (load.l2g, compute.l2g), "g2l": (compute.g2l, load.g2l),
+                "g2s": (compute.g2s, store.g2s), "s2g": (store.s2g, compute.s2g)}
+        for name, (producer, consumer) in ends.items():
+            q = TokenQueue(c.dep_queue_depth)
+            dp.submodules[name] = q
+            wiring.connect(dp, producer, q.push)
+            wiring.connect(dp, q.pop, consumer)
+            dp.d.comb += getattr(self.debug, name).eq(q.level)
+
+        # Buffers shared between stages: INP, WGT (load -> compute), OUT (compute -> store).
+        # `buffers` names every buffer Memory of the last elaboration (for testbenches).
+        buffers = self._buffers = {}
+        self._compute = compute
+        for kind, writer, reader in (("inp", load.inp_wr, compute.inp_rd), ("wgt", load.wgt_wr, compute.wgt_rd)):
+            mem = make_buffer(c, kind)
+            dp.submodules[f"{kind}_mem"] = buffers[kind] = mem
+            lanes = write_lanes(c, kind)
+            wp = mem.write_port(granularity=len(mem.data[0]) // lanes if lanes > 1 else None)
+            dp.d.comb += [wp.en.eq(writer.en), wp.addr.eq(writer.addr), wp.data.eq(writer.data)]
+            connect_read_port(dp, reader, mem.read_port())
+        out_mem = buffers["out"] = make_buffer(c, "out")
+        dp.submodules.out_mem = out_mem
+        out_wp = out_mem.write_port()
+        dp.d.comb += [out_wp.en.eq(compute.out_wr.en), out_wp.addr.eq(compute.out_wr.addr),
+                      out_wp.data.eq(compute.out_wr.data)]
+        connect_read_port(dp, store.out_rd, out_mem.read_port())
+
+        # Memory ports.
+        wiring.connect(m, wiring.flipped(self.fetch_mem), fetch.mem)
+        wiring.connect(m, wiring.flipped(self.load_mem), load.mem)
+        wiring.connect(m, wiring.flipped(self.compute_mem), compute.mem)
+        wiring.connect(m, wiring.flipped(self.store_mem), store.mem)
+
+        # -- control ---------------------------------------------------------------------------
+        halt = Signal()
+        m.d.comb += self.error.eq(halt)
+        for stage in stages.values():
+            dp.d.comb += stage.halt.eq(halt)
+        m.d.comb += [fetch.insn_addr.eq(self.insn_addr), fetch.insn_count.eq(self.insn_count)]
+        launching = Signal()
+        m.d.comb += [begin.eq(self.start & ~self.running), fetch.launch.eq(launching)]
+        m.d.sync += launching.eq(begin)
+        with m.If(begin):
+            m.d.sync += [self.running.eq(1), self.done.eq(0), halt.eq(0), self.error_code.eq(0),
+                         self.error_index.eq(0)]
+        with m.If(fetch.error & ~halt):
+            m.d.sync += [halt.eq(1), self.error_code.eq(fetch.error_code), self.error_index.eq(fetch.error_index)]
+        executing = [stage.status.state == State.EXEC for stage in stages.values()]
+        quiet = ~fetch.busy
+        for e in executing:
+            quiet = quiet & ~e
+        with m.If(self.running & ((compute.finish & ~halt) | (halt & quiet & ~launching))):
+            m.d.sync += [self.running.eq(0), self.done.eq(1)]
+
+        # -- counters ----------------------------------------------------------------------------
+        cnt = self.counters
+        events = {
+            "cycles": 1, "fetch_busy": fetch.busy, "fetch_stall": fetch.stall, "fetch_insns": fetch.dispatch,
+            "gemm_iters": compute.gemm_iter, "alu_iters": compute.alu_iter,
+            "inp_elems": load.inp_elem, "wgt_elems": load.wgt_elem, "uop_elems": compute.uop_elem,
+            "acc_elems": compute.acc_elem, "out_elems": store.out_elem,
+        }
+        for name, stage in stages.items():
+            st = stage.status
+            events[f"{name}_busy"] = (st.state != State.IDLE) & ~st.stall
+            events[f"{name}_stall"] = st.stall
+            events[f"{name}_insns"] = st.retire
+            m.d.comb += getattr(self.debug, f"{name}_state").eq(st.state)
+        m.d.comb += self.debug.fetch_busy.eq(fetch.busy)
+        for name, ev in events.items():
+            field = getattr(cnt, name)
+            with m.If(begin):
+                m.d.sync += field.eq(0)
+            with m.Elif(self.running & ev):
+                m.d.sync += field.eq(field + 1)
+        return m
+
+

@@ -1,0 +1,147 @@
+"""The fetch stage: reads the instruction stream and routes each instruction, in order.
+
+After ``launch`` it reads ``insn_count`` 128-bit instructions from byte address
+``insn_addr`` with one read command and sends each to a command queue, as VTA does:
+STORE to store, LOAD of INP/WGT to load, everything else (GEMM, ALU, FINISH, LOAD of
+UOP/ACC/ACC_8BIT) to compute. It stalls while the target queue is full.
+
+Fetch also checks what the hardware cannot execute and stops there with an error
+(`ErrorCode`) naming the instruction's index: an illegal opcode, a memory type the
+instruction cannot use (LOAD of OUT or of an unknown type, STORE of anything but OUT),
+an unknown ALU opcode, or a stream that ends without FINISH (or is empty). It stops
+dispatching after FINISH. Once stopped it still takes in (and drops) the rest of the
+stream, so the memory port always completes its command.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from amaranth import Cat, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import isa
+from ..config import Config
+from .dma import ElementReader
+from .interfaces import read_master
+
+__all__ = ["Fetch", "ErrorCode"]
+
+
+class ErrorCode(IntEnum):
+    NONE = 0
+    ILLEGAL_OPCODE = 1
+    BAD_MEMORY_TYPE = 2
+    BAD_ALU_OPCODE = 3
+    NO_FINISH = 4  # the stream ended (or was empty) without a FINISH
+
+
+class Fetch(wiring.Component):
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.reader = ElementReader(isa.INSN_BYTES, config.bus_width)
+        insn_stream = stream.Signature(isa.INSN_BITS)
+        super().__init__({
+            "launch": In(1),
+            "insn_addr": In(32),
+            "insn_count": In(32),
+            "mem": Out(read_master(config.bus_width)),
+            "load_cmd": Out(insn_stream),
+            "compute_cmd": Out(insn_stream),
+            "store_cmd": Out(insn_stream),
+            "error": Out(1),  # pulse: an error was found
+            "error_code": Out(3),
+            "error_index": Out(32),
+            "busy": Out(1),  # launched and not yet finished with the stream
+            "stall": Out(1),  # holding an instruction its queue has no room for
+            "dispatch": Out(1),  # pulse: an instruction was sent to a queue
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        c = self.config
+        m.submodules.reader = reader = self.reader
+        m.d.comb += [
+            self.mem.cmd.valid.eq(reader.mem.cmd.valid),
+            self.mem.cmd.payload.eq(reader.mem.cmd.payload),
+            reader.mem.cmd.ready.eq(self.mem.cmd.ready),
+            reader.mem.data.valid.eq(self.mem.data.valid),
+            reader.mem.data.payload.eq(self.mem.data.payload),
+            self.mem.data.ready.eq(reader.mem.data.ready),
+        ]
+
+        count, received, index = Signal(32), Signal(32), Signal(32)
+        requested, launched, stopped = Signal(), Signal(), Signal()
+        m.d.comb += [
+            reader.req.valid.eq(launched & ~requested & (count != 0)),
+            reader.req.payload.addr.eq(self.insn_addr),
+            reader.req.payload.count.eq(count),
+        ]
+        with m.If(reader.req.valid & reader.req.ready):
+            m.d.sync += requested.eq(1)
+
+        # -- assemble instructions from bus-word chunks -------------------------------------
+        chunk = reader.out.payload
+        cbits = len(chunk.data)
+        asm = Signal(isa.INSN_BITS)
+        whole = Cat(asm[cbits:], chunk.data) if cbits < isa.INSN_BITS else chunk.data
+        hold = Signal(isa.INSN_BITS)
+        have = Signal()
+        dispatch = Signal()
+        take_last = ~have | dispatch
+        m.d.comb += reader.out.ready.eq(~chunk.last | take_last | stopped)
+        with m.If(dispatch):
+            m.d.sync += have.eq(0)
+        with m.If(reader.out.valid & reader.out.ready):
+            m.d.sync += asm.eq(whole)
+            with m.If(chunk.last):
+                m.d.sync += received.eq(received + 1)
+                with m.If(~stopped):
+                    m.d.sync += [hold.eq(whole), have.eq(1)]
+
+        # -- decode, check, route ----------------------------------------------------------------
+        mem = data.View(isa.amaranth_layout(c, "mem"), hold)
+        alu = data.View(isa.amaranth_layout(c, "alu"), hold)
+        op, mt = mem.opcode, mem.memory_type
+        is_load, is_store = op == isa.Op.LOAD, op == isa.Op.STORE
+        to_load = is_load & ((mt == isa.Mem.INP) | (mt == isa.Mem.WGT))
+        loadable = (mt == isa.Mem.UOP) | (mt == isa.Mem.WGT) | (mt == isa.Mem.INP) | (mt == isa.Mem.ACC) | (
+            mt == isa.Mem.ACC_8BIT)
+        code = Signal(3)
+        with m.If(op > max(isa.Op)):
+            m.d.comb += code.eq(ErrorCode.ILLEGAL_OPCODE)
+        with m.Elif((is_load & ~loadable) | (is_store & (mt != isa.Mem.OUT))):
+            m.d.comb += code.eq(ErrorCode.BAD_MEMORY_TYPE)
+        with m.Elif((op == isa.Op.ALU) & (alu.alu_opcode > max(isa.AluOp))):
+            m.d.comb += code.eq(ErrorCode.BAD_ALU_OPCODE)
+        targets = [(self.load_cmd, to_load), (self.store_cmd, is_store), (self.compute_cmd, ~to_load & ~is_store)]
+        ready = Signal()
+        for port, sel in targets:
+            m.d.comb += [port.payload.eq(hold), port.valid.eq(have & ~stopped & (code == 0) & sel)]
+            with m.If(sel):
+                m.d.comb += ready.eq(port.ready)
+        m.d.comb += [
+            dispatch.eq(have & ~stopped & (code == 0) & ready),
+            self.dispatch.eq(dispatch),
+            self.stall.eq(have & ~stopped & (code == 0) & ~ready),
+            self.error_index.eq(index),
+        ]
+        with m.If(dispatch):
+            m.d.sync += index.eq(index + 1)
+            with m.If(op == isa.Op.FINISH):
+                m.d.sync += stopped.eq(1)
+        with m.If(have & ~stopped & (code != 0)):
+            m.d.comb += [self.error.eq(1), self.error_code.eq(code)]
+            m.d.sync += stopped.eq(1)
+        with m.If(launched & ~stopped & (index == count) & ~have):
+            m.d.comb += [self.error.eq(1), self.error_code.eq(ErrorCode.NO_FINISH)]
+            m.d.sync += stopped.eq(1)
+
+        m.d.comb += self.busy.eq(launched & ~(stopped & (received == count)))
+        with m.If(self.launch):
+            m.d.sync += [
+                count.eq(self.insn_count), received.eq(0), index.eq(0), requested.eq(0),
+                launched.eq(1), stopped.eq(0), have.eq(0),
+            ]
+        return m

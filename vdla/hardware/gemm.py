@@ -1,0 +1,52 @@
+"""The GEMM array: BATCH x BLOCK_OUT dot products of BLOCK_IN signed products each.
+
+``sums[b][o] = sum_c inp[b][c] * wgt[o][c]`` (weights are o-major, as VTA stores them),
+exact, then cut to acc_width bits (accumulation wraps there anyway). Purely
+combinational: the compute pipeline registers its inputs and outputs. The adder tree is
+balanced so its depth is log2(BLOCK_IN).
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Signal, Value, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import Config
+
+__all__ = ["GemmArray", "adder_tree"]
+
+
+def adder_tree(terms: list[Value]) -> Value:
+    """Sum `terms` in a balanced binary tree."""
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
+class GemmArray(wiring.Component):
+    def __init__(self, config: Config) -> None:
+        self.config = c = config
+        super().__init__({
+            "inp": In(unsigned(8 * c.inp_elem_bytes)),
+            "wgt": In(unsigned(8 * c.wgt_elem_bytes)),
+            "sums": Out(unsigned(8 * c.acc_elem_bytes)),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        c = self.config
+        lanes = []
+        for b in range(c.batch):
+            for o in range(c.block_out):
+                products = [
+                    self.inp.word_select(b * c.block_in + k, c.inp_width).as_signed()
+                    * self.wgt.word_select(o * c.block_in + k, c.wgt_width).as_signed()
+                    for k in range(c.block_in)
+                ]
+                lane = Signal(signed(c.acc_width), name=f"sum_{b}_{o}")  # sign-extends or wraps
+                m.d.comb += lane.eq(adder_tree(products))
+                lanes.append(lane)
+
+        m.d.comb += self.sums.eq(Cat(*lanes))
+        return m

@@ -1,0 +1,104 @@
+"""The load stage: LOAD INP and LOAD WGT, 2D strided DMA with zero padding into the INP/WGT buffers.
+
+Its tokens: pop_next waits for compute's g2l token (compute is done reading the
+region: WAR), push_next sends an l2g token once the data is in SRAM (RAW). Load has no
+previous stage; pop_prev/push_prev are ignored. A LOAD with x_size = 0 is a NOP that
+only moves tokens. Fetch sends only LOAD INP/WGT here.
+"""
+
+from __future__ import annotations
+
+from amaranth import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import isa
+from ..config import Config
+from .dma import Loader2D
+from .interfaces import read_master, sram_write, token
+from .stage import State, stage_status
+from .tokens import TokenPorts
+
+__all__ = ["Load"]
+
+
+def mux_read_master(m: Module, outer, inners: list, select: list) -> None:
+    """Share one read port among loaders; `select[i]` picks `inners[i]` (one at a time)."""
+    for inner, sel in zip(inners, select):
+        with m.If(sel):
+            m.d.comb += [
+                outer.cmd.valid.eq(inner.cmd.valid),
+                outer.cmd.payload.eq(inner.cmd.payload),
+                inner.cmd.ready.eq(outer.cmd.ready),
+                inner.data.valid.eq(outer.data.valid),
+                outer.data.ready.eq(inner.data.ready),
+            ]
+        m.d.comb += inner.data.payload.eq(outer.data.payload)
+
+
+class Load(wiring.Component):
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        c = config
+        self.inp = Loader2D(c, c.inp_elem_bytes, c.log_inp_depth)
+        self.wgt = Loader2D(c, c.wgt_elem_bytes, c.log_wgt_depth)
+        super().__init__({
+            "cmd": In(stream.Signature(isa.INSN_BITS)),
+            "g2l": In(token()),
+            "l2g": Out(token()),
+            "mem": Out(read_master(c.bus_width)),
+            "inp_wr": Out(sram_write(c.log_inp_depth, 8 * c.inp_elem_bytes, self.inp.lanes)),
+            "wgt_wr": Out(sram_write(c.log_wgt_depth, 8 * c.wgt_elem_bytes, self.wgt.lanes)),
+            "inp_elem": Out(1),
+            "wgt_elem": Out(1),
+            **stage_status(),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.inp = inp = self.inp
+        m.submodules.wgt = wgt = self.wgt
+        raw = Signal(isa.INSN_BITS)
+        insn = data.View(isa.amaranth_layout(self.config, "mem"), raw)
+        is_wgt = insn.memory_type == isa.Mem.WGT
+        tokens = TokenPorts(pops={"next": self.g2l}, pushes={"next": self.l2g})
+        pops = {"next": insn.pop_next}
+        pushes = {"next": insn.push_next}
+
+        for ldr, wr in ((inp, self.inp_wr), (wgt, self.wgt_wr)):
+            m.d.comb += [ldr.insn.eq(insn), wr.en.eq(ldr.sram.en), wr.addr.eq(ldr.sram.addr),
+                         wr.data.eq(ldr.sram.data)]
+        m.d.comb += [self.inp_elem.eq(inp.elem), self.wgt_elem.eq(wgt.elem)]
+        mux_read_master(m, self.mem, [inp.mem, wgt.mem], [~is_wgt, is_wgt])
+        status = self.status
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [status.state.eq(State.IDLE), self.cmd.ready.eq(~self.halt)]
+                with m.If(self.cmd.valid & self.cmd.ready):
+                    m.d.sync += raw.eq(self.cmd.payload)
+                    m.next = "WAIT"
+            with m.State("WAIT"):
+                m.d.comb += status.state.eq(State.WAIT)
+                go = tokens.can_pop(pops) & ~self.halt
+                m.d.comb += status.stall.eq(~go)
+                with m.If(go):
+                    tokens.pop(m, pops)
+                    tokens.arm(m, pushes)
+                    with m.If(insn.x_size == 0):
+                        m.next = "PUSH"
+                    with m.Else():
+                        m.d.comb += [inp.start.eq(~is_wgt), wgt.start.eq(is_wgt)]
+                        m.next = "EXEC"
+            with m.State("EXEC"):
+                m.d.comb += status.state.eq(State.EXEC)
+                with m.If(inp.done | wgt.done):
+                    m.next = "PUSH"
+            with m.State("PUSH"):
+                m.d.comb += status.state.eq(State.PUSH)
+                done = tokens.drive(m)
+                m.d.comb += status.stall.eq(~done)
+                with m.If(done):
+                    m.d.comb += status.retire.eq(1)
+                    m.next = "IDLE"
+        return m

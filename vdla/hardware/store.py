@@ -1,0 +1,167 @@
+"""The store stage: STORE OUT, a 2D strided DMA from the OUT buffer to memory.
+
+Its tokens: pop_prev waits for compute's g2s token (the results are in OUT: RAW),
+push_prev sends an s2g token once memory has acknowledged every write (compute may
+overwrite OUT: WAR). Store has no next stage; pop_next/push_next are ignored. A STORE
+with x_size = 0 is a NOP that only moves tokens.
+
+OUT rows are read one per cycle through a synchronous read port whose enable doubles
+as the pipeline stall. An element as wide as the bus or wider goes out as
+``elem_bytes / bus_bytes`` beats of one write command per DRAM row; a narrower one as a
+one-beat command with byte strobes (simple, one element per cycle).
+"""
+
+from __future__ import annotations
+
+from amaranth import Const, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import isa
+from ..config import Config
+from .dma import log2
+from .interfaces import ADDR_WIDTH, sram_read, token, write_master
+from .stage import State, stage_status
+from .tokens import TokenPorts
+
+__all__ = ["Store"]
+
+
+class Store(wiring.Component):
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        c = config
+        super().__init__({
+            "cmd": In(stream.Signature(isa.INSN_BITS)),
+            "g2s": In(token()),
+            "s2g": Out(token()),
+            "mem": Out(write_master(c.bus_width)),
+            "out_rd": Out(sram_read(c.log_acc_depth, 8 * c.out_elem_bytes)),
+            "out_elem": Out(1),
+            **stage_status(),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        c = self.config
+        E, B = c.out_elem_bytes, c.bus_bytes
+        logE, logB = log2(E), log2(B)
+        per_elem = E < B
+        beats_per_elem = max(1, E // B)
+        raw = Signal(isa.INSN_BITS)
+        insn = data.View(isa.amaranth_layout(c, "mem"), raw)
+        tokens = TokenPorts(pops={"prev": self.g2s}, pushes={"prev": self.s2g})
+        pops, pushes = {"prev": insn.pop_prev}, {"prev": insn.push_prev}
+        start = Signal()
+        aw = c.dram_addr_width
+        cmd, beat, resp, rd = self.mem.cmd, self.mem.data, self.mem.resp, self.out_rd
+
+        # -- write commands: one per row (or per element when elements are narrower than the bus)
+        row_addr, col, rows_left = Signal(aw), Signal(16), Signal(16)
+        elem_addr = row_addr + col if per_elem else row_addr
+        m.d.comb += [
+            cmd.valid.eq(rows_left != 0),
+            cmd.payload.addr.eq(((elem_addr << logE)[:ADDR_WIDTH] >> logB) << logB),
+            cmd.payload.beats.eq(1 if per_elem else insn.x_size << log2(beats_per_elem)),
+        ]
+        with m.If(cmd.valid & cmd.ready):
+            if per_elem:
+                with m.If(col == insn.x_size - 1):
+                    m.d.sync += [col.eq(0), row_addr.eq(row_addr + insn.x_stride), rows_left.eq(rows_left - 1)]
+                with m.Else():
+                    m.d.sync += col.eq(col + 1)
+            else:
+                m.d.sync += [row_addr.eq(row_addr + insn.x_stride), rows_left.eq(rows_left - 1)]
+
+        # -- OUT reads: elements in SRAM order, `have` = rd.data holds one not yet sent
+        rd_addr, rd_col, rd_rows = Signal(len(rd.addr)), Signal(16), Signal(16)
+        have, take = Signal(), Signal()
+        en = ~have | take
+        issue = en & (rd_rows != 0)
+        m.d.comb += [rd.en.eq(en), rd.addr.eq(rd_addr)]
+        with m.If(en):
+            m.d.sync += have.eq(issue)
+        with m.If(issue):
+            m.d.sync += rd_addr.eq(rd_addr + 1)
+            with m.If(rd_col == insn.x_size - 1):
+                m.d.sync += [rd_col.eq(0), rd_rows.eq(rd_rows - 1)]
+            with m.Else():
+                m.d.sync += rd_col.eq(rd_col + 1)
+
+        # -- write data
+        m.d.comb += [beat.valid.eq(have), self.out_elem.eq(take)]
+        sent = beat.valid & beat.ready
+        if per_elem:
+            # The element's DRAM address, walked like the commands', places it in its word.
+            em_row, em_col = Signal(aw), Signal(16)
+            sub = (em_row + em_col)[: logB - logE]
+            m.d.comb += [
+                beat.payload.data.eq(rd.data.replicate(B // E)),
+                beat.payload.strb.eq(Const((1 << E) - 1, B) << (sub << logE)),
+                take.eq(sent),
+            ]
+            with m.If(sent):
+                with m.If(em_col == insn.x_size - 1):
+                    m.d.sync += [em_col.eq(0), em_row.eq(em_row + insn.x_stride)]
+                with m.Else():
+                    m.d.sync += em_col.eq(em_col + 1)
+        else:
+            part = Signal(range(beats_per_elem))
+            m.d.comb += [
+                beat.payload.data.eq(rd.data.word_select(part, 8 * B) if beats_per_elem > 1 else rd.data),
+                beat.payload.strb.eq(-1),
+            ]
+            with m.If(sent):
+                m.d.sync += part.eq(part + 1)
+                m.d.comb += take.eq(part == beats_per_elem - 1)
+
+        # -- responses
+        outstanding = Signal(32)
+        m.d.comb += resp.ready.eq(1)
+        got = resp.valid & resp.ready
+        issued = cmd.valid & cmd.ready
+        with m.If(issued & ~got):
+            m.d.sync += outstanding.eq(outstanding + 1)
+        with m.Elif(got & ~issued):
+            m.d.sync += outstanding.eq(outstanding - 1)
+        finished = (rows_left == 0) & (rd_rows == 0) & ~have & (outstanding == 0) & ~start
+
+        with m.If(start):
+            m.d.sync += [
+                row_addr.eq(insn.dram_base), col.eq(0), rows_left.eq(insn.y_size),
+                rd_addr.eq(insn.sram_base), rd_col.eq(0), rd_rows.eq(insn.y_size),
+            ]
+            if per_elem:
+                m.d.sync += [em_row.eq(insn.dram_base), em_col.eq(0)]
+
+        status = self.status
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [status.state.eq(State.IDLE), self.cmd.ready.eq(~self.halt)]
+                with m.If(self.cmd.valid & self.cmd.ready):
+                    m.d.sync += raw.eq(self.cmd.payload)
+                    m.next = "WAIT"
+            with m.State("WAIT"):
+                m.d.comb += status.state.eq(State.WAIT)
+                go = tokens.can_pop(pops) & ~self.halt
+                m.d.comb += status.stall.eq(~go)
+                with m.If(go):
+                    tokens.pop(m, pops)
+                    tokens.arm(m, pushes)
+                    with m.If(insn.x_size == 0):
+                        m.next = "PUSH"
+                    with m.Else():
+                        m.d.comb += start.eq(1)
+                        m.next = "EXEC"
+            with m.State("EXEC"):
+                m.d.comb += status.state.eq(State.EXEC)
+                with m.If(finished):
+                    m.next = "PUSH"
+            with m.State("PUSH"):
+                m.d.comb += status.state.eq(State.PUSH)
+                done = tokens.drive(m)
+                m.d.comb += status.stall.eq(~done)
+                with m.If(done):
+                    m.d.comb += status.retire.eq(1)
+                    m.next = "IDLE"
+        return m

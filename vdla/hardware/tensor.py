@@ -1,0 +1,162 @@
+"""The tensor pipeline of the compute stage: GEMM and ALU over a micro-op loop, one
+uop-iteration per cycle.
+
+For ``i < iter_out, j < iter_in, k in [uop_bgn, uop_end)`` the iteration uses micro-op
+``uop[k]`` with indices ``dst + i*dst_factor_out + j*dst_factor_in`` (likewise src, wgt;
+kept as running sums, no multipliers). Stages:
+
+- S0: the loop counters address the uop buffer;
+- S1: the micro-op arrives; the indices address INP[src], WGT[wgt], ACC[dst], ACC[src];
+- S2: operands arrive; the ACC operands take the value being written by S3 or the one
+  written in the previous cycle when the row matches (forwarding: back-to-back
+  iterations that hit the same accumulator row see each other, as in program order);
+  the GEMM array forms the dot products;
+- S3: ACC[dst] := reset ? 0 : ACC[dst] + dot (GEMM) or op(ACC[dst], imm or ACC[src])
+  (ALU); OUT[dst] := the low out_width bits of each lane.
+
+Indices wrap at the buffer depth (the golden model reports such programs as errors).
+Pulse ``start`` with ``insn`` (a GEMM or ALU instruction, held stable); ``done`` pulses
+once the last write has happened.
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .. import isa
+from ..config import Config
+from .alu import TensorAlu
+from .gemm import GemmArray
+from .interfaces import sram_read, sram_write
+
+__all__ = ["TensorPipeline"]
+
+
+class TensorPipeline(wiring.Component):
+    def __init__(self, config: Config) -> None:
+        self.config = c = config
+        acc_bits = 8 * c.acc_elem_bytes
+        super().__init__({
+            "start": In(1),
+            "insn": In(unsigned(isa.INSN_BITS)),
+            "busy": Out(1),
+            "done": Out(1),
+            "uop_rd": Out(sram_read(c.log_uop_depth, 32)),
+            "inp_rd": Out(sram_read(c.log_inp_depth, 8 * c.inp_elem_bytes)),
+            "wgt_rd": Out(sram_read(c.log_wgt_depth, 8 * c.wgt_elem_bytes)),
+            "acc_rd_dst": Out(sram_read(c.log_acc_depth, acc_bits)),
+            "acc_rd_src": Out(sram_read(c.log_acc_depth, acc_bits)),
+            "acc_wr": Out(sram_write(c.log_acc_depth, acc_bits)),
+            "out_wr": Out(sram_write(c.log_acc_depth, 8 * c.out_elem_bytes)),
+            "gemm_iter": Out(1),
+            "alu_iter": Out(1),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        c = self.config
+        g = data.View(isa.amaranth_layout(c, "gemm"), self.insn)
+        a = data.View(isa.amaranth_layout(c, "alu"), self.insn)
+        is_alu = g.opcode == isa.Op.ALU
+        acc_bits, lanes = 8 * c.acc_elem_bytes, c.batch * c.block_out
+        dw, sw, ww = c.log_acc_depth, c.uop_src_bits, c.log_wgt_depth
+
+        # -- S0: loop counters ---------------------------------------------------------------
+        run = Signal()
+        k = Signal(c.log_uop_depth + 1)
+        i, j = Signal(c.loop_iter_width), Signal(c.loop_iter_width)
+        dst_out, dst_cur = Signal(dw), Signal(dw)  # i*f_out, i*f_out + j*f_in
+        src_out, src_cur = Signal(sw), Signal(sw)
+        wgt_out, wgt_cur = Signal(ww), Signal(ww)
+        src_f_out = Mux(is_alu, a.src_factor_out, g.src_factor_out)
+        src_f_in = Mux(is_alu, a.src_factor_in, g.src_factor_in)
+        empty = (g.uop_end <= g.uop_bgn) | (g.iter_out == 0) | (g.iter_in == 0)
+        with m.If(self.start):
+            m.d.sync += [
+                run.eq(~empty), k.eq(g.uop_bgn), i.eq(0), j.eq(0),
+                dst_out.eq(0), dst_cur.eq(0), src_out.eq(0), src_cur.eq(0), wgt_out.eq(0), wgt_cur.eq(0),
+            ]
+        with m.Elif(run):
+            with m.If(k == g.uop_end - 1):
+                m.d.sync += k.eq(g.uop_bgn)
+                with m.If(j == g.iter_in - 1):
+                    m.d.sync += [
+                        j.eq(0), i.eq(i + 1),
+                        dst_out.eq(dst_out + g.dst_factor_out), dst_cur.eq(dst_out + g.dst_factor_out),
+                        src_out.eq(src_out + src_f_out), src_cur.eq(src_out + src_f_out),
+                        wgt_out.eq(wgt_out + g.wgt_factor_out), wgt_cur.eq(wgt_out + g.wgt_factor_out),
+                    ]
+                    with m.If(i == g.iter_out - 1):
+                        m.d.sync += run.eq(0)
+                with m.Else():
+                    m.d.sync += [
+                        j.eq(j + 1), dst_cur.eq(dst_cur + g.dst_factor_in),
+                        src_cur.eq(src_cur + src_f_in), wgt_cur.eq(wgt_cur + g.wgt_factor_in),
+                    ]
+            with m.Else():
+                m.d.sync += k.eq(k + 1)
+        m.d.comb += self.uop_rd.addr.eq(k)
+
+        # -- S1: micro-op -> operand addresses ---------------------------------------------
+        s1_valid = Signal()
+        s1_dst, s1_src, s1_wgt = Signal(dw), Signal(sw), Signal(ww)
+        m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur)]
+        uop = data.View(isa.amaranth_layout(c, "uop"), self.uop_rd.data)
+        dst = Signal(dw)
+        src = Signal(sw)
+        wgt = Signal(ww)
+        m.d.comb += [
+            dst.eq(uop.dst_idx + s1_dst), src.eq(uop.src_idx + s1_src), wgt.eq(uop.wgt_idx + s1_wgt),
+            self.inp_rd.addr.eq(src), self.wgt_rd.addr.eq(wgt),
+            self.acc_rd_dst.addr.eq(dst), self.acc_rd_src.addr.eq(src),
+        ]
+
+        # -- S2: operands (with forwarding) ---------------------------------------------------
+        s2_valid, s2_dst, s2_src = Signal(), Signal(dw), Signal(dw)
+        m.d.sync += [s2_valid.eq(s1_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
+        s3_valid, s3_dst = Signal(), Signal(dw)
+        s3_a, s3_b, s3_sum = Signal(acc_bits), Signal(acc_bits), Signal(acc_bits)
+        result = Signal(acc_bits)
+        w_valid, w_dst, w_value = Signal(), Signal(dw), Signal(acc_bits)
+
+        def forwarded(row: Signal, memory_data: Signal):
+            return Mux(s3_valid & (s3_dst == row), result,
+                       Mux(w_valid & (w_dst == row), w_value, memory_data))
+
+        m.submodules.gemm = gemm = GemmArray(c)
+        imm = Signal(signed(c.acc_width))
+        m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data), imm.eq(a.imm)]
+        m.d.sync += [
+            s3_valid.eq(s2_valid), s3_dst.eq(s2_dst),
+            s3_a.eq(forwarded(s2_dst, self.acc_rd_dst.data)),
+            s3_b.eq(Mux(a.use_imm, imm.as_unsigned().replicate(lanes), forwarded(s2_src, self.acc_rd_src.data))),
+            s3_sum.eq(gemm.sums),
+        ]
+
+        # -- S3: result, writes ------------------------------------------------------------------
+        m.submodules.alu = alu = TensorAlu(c)
+        m.d.comb += [alu.op.eq(a.alu_opcode), alu.a.eq(s3_a), alu.b.eq(s3_b)]
+        w = c.acc_width
+        accumulated = Cat(*((s3_a.word_select(n, w) + s3_sum.word_select(n, w))[:w] for n in range(lanes)))
+        m.d.comb += result.eq(Mux(is_alu, alu.out, Mux(g.reset, 0, accumulated)))
+        m.d.comb += [
+            self.acc_wr.en.eq(s3_valid), self.acc_wr.addr.eq(s3_dst), self.acc_wr.data.eq(result),
+            self.out_wr.en.eq(s3_valid), self.out_wr.addr.eq(s3_dst),
+            self.out_wr.data.eq(Cat(*(result.word_select(n, w)[: c.out_width] for n in range(lanes)))),
+            self.gemm_iter.eq(s3_valid & ~is_alu & ~g.reset),
+            self.alu_iter.eq(s3_valid & is_alu),
+        ]
+        m.d.sync += [w_valid.eq(s3_valid), w_dst.eq(s3_dst), w_value.eq(result)]
+
+        # -- completion ---------------------------------------------------------------------------
+        active = Signal()
+        drained = ~run & ~s1_valid & ~s2_valid & ~s3_valid
+        m.d.comb += self.busy.eq(active | self.start)
+        with m.If(self.start):
+            m.d.sync += active.eq(1)
+        with m.Elif(active & drained):
+            m.d.sync += active.eq(0)
+            m.d.comb += self.done.eq(1)
+        return m
