@@ -145,14 +145,23 @@ def build(
     target: str | Target = "llvm",
     name: str = "main",
     opt_level: int = 3,
+    config: Any = None,
 ) -> Any:
     """Compile a schedule (or an already lowered PrimFunc) for ``target``.
 
     ``"llvm"`` JIT-compiles for the host CPU and returns a :class:`BuiltFunction`;
     ``"llvm -mtriple=aarch64-linux-gnu ..."`` (any triple other than the host's, or an
     explicit ``-mcpu``/``-mattr``) compiles ahead of time and returns a
-    :class:`~vdla.compiler.codegen.target.CrossModule` (object code and assembly).
+    :class:`~vdla.compiler.codegen.target.CrossModule` (object code and assembly);
+    ``"vdla"`` compiles for the accelerator described by ``config`` (default Config) and
+    returns a :class:`~vdla.compiler.vdla.VDLAFunction`.
     """
+    if isinstance(target, str) and target.split()[0] == "vdla":
+        from .vdla import build as build_vdla
+
+        return build_vdla(sch, args, name=name, config=config)
+    if config is not None:
+        raise ValueError(f"build: config= applies to target 'vdla', not {target!r}")
     try:
         tgt = Target.parse(target)
     except TargetError as err:

@@ -1,7 +1,10 @@
 """``lower(schedule, args)``: schedule → loop IR through the standard pass pipeline.
 
 Pipeline (TVM's order): schedule_ops (bound inference + loop nests, tensorize, scan) →
-storage_flatten → simplify → vectorize → inject_virtual_thread → unroll → simplify.  ``print_passes=True`` prints the IR after
+storage_flatten → simplify → [phase-1 passes] → vectorize → inject_virtual_thread →
+unroll → [extra passes] → simplify.  A target's back end hooks its passes in at phase 1
+(before virtual threads, as VTA's DMA/ALU/GEMM lowering) and after unrolling;
+``target="vdla"`` dispatches to :func:`vdla.compiler.vdla.lower`.  ``print_passes=True`` prints the IR after
 every step; the returned :class:`~vdla.compiler.ir.PrimFunc` prints as readable IR.
 """
 
@@ -46,8 +49,19 @@ def lower(
     name: str = "main",
     print_passes: bool = False,
     extra_passes: Sequence[Pass] = (),
+    phase1_passes: Sequence[Pass] = (),
+    target: Any = None,
+    config: Any = None,
 ) -> PrimFunc:
-    """Lower ``sch`` to a :class:`PrimFunc` whose parameters are ``args`` (in order)."""
+    """Lower ``sch`` to a :class:`PrimFunc` whose parameters are ``args`` (in order).
+
+    ``phase1_passes`` run after storage flattening (before vectorisation and virtual
+    threads), ``extra_passes`` after unrolling. ``target="vdla"`` (with an optional
+    ``config``) lowers for the VDLA accelerator (its intrinsics appear in the IR)."""
+    if target is not None and str(target).split()[0] == "vdla":
+        from .vdla import lower as lower_vdla
+
+        return lower_vdla(sch, args, name=name, config=config, print_passes=print_passes)
     args = _check_args(sch, args)
     trace: list[tuple[str, Stmt]] = []
 
@@ -71,6 +85,8 @@ def lower(
             params.append(a)
     stmt = step("storage_flatten", storage_flatten(stmt, binds))
     stmt = step("simplify", simplify(stmt))
+    for p in phase1_passes:
+        stmt = step(getattr(p, "__name__", "pass"), p(stmt))
     stmt = step("vectorize", vectorize(stmt))
     stmt = step("inject_virtual_thread", inject_virtual_thread(stmt))
     stmt = step("unroll", unroll(stmt))

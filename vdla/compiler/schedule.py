@@ -173,10 +173,10 @@ class Stage:
         if parent is self:
             raise self._err("compute_at: a stage cannot be computed at itself")
         parent._leaf(axis, f"compute_at({self.name})")
-        if not self.schedule._reads(parent, self):
+        if not self.schedule._reads(parent, self) and not self.schedule._feeds(self, parent):
             raise self._err(
                 f"compute_at: stage {parent.name!r} does not read {self.name!r}; a stage can only be computed "
-                "inside one of its consumers"
+                "inside one of its consumers (or a consumer of its consumers)"
             )
         p: Stage | None = parent
         while p is not None:
@@ -347,6 +347,21 @@ class Schedule:
             seen.add(st)
             if st.attach_type == "inline":
                 todo.extend(self._inputs(st))
+        return False
+
+    def _feeds(self, producer: Stage, consumer: Stage) -> bool:
+        """Does ``consumer`` read ``producer`` through a chain of other stages?"""
+        todo = [consumer]
+        seen: set[Stage] = set()
+        while todo:
+            st = todo.pop()
+            if st in seen:
+                continue
+            seen.add(st)
+            for p in self._inputs(st):
+                if p is producer:
+                    return True
+                todo.append(p)
         return False
 
     # ------------------------------------------------------------------ caches

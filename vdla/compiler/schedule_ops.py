@@ -207,12 +207,19 @@ class _Lowering:
                 if parent.attach_type == "inline":
                     raise self.err(st, f"it is computed at stage {parent.name!r}, which is inlined")
                 rd = self.readers.get(info.tensor, [])
-                if parent not in [r.stage for r in rd]:
+                # a reader attached at the same loop (computed before the parent's body) may stand
+                # in for the parent: bounds then follow that reader's region (TVM's InferBound)
+                same_point = [
+                    r for r in rd
+                    if r.stage is not parent and r.stage.attach_type == "scope"
+                    and r.stage.attach_stage is parent and r.stage.attach_ivar is st.attach_ivar
+                ]
+                if parent not in [r.stage for r in rd] and not same_point:
                     raise self.err(
                         st,
                         f"compute_at: stage {parent.name!r} does not read it (after inlining); attach it to a consumer",
                     )
-                others = [r.stage.name for r in rd if r.stage is not parent]
+                others = [r.stage.name for r in rd if r.stage is not parent and r not in same_point]
                 if others:
                     raise self.err(
                         st,
@@ -266,7 +273,24 @@ class _Lowering:
                 r = (make_const(0, mn.dtype), BinOp("sub", parent.ext[riv], make_const(1, mn.dtype), mn.dtype))
             root_relax[riv.var] = (simplify_expr(mn + r[0]), simplify_expr(mn + r[1]))
         reads = [n.indices for n in walk(parent.body) if isinstance(n, TensorRead) and n.tensor is info.tensor]
-        region = region_of(reads, root_relax, len(op.axis))
+        region = region_of(reads, root_relax, len(op.axis)) if reads else [None] * len(op.axis)
+        # readers computed at the same loop: their (already inferred) regions bound what they read
+        for r in self.readers.get(info.tensor, []):
+            rst = r.stage
+            if rst is pst or not (rst.attach_type == "scope" and rst.attach_stage is pst and rst.attach_ivar is st.attach_ivar):
+                continue
+            r_relax = {
+                riv.var: (mn, simplify_expr(BinOp("sub", BinOp("add", mn, e, mn.dtype), make_const(1, mn.dtype), mn.dtype)))
+                for riv, (mn, e) in r.root.items()
+            }
+            r_reads = [n.indices for n in walk(r.body) if isinstance(n, TensorRead) and n.tensor is info.tensor]
+            rr = region_of(r_reads, r_relax, len(op.axis))
+            if not reads:
+                region, reads = rr, r_reads
+            else:
+                from .bound import union
+
+                region = [None if a is None or b is None else union(a, b) for a, b in zip(region, rr, strict=True)]
         allowed = self._shape_vars()
         for d, iv in enumerate(op.axis):
             r = region[d]
