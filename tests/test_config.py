@@ -209,12 +209,12 @@ def test_save_load(name, tmp_path):
 
 
 def test_round_trip_non_default_timing_and_clock(tmp_path):
-    cfg = Config(name="x", clock_mhz=333.0, timing=Timing(dram_latency=7, fetch_burst=4))
+    cfg = Config(name="x", clock_mhz=333.0, timing=Timing(dram_latency=7, dma_tail=4))
     path = tmp_path / "x.json"
     cfg.save(path)
     back = Config.load(path)
     assert back == cfg
-    assert back.timing.dram_latency == 7 and back.timing.fetch_burst == 4
+    assert back.timing.dram_latency == 7 and back.timing.dma_tail == 4
     assert back.clock_mhz == 333.0
 
 

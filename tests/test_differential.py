@@ -20,10 +20,10 @@ from vdla.runtime.randprog import random_program
 from vdla.simulator import SimulatorError
 
 SEEDS = range(40)
-FAST = Timing(dram_latency=0, max_burst_beats=256, burst_gap=0, insn_overhead=1, gemm_latency=0,
-              alu_ii_tensor=1, alu_ii_imm=1, alu_latency=0, fetch_burst=1)
-SLOW = Timing(dram_latency=300, max_burst_beats=2, burst_gap=9, insn_overhead=7, gemm_latency=20,
-              alu_ii_tensor=5, alu_ii_imm=3, alu_latency=11, fetch_burst=64)
+FAST = Timing(dram_latency=0, dram_write_latency=0, max_burst_beats=256, burst_gap=0, insn_overhead=1,
+              dma_tail=0, launch_latency=0, gemm_latency=0, alu_ii_tensor=1, alu_ii_imm=1, alu_latency=0)
+SLOW = Timing(dram_latency=300, dram_write_latency=40, max_burst_beats=2, burst_gap=9, insn_overhead=7,
+              dma_tail=5, launch_latency=50, gemm_latency=20, alu_ii_tensor=5, alu_ii_imm=3, alu_latency=11)
 
 
 def _run(case, config):

@@ -863,12 +863,14 @@ def _span(report, k):
     return entry
 
 
-def dma_formula(c: Config, rows: int, row_bytes: int, pad_elems: int) -> int:
-    """timing.py's docstring, written out: overhead + pads + latency + rows*(beats + bursts*gap)."""
+def dma_formula(c: Config, rows: int, row_bytes: int, pad_elems: int, write: bool = False) -> int:
+    """timing.py's docstring, written out:
+    overhead + pads + (read or write) latency + rows*(beats + bursts*gap) + tail."""
     t = c.timing
     beats = -(-row_bytes // (c.bus_width // 8))
     bursts = -(-beats // t.max_burst_beats)
-    return t.insn_overhead + pad_elems + t.dram_latency + rows * (beats + bursts * t.burst_gap)
+    latency = t.dram_write_latency if write else t.dram_latency
+    return t.insn_overhead + pad_elems + latency + rows * (beats + bursts * t.burst_gap) + t.dma_tail
 
 
 @pytest.mark.parametrize("preset", PRESET_NAMES)
@@ -937,15 +939,15 @@ def test_dma_cycles(preset, mem, y, x, pads):
 
 
 def test_dma_cycles_literal_small():
-    """small: 4-byte bus. INP 3 rows x 20 elements of 4 B = 20 beats (2 bursts of <= 16) per row,
-    pads (1,1,2,2): 5 x 24 - 60 = 60 pad elements -> 2 + 60 + 32 + 3 * (20 + 2 * 2) = 166."""
+    """small: 4-byte bus. INP 3 rows x 20 elements of 4 B = 20 beats per row, no burst gap,
+    pads (1,1,2,2): 5 x 24 - 60 = 60 pad elements -> 2 + 60 + 32 + 3 * 20 + 1 (tail) = 155."""
     p = Prog(SMALL)
     p.load(Mem.INP, np.zeros((60, 1, 4), np.int8), x_size=20, y_size=3, y_pad_0=1, y_pad_1=1, x_pad_0=2, x_pad_1=2)
     sync_load_to_compute(p)
     p.add(isa.nop(isa.Stage.COMPUTE, pop_prev=1))
     report, *_ = p.run()
     _, kind, s, e = _span(report, 0)
-    assert kind == "load" and e - s == 166
+    assert kind == "load" and e - s == 155
 
 
 def test_store_and_nop_cycles():
@@ -959,27 +961,38 @@ def test_store_and_nop_cycles():
     _, _, s, e = _span(report, 0)
     assert e - s == c.timing.insn_overhead
     _, kind, s, e = _span(report, 1)
-    assert kind == "store" and e - s == dma_formula(c, 4, 8 * 16, 0)
+    assert kind == "store" and e - s == dma_formula(c, 4, 8 * 16, 0, write=True)
     # the store waited for the compute NOP's token; the final NOP for the store's
     assert s >= _span(report, 0)[3] and _span(report, 2)[2] >= e
 
 
+@pytest.mark.parametrize("gaps", [False, True], ids=["no-gap", "gap"])
 @pytest.mark.parametrize("preset", PRESET_NAMES)
-def test_fetch_bursts(preset):
-    """Fetch reads fetch_burst instructions per burst: burst b arrives at
-    dram_latency + (b + 1) * (beats + burst_gap); NOPs then run back to back (insn_overhead each)."""
+def test_fetch_streams_the_instructions(preset, gaps):
+    """Fetch starts launch_latency after start and reads the stream as one DMA: instruction k
+    arrives after dram_latency + its bus beats (+ burst_gap per finished burst); it dispatches
+    at most one instruction per cycle and the NOPs then run back to back (insn_overhead each)."""
     c = PRESETS[preset]
+    if gaps:
+        c = c.replace(timing=c.timing.replace(burst_gap=3, max_burst_beats=4))
     t = c.timing
-    beats = -(-t.fetch_burst * 16 // (c.bus_width // 8))
-    arrive = [t.dram_latency + (k // t.fetch_burst + 1) * (beats + t.burst_gap) for k in range(2 * t.fetch_burst + 1)]
-    report = run_flags(c, [isa.nop(G) for _ in range(2 * t.fetch_burst)])
+    n = 20
+    bus = c.bus_width // 8
+
+    def arrive(k: int) -> int:
+        beats = -(-(k + 1) * 16 // bus)
+        return t.launch_latency + t.dram_latency + beats + (beats - 1) // t.max_burst_beats * t.burst_gap
+
+    report = run_flags(c, [isa.nop(G) for _ in range(n)])
     starts = {k: s for k, _, s, _ in report.trace}
-    expect, free = [], 0
-    for k in range(2 * t.fetch_burst + 1):
-        expect.append(max(free, arrive[k]))
+    expect, free, fetch = [], 0, 0
+    for k in range(n + 1):
+        dispatch = max(fetch, arrive(k))
+        fetch = dispatch + 1
+        expect.append(max(free, dispatch))
         free = expect[-1] + t.insn_overhead
-    assert [starts[k] for k in range(len(expect))] == expect
-    assert starts[0] == arrive[0] and starts[t.fetch_burst] == arrive[t.fetch_burst]
+    assert [starts[k] for k in range(n + 1)] == expect
+    assert starts[0] == arrive(0)
 
 
 def test_load_and_compute_overlap():

@@ -51,31 +51,42 @@ def _log2(n: int) -> int:
 class Timing:
     """Cycle-model parameters (see `vdla.simulator.timing` for how they are used)."""
 
-    #: Cycles from a DRAM read/write request to its first data beat.
+    # Defaults are calibrated against the Amaranth core (benchmarks/bench_cycle_model.py)
+    # with the test memory of vdla.hardware.testbench: reads answer `dram_latency` cycles
+    # after the request, one bus word per cycle, with no gaps between bursts.
+
+    #: Cycles from a DRAM read request to its first data beat.
     dram_latency: int = 32
+    #: Cycles from the last beat of a DRAM write to its acknowledgement.
+    dram_write_latency: int = 2
     #: Longest AXI burst in beats; a row of a 2D transfer is split into bursts.
     max_burst_beats: int = 16
     #: Idle cycles the bus loses between two bursts (address phase, turnaround).
-    burst_gap: int = 2
+    burst_gap: int = 0
     #: Cycles to decode and issue any instruction in its module.
     insn_overhead: int = 2
+    #: Cycles a DMA needs after its last beat to finish.
+    dma_tail: int = 1
+    #: Cycles from start until fetch issues its first read.
+    launch_latency: int = 6
     #: Pipeline depth of the GEMM core: cycles from the last uop issue to the last write.
     gemm_latency: int = 4
-    #: Initiation interval of the tensor ALU with a tensor operand (two acc reads).
-    alu_ii_tensor: int = 2
+    #: Initiation interval of the tensor ALU with a tensor operand (ACC has two read ports).
+    alu_ii_tensor: int = 1
     #: Initiation interval of the tensor ALU with an immediate operand.
     alu_ii_imm: int = 1
     #: Pipeline depth of the tensor ALU.
-    alu_latency: int = 3
-    #: Fetch reads instructions in bursts of this many 128-bit words.
-    fetch_burst: int = 8
+    alu_latency: int = 4
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            low = 0 if f.name in ("burst_gap", "dram_latency", "gemm_latency", "alu_latency") else 1
+            low = 1 if f.name in ("max_burst_beats", "insn_overhead", "alu_ii_tensor", "alu_ii_imm") else 0
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
                 raise ConfigError(f"timing.{f.name} must be an integer >= {low}, got {v!r}")
+
+    def replace(self, **changes: int) -> Timing:
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)

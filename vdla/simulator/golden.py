@@ -82,7 +82,7 @@ def _duration(insn, config: Config, machine: Machine) -> int:
             return config.timing.insn_overhead
         eb = machine.buffer(insn.memory_type).elem_bytes
         pad = sram_span(insn) - insn.x_size * insn.y_size
-        return timing.dma_cycles(config, insn.y_size, insn.x_size * eb, pad)
+        return timing.dma_cycles(config, insn.y_size, insn.x_size * eb, pad, write=op == Op.STORE)
     if op in (Op.GEMM, Op.ALU):
         iters = max(0, insn.uop_end - insn.uop_bgn) * insn.iter_out * insn.iter_in
         if op == Op.GEMM:

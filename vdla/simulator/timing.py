@@ -2,19 +2,25 @@
 
 The model, with parameters from `Config.timing` (all in core clock cycles):
 
-- DMA (LOAD, STORE, and fetch): a transfer of `rows` rows of `row_bytes` each pays
-  `dram_latency` once (requests are pipelined), one cycle per bus beat
-  (`ceil(row_bytes / bus_bytes)` beats per row), and `burst_gap` per AXI burst of at
-  most `max_burst_beats` beats; each zero-padding element costs one SRAM write cycle.
+- DMA (LOAD, STORE): a transfer of `rows` rows of `row_bytes` each costs one cycle per
+  bus beat (`ceil(row_bytes / bus_bytes)` beats per row; requests are pipelined, so rows
+  follow each other without a gap) and `burst_gap` per AXI burst of at most
+  `max_burst_beats` beats. A LOAD also waits `dram_latency` once for its first beat, a
+  STORE `dram_write_latency` for its acknowledgement; each zero-padding element costs
+  one SRAM write cycle; `dma_tail` cycles drain the datapath at the end.
 - GEMM: one uop-iteration per cycle (II = 1) plus `gemm_latency` to drain the pipeline.
 - ALU: `alu_ii_tensor` (tensor operand) or `alu_ii_imm` (immediate) cycles per
   uop-iteration, plus `alu_latency`.
 - Every instruction pays `insn_overhead` for decode and issue; a NOP or FINISH only that.
-- Fetch reads the stream in bursts of `fetch_burst` instructions and dispatches at most
+- Fetch starts `launch_latency` after start and reads the whole stream as one DMA:
+  instruction k has arrived once the `dram_latency` and its bus beats (and burst gaps)
+  have passed; it dispatches at most
   one instruction per cycle into the load/compute/store command queues.
 
 Each module has its own memory port: contention between modules on one DRAM port is
 not modelled. Queue waits (tokens, full queues) come from the scheduler in `golden.py`.
+The defaults are calibrated against the Amaranth core; `benchmarks/bench_cycle_model.py`
+prints the comparison.
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def dma_cycles(config: Config, rows: int, row_bytes: int, pad_elems: int = 0) -> int:
+def dma_cycles(config: Config, rows: int, row_bytes: int, pad_elems: int = 0, write: bool = False) -> int:
     t = config.timing
     cycles = t.insn_overhead + pad_elems
     if rows and row_bytes:
         beats = _ceil_div(row_bytes, config.bus_bytes)
         bursts = _ceil_div(beats, t.max_burst_beats)
-        cycles += t.dram_latency + rows * (beats + bursts * t.burst_gap)
+        latency = t.dram_write_latency if write else t.dram_latency
+        cycles += latency + rows * (beats + bursts * t.burst_gap) + t.dma_tail
     return cycles
 
 
@@ -53,6 +60,5 @@ def alu_cycles(config: Config, uop_iters: int, use_imm: bool) -> int:
 def fetch_ready(config: Config, index: int) -> int:
     """Cycle at which instruction `index` has arrived from DRAM in fetch."""
     t = config.timing
-    beats = _ceil_div(t.fetch_burst * INSN_BYTES, config.bus_bytes)
-    burst = index // t.fetch_burst
-    return t.dram_latency + (burst + 1) * (beats + t.burst_gap)
+    beats = _ceil_div((index + 1) * INSN_BYTES, config.bus_bytes)
+    return t.launch_latency + t.dram_latency + beats + (beats - 1) // t.max_burst_beats * t.burst_gap
