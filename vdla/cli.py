@@ -4,6 +4,11 @@
     vdla asm FILE.s -o prog.vdla            assemble text into a program file
     vdla disasm prog.vdla                   print a program file as assembly
     vdla run prog.vdla [--device fsim] [--json]   run a program file and print the report
+    vdla run MODEL [--device fsim] [--reduced] [--json]
+                                            compile and run a model (resnet18, mobilenet_v1, mlp,
+                                            dcgan_generator, resnet_block, FILE.onnx, or a compiled
+                                            model file), check it, print the per-layer table
+    vdla build MODEL -o model.vdla          compile a model into one file
 
 Each subcommand is a small function over the Python API; errors print one line and exit 2.
 """
@@ -57,14 +62,74 @@ def _disasm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_program(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == b"VDLAPROG"
+    except OSError:
+        return False
+
+
+def _model_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    return preset(args.config or "default")
+
+
+def _run_model(args: argparse.Namespace) -> int:
+    """`vdla run MODEL`: a built-in model, an .onnx file or a compiled model file."""
+    from .compiler.graph.job import run_job, stderr_progress
+
+    progress = stderr_progress(not args.quiet)
+    res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
+                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress)
+    if progress and sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
+    return 0 if res.ok else 1
+
+
+def _build_model(args: argparse.Namespace) -> int:
+    """`vdla build MODEL -o model.vdla`: compile once, run later without recompiling."""
+    from .compiler.graph.job import build_model, load_model, stderr_progress
+
+    progress = stderr_progress(not args.quiet)
+    spec = load_model(args.model, reduced=args.reduced, size=args.size)
+    m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
+    if progress and sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    out = Path(args.output or f"{spec.name}.vdla")
+    m.save(out)
+    nv = sum(k.target == "vdla" for k in m.kernels.values())
+    print(f"{out}: {spec.description}, config {m.config.name}: {len(m.kernels)} nodes, {nv} on VDLA "
+          f"({len(m.functions)} kernels), {out.stat().st_size} bytes, compiled in {m.info['compile_s']:.1f} s")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from .runtime import Device, Program
 
+    if not _is_program(args.file):
+        return _run_model(args)
     prog = Program.load(args.file)
     dev = Device(args.device, config=prog.config)
     report = dev.run(prog, strict=not args.lenient)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.table())
     return 0
+
+
+def _model_args(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--config", default=None, help="configuration preset or JSON file (models; default: default)")
+    q.add_argument("--reduced", action="store_true", help="the model's reduced size (for RTL simulation and tests)")
+    q.add_argument("--size", type=int, default=None, help="input height/width of the model")
+    q.add_argument("--calib", type=int, default=1, help="calibration inputs for int8 quantisation")
+    q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _model_errors() -> tuple[type[BaseException], ...]:
+    from .compiler.graph.executor import ExecutorError, ModelFileError
+    from .compiler.graph.ir import GraphError
+    from .compiler.vdla.env import VDLAError
+
+    return (GraphError, ModelFileError, ExecutorError, VDLAError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,19 +147,28 @@ def main(argv: list[str] | None = None) -> int:
     q = sub.add_parser("disasm", help="print a program file as assembly")
     q.add_argument("file")
     q.set_defaults(fn=_disasm)
-    q = sub.add_parser("run", help="run a program file on a device")
-    q.add_argument("file")
-    q.add_argument("--device", default="fsim")
+    q = sub.add_parser("run", help="run a program file, or a model (built-in name, .onnx, compiled .vdla) on a device")
+    q.add_argument("file", help="program file, built-in model (resnet18, mobilenet_v1, mlp, ...), .onnx or compiled model")
+    q.add_argument("--device", default="fsim", help="fsim, pysim, verilator, ...")
     q.add_argument("--json", action="store_true")
     q.add_argument("--lenient", action="store_true", help="report leftover tokens and races as warnings")
+    _model_args(q)
+    q.add_argument("--seed", type=int, default=0, help="seed of the synthetic input (models)")
+    q.add_argument("--no-fp32-check", action="store_true", help="skip the fp32 onnxruntime cross-check (models)")
     q.set_defaults(fn=_run)
+    q = sub.add_parser("build", help="compile a model (built-in name or .onnx) into one file")
+    q.add_argument("model")
+    q.add_argument("-o", "--output", help="output file (default MODEL.vdla)")
+    _model_args(q)
+    q.set_defaults(fn=_build_model)
     args = p.parse_args(argv)
     from .runtime import DeviceError, ProgramFileError, StreamError
     from .simulator import SimulatorError
 
     try:
         return args.fn(args)
-    except (OSError, ConfigError, isa.ISAError, ProgramFileError, DeviceError, StreamError, SimulatorError) as e:
+    except (OSError, ConfigError, isa.ISAError, ProgramFileError, DeviceError, StreamError, SimulatorError,
+            *_model_errors()) as e:
         print(f"vdla {args.cmd}: error: {e}", file=sys.stderr)
         return 2
 

@@ -15,7 +15,10 @@ Modules: :mod:`.ir` (Graph, Node, TensorType, printer), :mod:`.ops` (operator
 definitions and numpy semantics), :mod:`.reference` (the oracle executor),
 :mod:`.onnx_import` / :mod:`.onnx_export`, :mod:`.fold` (constant and batch-norm
 folding), :mod:`.fuse` (operator fusion), :mod:`.layout` (packed layouts),
-:mod:`.partition` (CPU/VDLA), :mod:`.quantize` (int8) and :mod:`.models` (built-ins).
+:mod:`.partition` (CPU/VDLA), :mod:`.quantize` (int8), :mod:`.models` (built-ins),
+:mod:`.executor` (compile a prepared graph per node onto VDLA kernels and the CPU, run it
+on any Device, save/load one file) and :mod:`.job` (``vdla run MODEL``: the per-layer
+report with the bit-exact and onnxruntime checks).
 """
 
 from .ir import Graph, GraphError, Node, TensorType

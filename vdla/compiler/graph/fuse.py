@@ -65,6 +65,9 @@ def _side_chain(
         if (
             op_kind(p.op, p.attrs) != "elemwise"
             or p.target != anchor.target
+            # an int8 value is where a producer's kernel ends (it stores int8): the side
+            # chain widening it back (cast, shift) belongs to the reader's group
+            or (p.type is not None and p.type.dtype in ("int8", "uint8"))
             or r is None
             or (r.name != want if side else r.name not in names)
         ):

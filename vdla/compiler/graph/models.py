@@ -2,6 +2,8 @@
 
 * :func:`resnet18` — ResNet-18 v1 (conv 7x7/2, BN, ReLU, max-pool, 4 x 2 basic blocks,
   global pool, FC) at 224x224 or a reduced input size (and width) for tests;
+* :func:`resnet_block` — one basic block (with or without the downsample shortcut), the
+  reduced model for RTL simulation;
 * :func:`mobilenet_v1` — MobileNet v1 (depthwise-separable blocks, ReLU6 as clip);
 * :func:`mlp` — a small multi-layer perceptron;
 * :func:`dcgan_generator` — the DCGAN generator (a stack of conv2d_transpose, as in the
@@ -22,7 +24,7 @@ import numpy as np
 from .ir import Graph, GraphError
 from .reference import run
 
-__all__ = ["resnet18", "mobilenet_v1", "mlp", "dcgan_generator", "MODELS", "get", "sample_input"]
+__all__ = ["resnet18", "resnet_block", "mobilenet_v1", "mlp", "dcgan_generator", "MODELS", "get", "sample_input"]
 
 
 class _Builder:
@@ -115,6 +117,21 @@ def resnet18(
     return _centre_head(b.g, "fc", seed) if centre_head else b.g
 
 
+def resnet_block(input_size: int = 8, channels: int = 16, batch: int = 1, seed: int = 0, downsample: bool = False) -> Graph:
+    """One ResNet basic block (conv-BN-ReLU, conv-BN, shortcut add, ReLU), optionally with
+    the strided 1x1 downsample shortcut: the reduced model for RTL simulation."""
+    b = _Builder("resnet_block", seed)
+    x = b.g.add_input("data", (batch, channels, input_size, input_size))
+    c, stride = (2 * channels, 2) if downsample else (channels, 1)
+    y = b.g.add_node("relu", [b.bn(b.conv(x, c, 3, stride, 1, "conv1"), c, "bn1")], name="relu1")
+    y = b.bn(b.conv(y, c, 3, 1, 1, "conv2"), c, "bn2")
+    if downsample:
+        x = b.bn(b.conv(x, c, 1, stride, 0, "downsample"), c, "downsample.bn")
+    y = b.g.add_node("add", [y, x], name="add")
+    b.g.set_outputs(b.g.add_node("relu", [y], name="relu2"))
+    return b.g.infer_types()
+
+
 # (output channels, stride) of MobileNet v1's 13 depthwise-separable blocks
 _MOBILENET = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
 
@@ -187,6 +204,7 @@ def dcgan_generator(nz: int = 100, ngf: int = 64, out_channels: int = 3, batch: 
 
 MODELS: dict[str, Callable[..., Graph]] = {
     "resnet18": resnet18,
+    "resnet_block": resnet_block,
     "mobilenet_v1": mobilenet_v1,
     "mlp": mlp,
     "dcgan_generator": dcgan_generator,

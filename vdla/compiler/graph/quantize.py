@@ -70,6 +70,10 @@ class QConfig:
     materialize_scaled: bool = False
     #: Quantise only gemms whose weight has an entry in ``weight_scales`` (QDQ import).
     require_weight_scale: bool = False
+    #: Requantise to int8 a GEMM result added to another int32 accumulator (ResNet's
+    #: downsample shortcut), as VTA does, so both convolutions can run on VDLA (whose
+    #: kernels store int8). Off: the shortcut stays int32 (more precise, CPU-only).
+    int8_shortcut: bool = False
 
 
 def pow2_scale(maxabs: float, qmax: int = 127) -> float:
@@ -259,6 +263,13 @@ class _Quantizer:
             return True
         return False
 
+    def _second_accumulator(self, v: str, reader: Node) -> bool:
+        """Is ``reader`` an add whose other operand is an int32 accumulator already?"""
+        return reader.op == "add" and any(
+            i != v and i not in self.g.consts and i not in self.cache_q8 and self.rep.get(i, ("f",))[0] == "q32"
+            for i in reader.inputs
+        )
+
     def run(self) -> Graph:
         conv_idx = -1
         for n in self.g.topo_order():
@@ -279,6 +290,7 @@ class _Quantizer:
                 or len(readers) != 1
                 or readers[0].op not in _INT_ABSORB
                 or (self.cfg.materialize_scaled and n.name in self.scales)
+                or (self.cfg.int8_shortcut and self._second_accumulator(n.name, readers[0]))
             ):
                 self.q8val(n.name)
         self.out.outputs = [self.fval(o) for o in self.g.outputs]
