@@ -11,8 +11,10 @@ golden simulator's Machine). A single async testbench plays the host and the mem
 
 A watchdog stops a run that makes no progress (no memory traffic, no instruction retired,
 no uop-iteration) for ``watchdog`` cycles and raises `Stuck`, naming each stage's state
-and the queue levels. Nothing here knows the golden simulator: `vdla.runtime.pysim`
-turns a `RunResult` into a Report.
+and the queue levels. With ``trace=True`` a run also records, every cycle, each stage's
+state and retired-instruction count (`TRACE_FIELDS`) in ``RunResult.trace``: a timeline
+from which per-instruction start/end cycles follow. Nothing here knows the golden
+simulator: `vdla.runtime.pysim` turns a `RunResult` into a Report.
 """
 
 from __future__ import annotations
@@ -21,13 +23,45 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
 from ..config import Config
 from .core import COUNTER_NAMES, QUEUES, STAGES, Core, ErrorCode
 from .stage import State
 
-__all__ = ["CoreSim", "RunResult", "Stuck", "MemoryFault"]
+__all__ = ["CoreSim", "RunResult", "Stuck", "MemoryFault", "TRACE_FIELDS", "instruction_timeline"]
+
+#: One `RunResult.trace` row per cycle: the cycle, then per stage its `State` and the number of
+#: instructions it has retired so far (the core's counters, so a retire shows the cycle after).
+TRACE_FIELDS = ("cycle", *(f"{s}_state" for s in STAGES), *(f"{s}_insns" for s in STAGES))
+
+
+def instruction_timeline(rows: list[tuple[int, ...]], stages: list[str]) -> list[tuple[int, str, int, int]]:
+    """Per-instruction (index, stage, start, end) from trace `rows`, given each instruction's stage
+    ("load", "compute", "store"; FINISH included), sorted by start. The k-th instruction of a
+    stage is the one it holds while its retire count is k: start is its first cycle in EXEC (its
+    tokens popped; an instruction that never executes, a NOP, starts when it leaves WAIT), end
+    the cycle the count passes k. Instructions not retired by the end of the rows are left out."""
+    order: dict[str, list[int]] = {s: [] for s in STAGES}
+    for k, s in enumerate(stages):
+        order[s].append(k)
+    out = []
+    for n, s in enumerate(STAGES):
+        col_state, col_insns = 1 + n, 1 + len(STAGES) + n
+        start: dict[int, int] = {}
+        end: dict[int, int] = {}
+        for row in rows:
+            cyc, st, done = row[0], row[col_state], row[col_insns]
+            if done not in start and st in (State.EXEC, State.PUSH):
+                start[done] = cyc
+            for j in range(len(end), done):  # retired: 0 .. done-1
+                end[j] = cyc
+                start.setdefault(j, cyc)
+        for j, k in enumerate(order[s]):
+            if j in end:
+                out.append((k, s, start[j], end[j]))
+    return sorted(out, key=lambda r: (r[2], r[0]))
 
 
 class Stuck(RuntimeError):
@@ -51,6 +85,7 @@ class RunResult:
     counters: dict[str, int]
     debug: dict[str, int]
     beats: dict[str, int] = field(default_factory=dict)
+    trace: list[tuple[int, ...]] | None = None  # rows of TRACE_FIELDS, when tracing
 
 
 @dataclass
@@ -66,8 +101,9 @@ class CoreSim:
     """A persistent simulation of one Core for `config`."""
 
     def __init__(self, config: Config, *, latency: int | None = None, watchdog: int = 20000,
-                 vcd: str | None = None) -> None:
+                 vcd: str | None = None, trace: bool = False) -> None:
         self.config = config
+        self.trace = trace
         self.latency = config.timing.dram_latency if latency is None else latency
         self.watchdog = watchdog
         self.core = Core(config)
@@ -153,11 +189,20 @@ class CoreSim:
             sampled += [p.cmd.valid, p.cmd.payload.as_value(), p.data.ready]
         sampled += [wr.cmd.valid, wr.cmd.payload.as_value(), wr.data.valid, wr.data.payload.as_value(), wr.resp.ready,
                     core.done]
+        n_base = len(sampled)
+        trace: list[tuple[int, ...]] | None = None
+        if self.trace:
+            trace = []
+            sampled += [Value.cast(getattr(core.debug, f"{s}_state")) for s in STAGES]
+            sampled += [getattr(core.counters, f"{s}_insns") for s in STAGES]
         cycle = 0
         last_progress, progress_mark, stamp = 0, None, 0
         limit = job["max"]
         async for _clk, _rst, *v in ctx.tick().sample(*sampled):
             cycle += 1
+            if trace is not None:
+                trace.append((cycle, *v[n_base:]))
+                v = v[:n_base]
             moved = False
             # transfers at this edge
             for n, r in enumerate(reads):
@@ -245,6 +290,7 @@ class CoreSim:
             counters={k: getattr(cnt, k) for k in COUNTER_NAMES},
             debug=_debug_dict(dbg),
             beats={**{r.name: r.beats for r in reads}, "store": write_beats},
+            trace=trace,
         )
 
     def _stuck(self, ctx, cycle: int, why: str | None = None) -> Stuck:

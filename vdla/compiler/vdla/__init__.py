@@ -9,7 +9,8 @@ Pipeline (after the core's schedule_ops / storage_flatten / simplify)::
     codegen  host code -> tasks -> dependency tokens (sync) -> CommandStream -> Program
 
 Modules: env (scopes, GEMM intrinsic from a Config), dma, alu, gemm, kernel, sync,
-codegen, module (the built function), topi (packed dense/conv2d templates).
+codegen, module (the built function), topi (packed dense/conv2d templates),
+topi_ext (conv2d_transpose and grouped conv2d templates).
 """
 
 from __future__ import annotations
