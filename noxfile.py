@@ -1,4 +1,4 @@
-"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``.
+"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``, ``nox -s bitstreams``.
 
 Only a Python 3.11+ interpreter and PyPI are needed: every tool the sessions use is a
 wheel.  Sessions run in the interpreter that runs nox (no ``python=`` pins), so
@@ -87,6 +87,13 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def slow(session: nox.Session) -> None:
+    """The long tests kept out of the default run (many RTL programs, every config's Verilog)."""
+    _install_project(session, TEST_EXTRAS)
+    session.run("python", "-m", "pytest", "-m", "slow", "-n", "auto", *session.posargs, env=_tool_env(session))
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff check (the format check is left out on purpose)."""
     session.install(*_optional_deps("lint"))
@@ -116,3 +123,34 @@ def bench(session: nox.Session) -> None:
     for script in scripts:
         session.log(f"--- {script.relative_to(ROOT)}")
         session.run("python", str(script.relative_to(ROOT)), *session.posargs, env=env)
+
+
+@nox.session
+def bitstreams(session: nox.Session) -> None:
+    """Build every board (``vdla synth all``) into bitstreams/ and check the result is reproducible.
+
+    First the committed reports are checked against the current sources (a changed source
+    hash is reported, not an error: the rebuild then updates the report). After the
+    build, a board whose sources are unchanged must give the committed bitstream's sha256.
+    posargs: board names (default: all).
+    """
+    import json as _json
+
+    _install_project(session, ["fpga", "test"])
+    boards = list(session.posargs) or ["all"]
+    before = {p.parent.name: _json.loads(p.read_text()) for p in (ROOT / "bitstreams").glob("*/report.json")}
+    session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/test_bitstreams.py",
+                env={"VDLA_CHECK_BITSTREAMS": "1"}, success_codes=[0, 1])
+    session.run("vdla", "synth", *boards)
+    changed = []
+    for name, old in before.items():
+        path = ROOT / "bitstreams" / name / "report.json"
+        new = _json.loads(path.read_text())
+        if new["source_sha256"] == old["source_sha256"] and new["bitstream"]["sha256"] != old["bitstream"]["sha256"]:
+            changed.append(name)
+        session.log(f"{name}: sources {'unchanged' if new['source_sha256'] == old['source_sha256'] else 'CHANGED'}, "
+                    f"bitstream {'reproduced' if new['bitstream']['sha256'] == old['bitstream']['sha256'] else 'new'}")
+    if changed:
+        session.error(f"not reproducible: {', '.join(changed)} gave a different bitstream from unchanged sources")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/test_bitstreams.py",
+                env={"VDLA_CHECK_BITSTREAMS": "1"})
