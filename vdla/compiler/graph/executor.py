@@ -16,7 +16,14 @@ of tensor-ALU operations on the accumulator (:func:`alu_chain`, exact against th
 integer semantics, see there), built with ``vdla.build(..., target="vdla")`` and run on
 any :class:`~vdla.runtime.Device` (fsim, pysim, verilator). Every other node — and any
 ``vdla`` node the templates cannot express, which falls back with the reason recorded —
-runs on the ``cpu`` target: the host kernels of :mod:`.ops` (numpy; int8 exact).
+runs on the host: on the ``llvm`` target when its op (or fused chain) maps onto the topi
+operators (:mod:`.cpu_llvm`: float32 conv2d/dense/pooling/softmax with element-wise tails;
+one JIT-built function per distinct signature), else on the ``cpu`` target, the numpy
+kernels of :mod:`.ops` (int8 exact), with the reason it was not mapped recorded
+(``Kernel.cpu_reason``, shown in the layer records as ``numpy: ...``). An ``llvm`` node's
+float32 result is checked against the numpy reference within :data:`FP32_RTOL` (relative to
+the output's magnitude); the reference then continues from the llvm value, so integer nodes
+downstream are still compared bit-exactly.
 ``pack`` / ``unpack`` nodes inserted by :mod:`.layout` are the transfers between the two.
 
 File format (one file per compiled model)::
@@ -26,7 +33,9 @@ File format (one file per compiled model)::
 The header holds the graph (nodes, attributes, nested fused bodies), the kernel table and
 the offsets of the binary blobs (the graph's constants as an ``.npz`` and every VDLA
 function's own versioned bytes). :meth:`CompiledModel.load` checks magic, version, size and
-checksum and rebuilds nothing: the VDLA instruction streams are loaded as built.
+checksum and rebuilds no VDLA kernel: the instruction streams are loaded as built. The
+``llvm`` CPU kernels are JIT functions that cannot be serialised: loading recompiles them
+(cheap: well under a second for ResNet-18's few CPU nodes).
 """
 
 from __future__ import annotations
@@ -59,11 +68,15 @@ __all__ = [
     "compile_model",
     "MAGIC",
     "VERSION",
+    "FP32_RTOL",
 ]
 
 MAGIC = b"VDLAMODL"
 VERSION = 1
 _HEAD = struct.Struct("<8sIII")
+#: An llvm node's float32 output agrees with the numpy reference when max |err| <= FP32_RTOL * max(1, max |ref|)
+#: (the tolerance the job's fp32 check against onnxruntime uses).
+FP32_RTOL = 1e-4
 _IMM_MIN, _IMM_MAX = -(1 << 15), (1 << 15) - 1  # the ALU's immediates are 16-bit signed
 
 
@@ -370,7 +383,9 @@ def pack_bias(bias: np.ndarray, batch: int, block: int) -> np.ndarray:
 
 @dataclass
 class Kernel:
-    """How one node runs: ``target`` "vdla" (``func`` indexes the model's functions) or "cpu"."""
+    """How one node runs: ``target`` "vdla" (``func`` indexes the model's functions), "llvm"
+    (``llvm`` is the JIT-built host function; rebuilt on load) or "cpu" (numpy;
+    ``cpu_reason`` says why it is not on llvm)."""
 
     node: str
     target: str
@@ -379,6 +394,14 @@ class Kernel:
     chain: AluChain | None = None
     bias_packed: np.ndarray | None = None
     macs: int = 0
+    cpu_reason: str = ""
+    llvm: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def record_reason(self) -> str:
+        """The reason shown per layer: the partition's or VDLA fallback's, then numpy's."""
+        extra = f"numpy: {self.cpu_reason}" if self.target == "cpu" and self.cpu_reason else ""
+        return "; ".join(r for r in (self.reason, extra) if r)
 
 
 @dataclass
@@ -394,7 +417,8 @@ class LayerRecord:
     bytes_moved: int = 0
     macs: int = 0
     cpu_seconds: float | None = None  # the same node on the CPU path (for the speedup)
-    exact: bool | None = None  # against the int8 reference
+    exact: bool | None = None  # against the int8 reference (llvm float32 nodes: within FP32_RTOL)
+    max_err: float | None = None  # max |output - reference| (0 when bit-exact)
     reason: str = ""
     wall_s: float = 0.0  # host time spent running (simulation or numpy)
 
@@ -407,6 +431,7 @@ class RunResult:
     outputs: list[np.ndarray]
     layers: list[LayerRecord]
     values: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    reference: list[np.ndarray] | None = None  # the reference outputs (run(reference=True))
 
 
 def _macs(node: Node, graph: Graph) -> int:
@@ -441,15 +466,16 @@ class CompiledModel:
 
     def __repr__(self) -> str:
         nv = sum(1 for k in self.kernels.values() if k.target == "vdla")
+        nl = sum(1 for k in self.kernels.values() if k.target == "llvm")
         return (f"<CompiledModel {self.graph.name!r}: {len(self.kernels)} nodes, {nv} on VDLA "
-                f"({len(self.functions)} kernels), config {self.config.name!r}>")
+                f"({len(self.functions)} kernels), {nl} on llvm, config {self.config.name!r}>")
 
     def summary(self) -> list[tuple[str, str, str, str]]:
         """(node, op/pattern, target, reason) per node."""
         out = []
         for n in self.graph.topo_order():
             k = self.kernels[n.name]
-            out.append((n.name, n.attrs.get("pattern") or n.op, k.target, k.reason))
+            out.append((n.name, n.attrs.get("pattern") or n.op, k.target, k.record_reason))
         return out
 
     # -- running ----------------------------------------------------------------------
@@ -483,24 +509,35 @@ class CompiledModel:
                 rec = LayerRecord(n.name, n.attrs.get("pattern") or n.op, "vdla", rep.cycles / clock, rep.cycles,
                                   rep.gemm_utilisation, moved, k.macs, wall_s=wall)
             else:
-                val = self._run_cpu(n, [env[i] for i in n.inputs])
+                val = self._run_llvm(n, k, env) if k.target == "llvm" else self._run_cpu(n, [env[i] for i in n.inputs])
                 wall = time.perf_counter() - t0
                 moved = sum(env[i].nbytes for i in n.inputs if i not in g.consts) + val.nbytes
-                rec = LayerRecord(n.name, n.attrs.get("pattern") or n.op, "cpu", wall, bytes_moved=int(moved),
-                                  macs=k.macs, reason=k.reason, wall_s=wall)
+                rec = LayerRecord(n.name, n.attrs.get("pattern") or n.op, k.target, wall, bytes_moved=int(moved),
+                                  macs=k.macs, reason=k.record_reason, wall_s=wall)
             env[n.name] = val
             if reference or (cpu_timing and k.target == "vdla"):
                 if k.target == "vdla":
                     t1 = time.perf_counter()
                     rv = self._run_cpu(n, [ref_env[i] for i in n.inputs])
                     rec.cpu_seconds = time.perf_counter() - t1
+                elif k.target == "llvm":
+                    rv = self._run_cpu(n, [ref_env[i] for i in n.inputs])
                 else:
                     rv = val if all(np.array_equal(env[i], ref_env[i]) for i in n.inputs if i not in g.consts) \
                         else self._run_cpu(n, [ref_env[i] for i in n.inputs])
-                ref_env[n.name] = rv
-                rec.exact = bool(np.array_equal(rv, val))
+                rec.exact, rec.max_err = _agree(val, rv, float_tol=k.target == "llvm")
+                # an llvm float result within tolerance: the reference continues from it, so that
+                # the integer nodes downstream (quantise, VDLA) are still compared bit-exactly
+                ref_env[n.name] = val if rec.exact and k.target == "llvm" else rv
             layers.append(rec)
-        return RunResult([env[o] for o in g.outputs], layers, env)
+        ref_out = [ref_env[o] for o in g.outputs] if reference else None
+        return RunResult([env[o] for o in g.outputs], layers, env, ref_out)
+
+    def _run_llvm(self, n: Node, k: Kernel, env: Mapping[str, np.ndarray]) -> np.ndarray:
+        try:
+            return k.llvm(env)
+        except Exception as e:
+            raise ExecutorError(f"node {n.name!r} ({n.op}) failed on llvm: {type(e).__name__}: {e}") from e
 
     def _run_cpu(self, n: Node, args: list[np.ndarray]) -> np.ndarray:
         try:
@@ -608,7 +645,13 @@ class CompiledModel:
             diff = f.config.architecture_differences(config)
             if diff:
                 raise ModelFileError(f"{source}: kernel {f.name!r} was built for another configuration: {'; '.join(diff)}")
-        return cls(graph, config, kernels, functions, head.get("info", {}))
+        # the llvm CPU kernels are JIT functions (not serialisable): rebuild them here
+        for k in kernels.values():
+            if k.target == "llvm":
+                k.target = "cpu"
+        info = dict(head.get("info", {}))
+        info["llvm_compile_s"] = compile_llvm(graph, kernels)
+        return cls(graph, config, kernels, functions, info)
 
     @classmethod
     def load(cls, path: str | Path) -> CompiledModel:
@@ -676,7 +719,8 @@ def _graph_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) -> 
 
 
 def _kernel_to_json(k: Kernel) -> dict[str, Any]:
-    d: dict[str, Any] = {"node": k.node, "target": k.target, "reason": k.reason, "func": k.func, "macs": k.macs}
+    d: dict[str, Any] = {"node": k.node, "target": k.target, "reason": k.reason, "func": k.func, "macs": k.macs,
+                         "cpu_reason": k.cpu_reason}
     if k.chain is not None:
         c = k.chain
         d["chain"] = {"anchor": c.anchor, "data": c.data, "weight": c.weight, "residual": c.residual,
@@ -691,7 +735,7 @@ def _kernel_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) ->
         c = d["chain"]
         ch = AluChain(c["anchor"], c["data"], c["weight"], c["residual"], None,
                       [(o, v) for o, v in c["ops"]], tuple(c["strides"]), tuple(c["padding"]))
-    return Kernel(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0))
+    return Kernel(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0), d.get("cpu_reason", ""))
 
 
 def _config_from_json(head: Mapping[str, Any]) -> Config:
@@ -716,10 +760,13 @@ def compile_model(
     config: Config | None = None,
     *,
     vthreads: int = 2,
+    llvm: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
     """Compile every ``vdla`` node of a prepared graph (see :func:`.passes.prepare`) into a
-    VDLA kernel (shared between nodes of equal shape and tail); other nodes run on the CPU."""
+    VDLA kernel (shared between nodes of equal shape and tail); other nodes run on the CPU:
+    built for ``llvm`` where they map onto topi (see :func:`compile_llvm`; ``llvm=False``
+    keeps them all on numpy), else numpy."""
     from ..vdla import VDLAError
 
     cfg = config or Config()
@@ -766,4 +813,41 @@ def compile_model(
         bias = None if ch.bias is None else pack_bias(ch.bias, cfg.batch, g.type_of(n.name).shape[-1])
         kernels[n.name] = Kernel(n.name, "vdla", "", cache[key], ch, bias, macs)
     info = {"compile_s": time.perf_counter() - t0, "kernels": len(functions)}
+    info["llvm_compile_s"] = compile_llvm(g, kernels, llvm=llvm)
+    info["compile_s"] = time.perf_counter() - t0
     return CompiledModel(g, cfg, kernels, functions, info)
+
+
+def compile_llvm(graph: Graph, kernels: Mapping[str, Kernel], *, llvm: bool = True) -> float:
+    """Put every ``cpu`` node that maps onto topi on the ``llvm`` target (one build per
+    signature); the rest keep numpy with ``cpu_reason`` set. Returns the seconds spent."""
+    from .cpu_llvm import LlvmCache
+
+    t0 = time.perf_counter()
+    cache = LlvmCache()
+    for n in graph.topo_order():
+        k = kernels[n.name]
+        if k.target != "cpu":
+            continue
+        if not llvm:
+            k.cpu_reason = "llvm disabled"
+            continue
+        built = cache.get(n, graph)
+        if isinstance(built, str):
+            k.cpu_reason = built
+        else:
+            k.target, k.llvm, k.cpu_reason = "llvm", built, ""
+    return time.perf_counter() - t0
+
+
+def _agree(val: np.ndarray, ref: np.ndarray, float_tol: bool) -> tuple[bool, float]:
+    """(agrees, max |err|): bit-exact, or for float32 with ``float_tol`` within FP32_RTOL."""
+    if np.array_equal(val, ref):
+        return True, 0.0
+    if val.shape != ref.shape:
+        return False, float("inf")
+    if not (float_tol and val.dtype.kind == "f"):
+        return False, float(np.abs(val.astype(np.float64) - ref.astype(np.float64)).max())
+    err = float(np.abs(val.astype(np.float64) - ref).max()) if val.size else 0.0
+    scale = float(np.abs(ref).max()) if ref.size else 0.0
+    return bool(err <= FP32_RTOL * max(1.0, scale)), err

@@ -1,0 +1,220 @@
+"""CPU nodes on the ``llvm`` target: graph nodes (or fused chains) lowered onto :mod:`vdla.compiler.topi`.
+
+:func:`lower` maps one node onto topi operators, or returns why it cannot be (the node then
+runs on the numpy kernels of :mod:`.ops`, with that reason recorded). Mapped today, all in
+float32 (the CPU part of a quantised model: the first conv, the pools, the classifier):
+
+* ``conv2d`` (groups 1, any stride/padding/dilation, optional bias) -> ``topi.conv2d_nchw``
+  (+ ``bias_add``), ``schedule_conv2d_nchw``;
+* ``dense`` (optional bias) -> ``topi.dense``, ``schedule_dense``;
+* ``max_pool2d`` / ``avg_pool2d`` -> ``topi.pool2d``, ``schedule_pool``;
+* ``global_avg_pool2d`` -> ``topi.global_pool``, ``schedule_global_pool``;
+* ``softmax`` -> ``topi.softmax``, ``schedule_softmax``;
+* ``relu`` / ``clip`` / ``add`` / ``sub`` / ``mul`` / ``batch_norm`` -> topi's element-wise
+  operators, as a fused node's tail (inlined by the anchor's schedule) or alone
+  (``schedule_injective``).
+
+Integer nodes (quantize/requantize/pack/unpack, int8 convs) stay on numpy, which is
+bit-exact by construction; flatten/reshape/concat are copies and stay there too.
+
+A built function depends only on the node's structure, attributes and input types, so
+:class:`LlvmCache` shares one function between nodes of equal :func:`signature`. The JIT
+functions are not serialisable: a loaded model recompiles them (a few ms each).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .ir import Graph, Node
+
+__all__ = ["LlvmKernel", "LlvmCache", "lower", "signature"]
+
+_ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm")
+_ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax")
+_SCHEDULE = {
+    "conv2d": "schedule_conv2d_nchw",
+    "dense": "schedule_dense",
+    "max_pool2d": "schedule_pool",
+    "avg_pool2d": "schedule_pool",
+    "global_avg_pool2d": "schedule_global_pool",
+    "softmax": "schedule_softmax",
+}
+
+
+@dataclass
+class LlvmKernel:
+    """A node's llvm function: ``args`` are the outer values passed in order, then the output."""
+
+    func: Any
+    args: list[str]
+    out_shape: tuple[int, ...]
+    out_dtype: str
+
+    def __call__(self, env: Any) -> np.ndarray:
+        out = np.empty(self.out_shape, self.out_dtype)
+        self.func(*[np.ascontiguousarray(env[a]) for a in self.args], out)
+        return out
+
+
+def _body(node: Node, graph: Graph) -> tuple[list[Node], dict[str, Any], list[str]]:
+    """(nodes in order, value name -> TensorType of the outer/body inputs, output names)."""
+    body = node.attrs.get("body") if node.op == "fused" else None
+    if isinstance(body, Graph):
+        types = {k: graph.type_of(k) for k in node.inputs}
+        types.update(body.inputs)
+        return body.topo_order(), types, list(body.outputs)
+    return [node], {k: graph.type_of(k) for k in node.inputs}, [node.name]
+
+
+def check(node: Node, graph: Graph) -> str | None:
+    """None when :func:`lower` can map ``node``, else the reason it cannot."""
+    nodes, types, outs = _body(node, graph)
+    if len(outs) != 1:
+        return "more than one output"
+    anchors = [n for n in nodes if n.op in _ANCHORS]
+    if len(anchors) > 1:
+        return f"two anchors ({anchors[0].op}, {anchors[1].op}) in one node"
+    if anchors and anchors[0] is not nodes[0]:
+        return f"{nodes[0].op} before the {anchors[0].op} anchor"
+    for n in nodes:
+        if n.op not in _ANCHORS + _ELEMWISE:
+            return f"{n.op} has no topi operator"
+        if n.op == "conv2d" and n.attrs.get("groups", 1) != 1:
+            return "grouped conv2d (topi has no grouped NCHW conv)"
+        if n.type is None or n.type.dtype != "float32":
+            return f"{n.op} on {n.type.dtype if n.type else '?'} (llvm kernels are float32; integers stay numpy-exact)"
+    for k in nodes[0].inputs:
+        if k in types and types[k].dtype != "float32":
+            return f"{types[k].dtype} input"
+    return None
+
+
+def signature(node: Node, graph: Graph) -> str:
+    """Equal signatures: one built function serves both nodes (names are renamed away)."""
+    nodes, types, outs = _body(node, graph)
+    names: dict[str, str] = {}
+
+    def nm(v: str) -> str:
+        if v not in names:
+            t = types.get(v)
+            names[v] = f"v{len(names)}:{t.dtype}{list(t.shape)}" if t is not None else f"v{len(names)}"
+        return names[v]
+
+    items = []
+    for n in nodes:
+        attrs = {k: v for k, v in n.attrs.items() if k not in ("body", "pattern", "kind", "anchor")}
+        items.append([n.op, [nm(i) for i in n.inputs], repr(sorted(attrs.items())), nm(n.name)])
+    return json.dumps([items, [nm(o) for o in outs]])
+
+
+def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
+    """Build ``node`` for the host with llvm, or return why it is not mapped."""
+    from .. import te, topi
+    from ..build import build
+
+    why = check(node, graph)
+    if why is not None:
+        return why
+    nodes, types, outs = _body(node, graph)
+    env: dict[str, Any] = {}
+    args: list[str] = []
+    placeholders: list[Any] = []
+
+    def get(v: str) -> Any:
+        if v not in env:
+            t = types[v] if v in types else graph.type_of(v)
+            env[v] = te.placeholder(tuple(t.shape), t.dtype, name=f"a{len(args)}")
+            args.append(v)
+            placeholders.append(env[v])
+        return env[v]
+
+    for n in nodes:
+        at = n.attrs
+        xs = [env[i] if i in env else get(i) for i in n.inputs]
+        if n.op == "conv2d":
+            y = topi.conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+            if len(xs) == 3:
+                y = topi.bias_add(y, xs[2])
+        elif n.op == "dense":
+            y = topi.dense(xs[0], xs[1], xs[2] if len(xs) == 3 else None)
+        elif n.op in ("max_pool2d", "avg_pool2d"):
+            y = topi.pool2d(xs[0], tuple(at["kernel"]), tuple(at["strides"]), tuple(at["padding"]),
+                            "max" if n.op == "max_pool2d" else "avg", bool(at.get("count_include_pad", False)))
+        elif n.op == "global_avg_pool2d":
+            y = topi.global_pool(xs[0], "avg")
+        elif n.op == "softmax":
+            y = topi.softmax(xs[0], int(at["axis"]))
+        elif n.op == "relu":
+            y = topi.relu(xs[0])
+        elif n.op == "clip":
+            lo = float(at["min"]) if at["min"] is not None else -np.inf
+            hi = float(at["max"]) if at["max"] is not None else np.inf
+            if at["min"] is None:
+                y = topi.minimum(xs[0], hi)
+            elif at["max"] is None:
+                y = topi.maximum(xs[0], lo)
+            else:
+                y = topi.clip(xs[0], lo, hi)
+        elif n.op == "add":
+            y = topi.add(xs[0], xs[1])
+        elif n.op == "sub":
+            y = topi.subtract(xs[0], xs[1])
+        elif n.op == "mul":
+            y = topi.multiply(xs[0], xs[1])
+        elif n.op == "batch_norm":
+            y = topi.batch_norm_inference(*xs, epsilon=float(at["epsilon"]))
+        else:  # pragma: no cover - check() filtered these
+            return f"{n.op} has no topi operator"
+        env[n.name] = y
+    out = env[outs[0]]
+    anchor = nodes[0].op
+    try:
+        sched = getattr(topi, _SCHEDULE.get(anchor, "schedule_injective"))(out)
+        func = build(sched, placeholders + [out], target="llvm", name=name)
+    except Exception as e:  # a schedule or codegen limit: numpy it is
+        return f"llvm build failed: {type(e).__name__}: {e}"
+    t = node.type
+    assert t is not None
+    return LlvmKernel(func, args, tuple(t.shape), t.dtype)
+
+
+class LlvmCache:
+    """Built functions by :func:`signature` (the argument names differ per node)."""
+
+    def __init__(self) -> None:
+        self.funcs: dict[str, LlvmKernel] = {}
+
+    def __len__(self) -> int:
+        return len(self.funcs)
+
+    def get(self, node: Node, graph: Graph) -> LlvmKernel | str:
+        why = check(node, graph)
+        if why is not None:
+            return why
+        key = signature(node, graph)
+        k = self.funcs.get(key)
+        if k is None:
+            built = lower(node, graph, node.name.replace(".", "_"))
+            if isinstance(built, str):
+                return built
+            self.funcs[key] = k = built
+            return k
+        return LlvmKernel(k.func, _arg_order(node, graph), k.out_shape, k.out_dtype)
+
+
+def _arg_order(node: Node, graph: Graph) -> list[str]:
+    """The outer values in the order :func:`lower` makes placeholders for them."""
+    nodes, _, _ = _body(node, graph)
+    seen: list[str] = []
+    made: set[str] = set()
+    for n in nodes:
+        for i in n.inputs:
+            if i not in made and i not in seen:
+                seen.append(i)
+        made.add(n.name)
+    return seen
