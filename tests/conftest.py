@@ -1,0 +1,52 @@
+"""Opt-in RTL replay of the golden-simulator tests.
+
+With VDLA_RTL_REPLAY=verilator (or pysim), every program the tests run through
+`vdla.simulator.run` and that the golden model accepts is run again, from the same
+initial DRAM, on that RTL device, and its final DRAM must equal the golden model's
+byte for byte. Programs the golden model rejects (bad input, deadlocks, underflow) are
+not replayed: the RTL's own error handling has tests of its own.
+tests/hardware/test_foundation_on_rtl.py runs the simulator tests this way.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+REPLAY = os.environ.get("VDLA_RTL_REPLAY", "")
+
+
+@pytest.fixture(autouse=True)
+def _rtl_replay(monkeypatch, request):
+    if not REPLAY:
+        yield
+        return
+    from vdla.runtime import Device
+    from vdla.simulator import golden
+
+    devices: dict = {}
+    replayed = [0]
+
+    def run(config, dram, insn_addr, insn_count, *, machine=None, strict=True):
+        before = dram.copy()
+        report = golden.run(config, dram, insn_addr, insn_count, machine=machine, strict=strict)
+        key = (config, dram.size)  # one device per config: on-chip state carries over, as in the golden runs
+        if key not in devices:
+            devices[key] = Device(REPLAY, config=config, dram_size=dram.size)
+        dev = devices[key]
+        dev.dram[:] = before
+        dev.backend.execute(dev, insn_addr, insn_count, False)
+        replayed[0] += 1
+        if not np.array_equal(dev.dram, dram):
+            addr = int(np.flatnonzero(dev.dram != dram)[0])
+            pytest.fail(f"{request.node.nodeid}: {REPLAY} differs from the golden model at DRAM {addr:#x} "
+                        f"(RTL {dev.dram[addr]:#04x}, golden {dram[addr]:#04x}), program {replayed[0]}")
+        return report
+
+    for name in ("test_simulator", "simhelpers"):
+        mod = request.module if request.module.__name__ == name else __import__("sys").modules.get(name)
+        if mod is not None and hasattr(mod, "run"):
+            monkeypatch.setattr(mod, "run", run)
+    yield

@@ -1,0 +1,41 @@
+"""Every program of the golden-simulator tests runs on the RTL with the same final memory.
+
+Runs tests/test_simulator.py in a subprocess with VDLA_RTL_REPLAY=verilator (see
+tests/conftest.py): each program the golden model accepts is replayed on
+Device("verilator") from the same initial DRAM and must leave the same bytes. The
+default and small configs run here (their Verilator builds are shared with
+test_verilator.py); `nox -s slow` adds batch2.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vdla.runtime import BACKENDS
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif("verilator" not in BACKENDS, reason="Device('verilator') is not registered")
+
+
+def _replay(selection: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "VDLA_RTL_REPLAY": "verilator"}
+    cmd = [sys.executable, "-m", "pytest", "tests/test_simulator.py", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+           "-m", "not slow", "-k", selection]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+
+
+def test_simulator_programs_replay_on_verilator_default_and_small():
+    r = _replay("not batch2")
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout
+
+
+@pytest.mark.slow
+def test_simulator_programs_replay_on_verilator_batch2():
+    r = _replay("batch2")
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
