@@ -4,7 +4,7 @@ Runs tests/test_simulator.py in a subprocess with VDLA_RTL_REPLAY=verilator (see
 tests/conftest.py): each program the golden model accepts is replayed on
 Device("verilator") from the same initial DRAM and must leave the same bytes. The
 default and small configs run here (their Verilator builds are shared with
-test_verilator.py); `nox -s slow` adds batch2.
+test_verilator.py); `nox -s slow` adds batch2 and the same replay on Device("pysim").
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif("verilator" not in BACKENDS, reason="Device('verilator') is not registered")
 
 
-def _replay(selection: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "VDLA_RTL_REPLAY": "verilator"}
+def _replay(selection: str, backend: str = "verilator") -> subprocess.CompletedProcess:
+    env = {**os.environ, "VDLA_RTL_REPLAY": backend}
     cmd = [sys.executable, "-m", "pytest", "tests/test_simulator.py", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
            "-m", "not slow", "-k", selection]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
@@ -38,4 +38,10 @@ def test_simulator_programs_replay_on_verilator_default_and_small():
 @pytest.mark.slow
 def test_simulator_programs_replay_on_verilator_batch2():
     r = _replay("batch2")
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_simulator_programs_replay_on_pysim():
+    r = _replay("not batch2", backend="pysim")
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
