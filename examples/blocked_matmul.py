@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shift", type=int, default=8)
     p.add_argument("--config", default="default", help="preset name or JSON file")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="fsim", help="fsim, pysim, serial:PORT (a board, see the README)")
+    p.add_argument("--dram", type=int, default=None, help="DRAM bytes (a board's memory size for serial:PORT)")
     args = p.parse_args(argv)
     c = preset(args.config)
     m, n, k = args.m, args.n, args.k
@@ -118,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     w = rng.integers(-128, 128, (n, k), dtype=np.int8)
     lo, hi = -128, 127
 
-    dev = Device("fsim", config=c)
+    if args.device.startswith("serial:"):
+        import vdla.runtime.serial  # noqa: F401  (registers Device("serial:PORT"))
+    dev = Device(args.device, config=c, **({"dram_size": args.dram} if args.dram else {}))
     a_buf = dev.array(pack(a, c.batch, c.block_in), "A")
     w_buf = dev.array(pack(w, c.block_out, c.block_in), "W")
     c_buf = dev.alloc(m * n, "C")

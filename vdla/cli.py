@@ -9,6 +9,7 @@
                                             dcgan_generator, resnet_block, FILE.onnx, or a compiled
                                             model file), check it, print the per-layer table
     vdla build MODEL -o model.vdla          compile a model into one file
+    vdla synth BOARD [BOARD ...] | all      bitstream + report into bitstreams/BOARD/ (YoWASP tools)
 
 Each subcommand is a small function over the Python API; errors print one line and exit 2.
 """
@@ -132,6 +133,38 @@ def _model_errors() -> tuple[type[BaseException], ...]:
     return (GraphError, ModelFileError, ExecutorError, VDLAError)
 
 
+def _synth(args: argparse.Namespace) -> int:
+    from .hardware.boards import BOARDS, board
+    from .hardware.boards.build import BuildError, build
+
+    names = list(BOARDS) if args.boards == ["all"] else args.boards
+    if args.boards == ["all"]:
+        for n in [n for n in names if BOARDS[n].blocked]:
+            print(f"vdla synth: skipping {n}: {BOARDS[n].blocked} (name it to try anyway)", file=sys.stderr)
+        names = [n for n in names if not BOARDS[n].blocked]
+    try:
+        boards = [board(n) for n in names]
+    except KeyError as e:
+        print(f"vdla synth: error: {e.args[0]}", file=sys.stderr)
+        return 2
+    reports = []
+    for b in boards:
+        try:
+            reports.append(build(b, out_dir=args.out, build_dir=Path(args.build_dir) / b.name))
+        except BuildError as e:
+            print(f"vdla synth: {b.name}: error: {e}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(json.dumps(reports, indent=2))
+        return 0
+    print(f"\n{'board':<12} {'config':<28} {'MACs dsp/lut':>12} {'clock':>7} {'fmax':>8} {'GOPS':>6}  bitstream")
+    for r in reports:
+        print(f"{r['board']:<12} {r['bitstream_name']:<28} {r['macs']['dsp']:>5}/{r['macs']['lut']:<6} "
+              f"{r['clock']['core_mhz']:>5g}M {r['clock']['fmax_mhz']:>7.1f}M {r['peak_gops']['at_core_clock']:>6g}  "
+              f"{args.out}/{r['board']}/{r['bitstream']['file']} ({r['bitstream']['bytes']} B)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="vdla", description="VDLA accelerator co-design kit")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -161,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("-o", "--output", help="output file (default MODEL.vdla)")
     _model_args(q)
     q.set_defaults(fn=_build_model)
+    q = sub.add_parser("synth", help="build board bitstreams and reports into bitstreams/ (yowasp tools)")
+    q.add_argument("boards", nargs="+", metavar="BOARD", help="ulx3s-85f, ulx3s-45f, ulx3s-25f, icebreaker, or all")
+    q.add_argument("--out", default="bitstreams", help="output folder (default bitstreams)")
+    q.add_argument("--build-dir", default="build", help="scratch folder for the tools (default build)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=_synth)
     args = p.parse_args(argv)
     from .runtime import DeviceError, ProgramFileError, StreamError
     from .simulator import SimulatorError

@@ -17,16 +17,15 @@ a command a retry cannot fix).
 ``loop://``), or any object with ``write(bytes)`` and ``read(n)``, where ``read`` returns
 at most ``n`` bytes (possibly none) within a short time.
 
-`SerialBackend` runs programs on a board through a `SerialLink`. It is not registered as
-a `Device` backend yet, because the core's register map is not final; once it is::
+`SerialBackend` runs programs on a board through a `SerialLink`. ``Device("serial:PORT")``
+(registered here) drives a board built by `vdla.hardware.boards` (`vdla synth BOARD`),
+whose register map is `BOARD_REGS`::
 
-    from vdla.runtime.device import register_backend
-    from vdla.runtime.serial import RegisterMap, SerialBackend
+    from vdla.hardware.boards import board_config
+    dev = Device("serial:/dev/ttyUSB0", config=board_config("ulx3s-85f"), dram_size=64 << 10)
 
-    CORE_REGS = RegisterMap(start=0x00, done=0x04, insn_addr=0x08, insn_count=0x0C, cycles=0x10)
-    register_backend("serial", lambda device, arg: SerialBackend(device, arg, regs=CORE_REGS))
-    dev = Device("serial:/dev/ttyUSB1@3000000", config="ulx3s_85f", dram_size=BOARD_MEMORY_BYTES)
-
+The backend checks the board's CONFIG_ID register against the Device's Config first, so
+a program is never run on a core built for another Config.
 The name's argument is ``PORT`` or ``PORT@BAUD``.
 """
 
@@ -58,11 +57,11 @@ from ..hardware.bridge_protocol import (
 from ..isa import INSN_BYTES, Mem, decode, elem_bytes
 from ..isa import Op as InsnOp
 from ..simulator import ProgramError, Report
-from .device import Device, DeviceError
+from .device import Device, DeviceError, register_backend
 
 __all__ = [
     "ByteStream", "LinkError", "LinkTimeout", "NakError", "SerialLink", "open_port", "RegisterMap", "SerialBackend",
-    "dma_ranges",
+    "dma_ranges", "BOARD_REGS", "board_backend",
 ]
 
 DEFAULT_BAUD = 115200
@@ -293,6 +292,8 @@ class RegisterMap:
     error_mask: int = 0xFFFF_FFFF
     error_index: int | None = None
     counters: tuple[tuple[str, int], ...] = ()
+    #: Register holding `vdla.hardware.boards.config_id` of the board's Config (checked before running).
+    config_id: int | None = None
 
 
 def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -346,6 +347,8 @@ class SerialBackend:
         self.link, self.regs = link, regs
         self.run_timeout, self.poll_interval, self.readback = run_timeout, poll_interval, readback
         self.size = min(device.dram.size, link.info.mem_size)
+        if regs.config_id is not None:
+            _check_config(device.config, link.read_reg(regs.config_id), link.port_name)
         self.shadow: np.ndarray | None = np.zeros(self.size, np.uint8) if assume_zeroed else None
 
     def sync_to_board(self, device: Device) -> int:
@@ -400,3 +403,50 @@ class SerialBackend:
                                index)
         self.sync_from_board(device, [(0, self.size)] if self.readback == "all" else stores)
         return Report(config, cycles, {}, counters, count)
+
+
+# -- boards built by vdla.hardware.boards -------------------------------------------------------
+
+
+def _board_regs() -> RegisterMap:
+    from ..hardware.boards.soc import COUNTER_BASE, REGISTERS
+    from ..hardware.core import COUNTER_NAMES
+
+    def counter(name: str) -> int:
+        return COUNTER_BASE + 4 * COUNTER_NAMES.index(name)
+
+    return RegisterMap(
+        start=REGISTERS["start"], done=REGISTERS["status"], insn_addr=REGISTERS["insn_addr"],
+        insn_count=REGISTERS["insn_count"], cycles=REGISTERS["cycles"], done_mask=1,
+        error=REGISTERS["error_code"], error_index=REGISTERS["error_index"], config_id=REGISTERS["config_id"],
+        counters=(("gemm_counter", counter("gemm_iters")), ("alu_counter", counter("alu_iters"))),
+    )
+
+
+#: The register map of `vdla.hardware.boards.soc.BoardTop`.
+BOARD_REGS = _board_regs()
+
+
+def _check_config(config: Config, board_id: int, port: str) -> None:
+    from ..hardware.boards.soc import config_id
+
+    if board_id == config_id(config):
+        return
+    try:
+        from ..hardware.boards import BOARDS
+
+        names = [b.name for b in BOARDS.values() if config_id(b.config) == board_id]
+    except ImportError:  # amaranth-boards not installed: no names to offer
+        names = []
+    hint = (f"it matches board config {names[0]!r}: Device('serial:...', config=board_config({names[0]!r}))"
+            if names else "rebuild the bitstream for this Config (vdla synth BOARD) or pass the board's Config")
+    raise DeviceError(f"the core on {port} was built for another Config (CONFIG_ID {board_id:#010x}, "
+                      f"{config.name!r} has {config_id(config):#010x}); {hint}")
+
+
+def board_backend(device: Device, arg: str = "", **kw) -> SerialBackend:
+    """``Device("serial:PORT[@BAUD]")``: a `SerialBackend` with the board register map `BOARD_REGS`."""
+    return SerialBackend(device, arg, regs=BOARD_REGS, **kw)
+
+
+register_backend("serial", board_backend)

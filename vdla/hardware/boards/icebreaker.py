@@ -1,0 +1,38 @@
+"""iCEBreaker (Lattice iCE40 UP5K, SG48, 12 MHz oscillator, FT2232H USB-serial).
+
+The UP5K has 5,280 logic cells, 8 SB_MAC16 and 30 4-Kbit block RAMs, plus four 32 KiB
+SPRAM blocks, which hold programs and data (128 KiB). The core is the smallest useful
+one: a 1x2x2 GEMM on DSPs with 16-bit accumulators (so the ALU's MUL takes one SB_MAC16
+per lane), buffers of a few hundred bytes in block RAM, shallow queues and short
+instruction fields; only the cycle, GEMM and ALU counters get registers (the others are
+optimised away).
+"""
+
+from __future__ import annotations
+
+from ...config import Config
+from . import Board
+
+__all__ = ["BOARDS", "ICEBREAKER"]
+
+
+def _platform():
+    from amaranth_boards.icebreaker import ICEBreakerPlatform  # the `fpga` extra; imported only to build
+
+    return ICEBreakerPlatform()
+
+CONFIG = Config(
+    name="icebreaker", batch=1, block_in=2, block_out=2, acc_width=16,
+    uop_buff_size=512, inp_buff_size=256, wgt_buff_size=256, acc_buff_size=256,
+    bus_width=32, cmd_queue_depth=2, dep_queue_depth=4,
+    dram_addr_width=16, loop_iter_width=8, alu_imm_width=8, clock_mhz=12.0,
+)
+
+ICEBREAKER = Board(
+    name="icebreaker", description="iCEBreaker with iCE40 UP5K: 1x2x2 GEMM on DSPs, 128 KiB SPRAM memory",
+    family="ice40", platform=_platform, config=CONFIG, memory="spram", spram_blocks=4,
+    clk_mhz=12.0, counters=("cycles", "gemm_iters", "alu_iters"),
+    blocked="the core needs ~7,400 of the UP5K's 5,280 logic cells even at 1x2x2 (bitstreams/icebreaker/README.md)",
+)
+
+BOARDS = (ICEBREAKER,)

@@ -1,0 +1,380 @@
+"""The system a board runs: the core, one memory, an arbiter, the UART host bridge and control registers.
+
+::
+
+    UART pins -- SerialBridge --mem--+
+                      |              +-- MemoryArbiter --ram-- BlockRam | Spram   (programs + data)
+                      reg            |        ^  ^  ^  ^
+                      |              |  fetch load compute store   (the core's memory ports)
+                 ControlRegisters -- Core
+
+`BoardTop` is the same for every board; a `vdla.hardware.boards.Board` picks the Config,
+the memory (block RAM, or the iCE40 UP5K's SPRAM), the clock and the baud rate. With
+``platform=None`` it is plain gateware with ``rx``/``tx`` signals, which the tests drive
+in Amaranth's simulator; with a platform it requests the board's UART, LEDs and clock.
+
+Memory (``ram`` port, `ram_signature`): one word (``bus_width`` bits) per access, a read
+every cycle at most. ``en`` reads the word at ``addr``; its data is on ``rdata`` in the
+next cycle and stays there until the next read (both block RAM with a read enable and
+SB_SPRAM256KA hold it). ``we`` are byte write enables (a write when any is set).
+The arbiter serves one request at a time, whole: a bridge access (one byte), or a read or
+write command of the core (all its beats, one per cycle while the stage takes them).
+Priority: bridge, store, compute, load, fetch. Byte addresses are taken modulo the
+memory's size (the runtime checks programs against it before they run).
+
+Control registers (32 bits, byte offsets on the bridge's register port; see `REGISTERS`):
+
+======  ============  ==================================================================
+offset  name          meaning
+======  ============  ==================================================================
+0x00    START         write 1: start the core at INSN_ADDR on INSN_COUNT instructions
+                      (ignored while it runs); reads 0
+0x04    STATUS        bit 0 done, bit 1 running, bit 2 error (done stays set until START)
+0x08    INSN_ADDR     byte address of the first instruction (16-byte aligned)
+0x0C    INSN_COUNT    number of instructions
+0x10    CYCLES        cycles of the current/last run
+0x14    ERROR_CODE    `vdla.hardware.fetch.ErrorCode` of the stop (0: none)
+0x18    ERROR_INDEX   index of the instruction that stopped the core
+0x1C    CONFIG_ID     `config_id` of the Config the core was built for
+0x20    MEM_SIZE      bytes of memory behind the bridge and the core
+0x40+   counters      the core's `COUNTER_NAMES`, 4 bytes apart, in order
+======  ============  ==================================================================
+
+Reads have no side effects (the bridge may repeat them).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+from amaranth import Cat, ClockSignal, Const, Elaboratable, Instance, Module, Mux, Signal
+from amaranth.build import ResourceError
+from amaranth.lib import io, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2, exact_log2
+
+from ...config import Config
+from ..bridge import SerialBridge
+from ..core import COUNTER_NAMES, Core
+from ..interfaces import read_master, write_master
+from ..uart import divisor_for
+
+__all__ = [
+    "REGISTERS", "COUNTER_BASE", "config_id", "ram_signature", "BlockRam", "Spram", "MemoryArbiter", "BoardTop",
+]
+
+#: Control register byte offsets (see the module docstring).
+REGISTERS = {
+    "start": 0x00, "status": 0x04, "insn_addr": 0x08, "insn_count": 0x0C, "cycles": 0x10,
+    "error_code": 0x14, "error_index": 0x18, "config_id": 0x1C, "mem_size": 0x20,
+}
+#: Offset of the first counter register; counter k of `COUNTER_NAMES` is at COUNTER_BASE + 4k.
+COUNTER_BASE = 0x40
+REG_ADDR_WIDTH = 8
+STATUS_DONE, STATUS_RUNNING, STATUS_ERROR = 1, 2, 4
+
+
+def config_id(config: Config) -> int:
+    """A 32-bit fingerprint (CRC-32) of the Config's architectural parameters.
+
+    Two Configs with the same id run the same programs; the runtime compares it with the
+    board's CONFIG_ID register before it runs anything.
+    """
+    arch = {k: getattr(config, k) for k in Config.ARCHITECTURAL}
+    return zlib.crc32(json.dumps(arch, sort_keys=True).encode())
+
+
+def ram_signature(addr_width: int, data_width: int) -> wiring.Signature:
+    """A single-port synchronous RAM, from the user's side (see the module docstring)."""
+    return wiring.Signature({
+        "addr": Out(addr_width), "en": Out(1), "we": Out(data_width // 8), "wdata": Out(data_width),
+        "rdata": In(data_width),
+    })
+
+
+class BlockRam(wiring.Component):
+    """``size`` bytes of block RAM (`lib.memory.Memory`) behind a `ram_signature` port."""
+
+    def __init__(self, size: int, data_width: int) -> None:
+        self.size, self.data_width = size, data_width
+        self.depth = size // (data_width // 8)
+        super().__init__({"ram": In(ram_signature(ceil_log2(self.depth), data_width))})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.mem = mem = Memory(shape=self.data_width, depth=self.depth, init=[])
+        rd = mem.read_port()
+        wr = mem.write_port(granularity=8)
+        ram = self.ram
+        m.d.comb += [rd.en.eq(ram.en), rd.addr.eq(ram.addr), ram.rdata.eq(rd.data),
+                     wr.addr.eq(ram.addr), wr.data.eq(ram.wdata), wr.en.eq(ram.we)]
+        return m
+
+
+class Spram(wiring.Component):
+    """The iCE40 UltraPlus SPRAM (SB_SPRAM256KA: 16 K x 16 bits each) behind a `ram_signature` port.
+
+    ``data_width // 16`` blocks side by side form a bank; ``count`` blocks give
+    ``count * 32 KiB``. With ``simulate=True`` each block is a `Memory` with the same
+    behaviour (nibble write masks, output held between reads), for Amaranth's simulator.
+    """
+
+    BLOCK_WORDS = 16384
+
+    def __init__(self, data_width: int = 32, count: int = 4, *, simulate: bool = False) -> None:
+        if data_width % 16 or count % (data_width // 16):
+            raise ValueError(f"{count} SPRAM blocks cannot form {data_width}-bit banks")
+        self.data_width, self.count, self.simulate = data_width, count, simulate
+        self.width_blocks = data_width // 16
+        self.banks = count // self.width_blocks
+        self.size = count * self.BLOCK_WORDS * 2
+        super().__init__({"ram": In(ram_signature(14 + exact_log2(self.banks), data_width))})
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        ram = self.ram
+        write = ram.we.any()
+        bank = ram.addr[14:] if self.banks > 1 else Const(0, 1)
+        last_bank = Signal(max(1, exact_log2(self.banks)))
+        with m.If(ram.en):
+            m.d.sync += last_bank.eq(bank)
+        outs = []
+        for b in range(self.banks):
+            words = []
+            for h in range(self.width_blocks):
+                dout = Signal(16, name=f"dout_{b}_{h}")
+                mask = Cat(ram.we[2 * h], ram.we[2 * h], ram.we[2 * h + 1], ram.we[2 * h + 1])
+                select = (bank == b) & (ram.en | write)
+                din = ram.wdata[16 * h : 16 * h + 16]
+                if self.simulate:
+                    mem = Memory(shape=16, depth=self.BLOCK_WORDS, init=[])
+                    m.submodules[f"spram_{b}_{h}"] = mem
+                    rd = mem.read_port()
+                    wr = mem.write_port(granularity=4)
+                    m.d.comb += [rd.addr.eq(ram.addr[:14]), rd.en.eq(select & ~write), dout.eq(rd.data),
+                                 wr.addr.eq(ram.addr[:14]), wr.data.eq(din), wr.en.eq(Mux(select & write, mask, 0))]
+                else:
+                    m.submodules[f"spram_{b}_{h}"] = Instance(
+                        "SB_SPRAM256KA",
+                        i_ADDRESS=ram.addr[:14], i_DATAIN=din, i_MASKWREN=mask, i_WREN=write,
+                        i_CHIPSELECT=select, i_CLOCK=ClockSignal(), i_STANDBY=0, i_SLEEP=0, i_POWEROFF=1,
+                        o_DATAOUT=dout,
+                    )
+                words.append(dout)
+            outs.append(Cat(*words))
+        m.d.comb += ram.rdata.eq(Mux(last_bank, outs[-1], outs[0]) if self.banks == 2 else outs[0])
+        if self.banks > 2:
+            with m.Switch(last_bank):
+                for b, o in enumerate(outs):
+                    with m.Case(b):
+                        m.d.comb += ram.rdata.eq(o)
+        return m
+
+
+class MemoryArbiter(wiring.Component):
+    """Serves the core's four memory ports and the bridge's ``mem`` port from one `ram_signature` port.
+
+    ``addr_width`` is the RAM's word-address width; see the module docstring for the
+    service order and the address wrap.
+    """
+
+    READERS = ("compute", "load", "fetch")  # in priority order
+
+    def __init__(self, bus_width: int, addr_width: int) -> None:
+        from ..bridge import mem_port_signature
+
+        self.bus_width, self.addr_width = bus_width, addr_width
+        super().__init__({
+            "fetch": In(read_master(bus_width)),
+            "load": In(read_master(bus_width)),
+            "compute": In(read_master(bus_width)),
+            "store": In(write_master(bus_width)),
+            "host": In(mem_port_signature(bus_width, addr_width)),
+            "ram": Out(ram_signature(addr_width, bus_width)),
+        })
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        ram, host, store = self.ram, self.host, self.store
+        log_bytes = exact_log2(self.bus_width // 8)
+        aw = self.addr_width
+
+        def word(addr):
+            return addr[log_bytes : log_bytes + aw]
+
+        ptr = Signal(aw)
+        left = Signal(32)
+        owner = Signal(range(len(self.READERS)))
+        m.d.comb += [host.rdata.eq(ram.rdata), ram.wdata.eq(Mux(host.valid & host.we, host.wdata, 0))]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(host.valid):
+                    m.d.comb += ram.addr.eq(host.addr)
+                    with m.If(host.we):
+                        m.d.comb += [ram.we.eq(host.be), host.ready.eq(1)]
+                    with m.Else():
+                        m.d.comb += ram.en.eq(1)
+                        m.next = "HOST_READ"
+                with m.Elif(store.cmd.valid):
+                    m.d.comb += store.cmd.ready.eq(1)
+                    m.d.sync += [ptr.eq(word(store.cmd.payload.addr)), left.eq(store.cmd.payload.beats)]
+                    with m.If(store.cmd.payload.beats != 0):
+                        m.next = "WRITE"
+                for i, name in enumerate(self.READERS):
+                    cmd = getattr(self, name).cmd
+                    with m.Elif(cmd.valid):
+                        first = word(cmd.payload.addr)
+                        m.d.comb += [cmd.ready.eq(1), ram.en.eq(1), ram.addr.eq(first)]
+                        m.d.sync += [ptr.eq(first + 1), left.eq(cmd.payload.beats), owner.eq(i)]
+                        with m.If(cmd.payload.beats != 0):
+                            m.next = "READ"
+
+            with m.State("READ"):  # ram.rdata holds the word for `owner`; the next read goes out as it is taken
+                take = Signal()
+                with m.Switch(owner):
+                    for i, name in enumerate(self.READERS):
+                        with m.Case(i):
+                            data = getattr(self, name).data
+                            m.d.comb += [data.valid.eq(1), data.payload.eq(ram.rdata), take.eq(data.ready)]
+                with m.If(take):
+                    m.d.sync += left.eq(left - 1)
+                    with m.If(left == 1):
+                        m.next = "IDLE"
+                    with m.Else():
+                        m.d.comb += [ram.en.eq(1), ram.addr.eq(ptr)]
+                        m.d.sync += ptr.eq(ptr + 1)
+
+            with m.State("WRITE"):
+                m.d.comb += store.data.ready.eq(1)
+                with m.If(store.data.valid):
+                    m.d.comb += [ram.addr.eq(ptr), ram.we.eq(store.data.payload.strb),
+                                 ram.wdata.eq(store.data.payload.data)]
+                    m.d.sync += [ptr.eq(ptr + 1), left.eq(left - 1)]
+                    with m.If(left == 1):
+                        m.next = "RESP"
+
+            with m.State("RESP"):
+                m.d.comb += store.resp.valid.eq(1)
+                with m.If(store.resp.ready):
+                    m.next = "IDLE"
+
+            with m.State("HOST_READ"):
+                m.d.comb += host.ready.eq(1)
+                m.next = "IDLE"
+        return m
+
+
+class BoardTop(Elaboratable):
+    """Core + memory + arbiter + UART bridge + control registers; see the module docstring.
+
+    Parameters: the core's ``config``; ``mem_size`` bytes of memory (``memory="bram"``) or
+    ``spram_blocks`` SPRAM blocks (``memory="spram"``); ``clk_hz`` and ``baud`` for the UART
+    divisor (or ``divisor`` directly, for simulation); ``counters``: which of the core's
+    counters get a register (all by default; a small part may keep only a few);
+    ``clock``: called as ``clock(m, platform)`` to create the ``sync`` domain on a board
+    (None: the platform's default clock); ``leds``: drive the board's LEDs (heartbeat,
+    running, done, error). ``simulate`` models SPRAM with `Memory` for the simulator.
+    """
+
+    def __init__(self, config: Config, *, mem_size: int = 64 << 10, memory: str = "bram", spram_blocks: int = 4,
+                 clk_hz: float = 25e6, baud: int = 115200, divisor: int | None = None, max_block: int = 256,
+                 counters: tuple[str, ...] | None = None, clock=None, leds: bool = True, simulate: bool = False,
+                 idle_cycles: int | None = None) -> None:
+        if memory not in ("bram", "spram"):
+            raise ValueError(f"memory must be 'bram' or 'spram', not {memory!r}")
+        self.config = config
+        self.memory = memory
+        if memory == "spram":
+            self.ram_unit = Spram(config.bus_width, spram_blocks, simulate=simulate)
+        else:
+            self.ram_unit = BlockRam(mem_size, config.bus_width)
+        self.mem_size = self.ram_unit.size
+        self.clk_hz, self.baud = clk_hz, baud
+        self.divisor = divisor if divisor is not None else divisor_for(clk_hz, baud)
+        self.counters = tuple(COUNTER_NAMES if counters is None else counters)
+        unknown = set(self.counters) - set(COUNTER_NAMES)
+        if unknown:
+            raise ValueError(f"unknown counters {sorted(unknown)}; the core has {COUNTER_NAMES}")
+        self.clock, self.leds = clock, leds
+        self.core = Core(config)
+        self.bridge = SerialBridge(divisor=self.divisor, mem_size=self.mem_size, data_width=config.bus_width,
+                                   max_block=max_block, reg_addr_width=REG_ADDR_WIDTH, clk_hz=clk_hz,
+                                   idle_cycles=idle_cycles)
+        #: The UART pins as seen from the board (rx: host to board), for simulation.
+        self.rx = Signal(init=1)
+        self.tx = Signal(init=1)
+
+    def register_values(self) -> dict[int, object]:
+        """Offset -> value (an Amaranth value) of every readable register."""
+        core = self.core
+        regs = {
+            REGISTERS["status"]: Cat(core.done, core.running, core.error),
+            REGISTERS["cycles"]: core.counters.cycles,
+            REGISTERS["error_code"]: Mux(core.error, core.error_code, 0),
+            REGISTERS["error_index"]: core.error_index,
+            REGISTERS["config_id"]: Const(config_id(self.config), 32),
+            REGISTERS["mem_size"]: Const(self.mem_size, 32),
+        }
+        for k, name in enumerate(COUNTER_NAMES):
+            if name in self.counters:
+                regs[COUNTER_BASE + 4 * k] = getattr(core.counters, name)
+        return regs
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        if platform is not None and self.clock is not None:
+            self.clock(m, platform)
+        m.submodules.core = core = self.core
+        m.submodules.bridge = bridge = self.bridge
+        m.submodules.ram = ram = self.ram_unit
+        m.submodules.arbiter = arb = MemoryArbiter(self.config.bus_width, len(ram.ram.addr))
+        for port in ("fetch", "load", "compute", "store"):
+            wiring.connect(m, getattr(core, f"{port}_mem"), getattr(arb, port))
+        wiring.connect(m, bridge.mem, arb.host)
+        wiring.connect(m, arb.ram, ram.ram)
+
+        # -- control registers
+        reg = bridge.reg
+        insn_addr, insn_count = Signal(32), Signal(32)
+        m.d.comb += [core.insn_addr.eq(insn_addr), core.insn_count.eq(insn_count)]
+        start = Signal()
+        m.d.sync += start.eq(0)
+        m.d.comb += core.start.eq(start)
+        with m.If(reg.we):
+            with m.Switch(reg.addr):
+                with m.Case(REGISTERS["start"]):
+                    m.d.sync += start.eq(reg.wdata[0])
+                with m.Case(REGISTERS["insn_addr"]):
+                    m.d.sync += insn_addr.eq(reg.wdata)
+                with m.Case(REGISTERS["insn_count"]):
+                    m.d.sync += insn_count.eq(reg.wdata)
+        values = {**self.register_values(), REGISTERS["insn_addr"]: insn_addr, REGISTERS["insn_count"]: insn_count}
+        with m.Switch(reg.addr):
+            for offset, value in sorted(values.items()):
+                with m.Case(offset):
+                    m.d.sync += reg.rdata.eq(value)
+            with m.Default():
+                m.d.sync += reg.rdata.eq(0)
+
+        # -- pins
+        m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx)]
+        if platform is not None:
+            uart = platform.request("uart", 0, dir="-")
+            m.submodules.uart_rx = rx_buf = io.Buffer("i", uart.rx)
+            m.submodules.uart_tx = tx_buf = io.Buffer("o", uart.tx)
+            m.d.comb += [self.rx.eq(rx_buf.i), tx_buf.o.eq(self.tx)]
+            if self.leds:
+                beat = Signal(max(1, ceil_log2(int(self.clk_hz))))
+                m.d.sync += beat.eq(beat + 1)
+                shown = [beat[-1], core.running, core.done, core.error]
+                for i, value in enumerate(shown):
+                    try:
+                        led = platform.request("led", i, dir="-")
+                    except ResourceError:  # fewer LEDs on this board
+                        break
+                    m.submodules[f"led_{i}"] = led_buf = io.Buffer("o", led)
+                    m.d.comb += led_buf.o.eq(value)
+        return m
