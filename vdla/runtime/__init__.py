@@ -6,7 +6,7 @@ A hardware engineer writes programs by hand with `CommandStream` (VTA runtime le
 """
 
 from ..isa import AluOp, Mem, Stage
-from . import pysim, verilator  # noqa: F401  (importing them registers Device("pysim"), Device("verilator"))
+from . import pysim, serial, verilator  # noqa: F401  (importing them registers Device("pysim"), Device("serial:PORT"), Device("verilator"))
 from .device import BACKENDS, Device, DeviceError, register_backend
 from .dram import Allocator, Buffer, BufferError_, OutOfMemoryError
 from .kernel import KernelError, Loop, UopKernel
