@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import Config
-from ..isa import AluOp, Mem, Op, uop_fields
+from ..isa import AluOp, Mem, Op, elem_bytes, uop_fields
 from . import alu as alu_sem
 from .errors import ExecutionError
 
@@ -77,13 +77,19 @@ class Machine:
         self._inp_f = self.inp.astype(self._fdtype)
         self._wgt_f = self.wgt.astype(self._fdtype)
         self.counters = Counters()
+        def le(width: int) -> np.dtype:
+            return np.dtype(dtype_of(width)).newbyteorder("<")
+
+        layout = {  # memory type -> (SRAM attribute, element dtype in DRAM, counter)
+            Mem.UOP: ("uop", np.dtype("<u4"), "uop_load_nbytes"),
+            Mem.INP: ("inp", le(c.inp_width), "inp_load_nbytes"),
+            Mem.WGT: ("wgt", le(c.wgt_width), "wgt_load_nbytes"),
+            Mem.ACC: ("acc", le(c.acc_width), "acc_load_nbytes"),
+            Mem.ACC_8BIT: ("acc", np.dtype(np.int8), "acc_load_nbytes"),
+            Mem.OUT: ("out", le(c.out_width), "out_store_nbytes"),
+        }
         self._buffers = {
-            Mem.UOP: _Buffer("uop", c.uop_elem_bytes, np.dtype("<u4"), "uop_load_nbytes"),
-            Mem.INP: _Buffer("inp", c.inp_elem_bytes, np.dtype(dtype_of(c.inp_width)).newbyteorder("<"), "inp_load_nbytes"),
-            Mem.WGT: _Buffer("wgt", c.wgt_elem_bytes, np.dtype(dtype_of(c.wgt_width)).newbyteorder("<"), "wgt_load_nbytes"),
-            Mem.ACC: _Buffer("acc", c.acc_elem_bytes, np.dtype(dtype_of(c.acc_width)).newbyteorder("<"), "acc_load_nbytes"),
-            Mem.ACC_8BIT: _Buffer("acc", c.acc8_elem_bytes, np.dtype(np.int8), "acc_load_nbytes"),
-            Mem.OUT: _Buffer("out", c.out_elem_bytes, np.dtype(dtype_of(c.out_width)).newbyteorder("<"), "out_store_nbytes"),
+            mem: _Buffer(sram, elem_bytes(c, mem), dtype, counter) for mem, (sram, dtype, counter) in layout.items()
         }
 
     # -- memory --------------------------------------------------------------------
