@@ -27,7 +27,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -38,44 +37,8 @@ from bench_cpu_peak import computed_peak, measure_clock_ghz  # noqa: E402
 
 from vdla.compiler import build, te, topi  # noqa: E402
 from vdla.compiler.codegen import jit  # noqa: E402
-
-
-@dataclass(frozen=True)
-class Layer:
-    name: str
-    hw: int
-    ic: int
-    oc: int
-    k: int
-    stride: int
-
-    @property
-    def pad(self) -> int:
-        return self.k // 2
-
-    @property
-    def out_hw(self) -> int:
-        return (self.hw + 2 * self.pad - self.k) // self.stride + 1
-
-    @property
-    def flop(self) -> float:
-        return 2.0 * self.oc * self.ic * self.k * self.k * self.out_hw**2
-
-
-LAYERS = [
-    Layer("C1", 224, 3, 64, 7, 2),
-    Layer("C2", 56, 64, 64, 3, 1),
-    Layer("C3", 56, 64, 64, 1, 1),
-    Layer("C4", 56, 64, 128, 3, 2),
-    Layer("C5", 56, 64, 128, 1, 2),
-    Layer("C6", 28, 128, 128, 3, 1),
-    Layer("C7", 28, 128, 256, 3, 2),
-    Layer("C8", 28, 128, 256, 1, 2),
-    Layer("C9", 14, 256, 256, 3, 1),
-    Layer("C10", 14, 256, 512, 3, 2),
-    Layer("C11", 14, 256, 512, 1, 2),
-    Layer("C12", 7, 512, 512, 3, 1),
-]
+from vdla.compiler.vdla.resnet import RESNET18 as LAYERS  # noqa: E402  (the C1-C12 table)
+from vdla.compiler.vdla.resnet import ConvLayer as Layer  # noqa: E402
 
 # ---------------------------------------------------------------------------- numpy reference
 
@@ -96,7 +59,7 @@ def numpy_conv(x: np.ndarray, w2d: np.ndarray, k: int, stride: int, pad: int) ->
 def bench_layer(layer: Layer, repeat: int, thread_counts: list[int], block: int = 16) -> list[dict[str, object]]:
     cb = block if layer.ic % block == 0 else layer.ic
     ob = block
-    x = te.placeholder((1, layer.ic // cb, layer.hw, layer.hw, cb), name="data")
+    x = te.placeholder((1, layer.ic // cb, layer.size, layer.size, cb), name="data")
     w = te.placeholder((layer.oc // ob, layer.ic // cb, layer.k, layer.k, cb, ob), name="kernel")
     t0 = time.perf_counter()
     y = topi.conv2d_NCHWc(x, w, layer.stride, layer.pad)
@@ -104,7 +67,7 @@ def bench_layer(layer: Layer, repeat: int, thread_counts: list[int], block: int 
     f = build(s, [x, w, y], name=f"conv_{layer.name}")
     compile_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
-    xn = rng.standard_normal((1, layer.ic, layer.hw, layer.hw)).astype(np.float32)
+    xn = rng.standard_normal((1, layer.ic, layer.size, layer.size)).astype(np.float32)
     wn = rng.standard_normal((layer.oc, layer.ic, layer.k, layer.k)).astype(np.float32)
     w2d = np.ascontiguousarray(wn.reshape(layer.oc, -1))
     xa, wa = topi.pack_nchwc(xn, cb), topi.pack_kernel(wn, cb, ob)
@@ -120,10 +83,10 @@ def bench_layer(layer: Layer, repeat: int, thread_counts: list[int], block: int 
         rows.append(
             {
                 "layer": layer.name,
-                "shape": f"{layer.hw}x{layer.hw} {layer.ic}->{layer.oc} k{layer.k} s{layer.stride}",
+                "shape": f"{layer.size}x{layer.size} {layer.ic}->{layer.oc} k{layer.k} s{layer.stride}",
                 "threads": nt,
-                "vdla_gflops": round(layer.flop / t_v / 1e9, 1),
-                "numpy_gflops": round(layer.flop / t_n / 1e9, 1),
+                "vdla_gflops": round((2.0 * layer.macs()) / t_v / 1e9, 1),
+                "numpy_gflops": round((2.0 * layer.macs()) / t_n / 1e9, 1),
                 "ratio": round(t_n / t_v, 2),
                 "vdla_ms": round(t_v * 1e3, 3),
                 "compile_s": round(compile_s, 3),

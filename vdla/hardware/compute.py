@@ -18,9 +18,8 @@ from amaranth.lib.wiring import In, Out
 from .. import isa
 from ..config import Config
 from .buffers import make_buffer, write_lanes
-from .dma import Loader2D
+from .dma import Loader2D, Target
 from .interfaces import connect_read_port, read_master, sram_read, sram_write, token
-from .load import mux_read_master
 from .stage import State, stage_status
 from .tensor import TensorPipeline
 from .tokens import TokenPorts
@@ -31,9 +30,11 @@ __all__ = ["Compute"]
 class Compute(wiring.Component):
     def __init__(self, config: Config) -> None:
         self.config = c = config
-        self.uop_loader = Loader2D(c, c.uop_elem_bytes, c.log_uop_depth)
-        self.acc_loader = Loader2D(c, c.acc_elem_bytes, c.log_acc_depth)
-        self.acc8_loader = Loader2D(c, c.acc8_elem_bytes, c.log_acc_depth, widen=c.acc_width)
+        self.loader = Loader2D(c, [
+            Target("uop", isa.Mem.UOP, c.uop_elem_bytes, c.log_uop_depth),
+            Target("acc", isa.Mem.ACC, c.acc_elem_bytes, c.log_acc_depth),
+            Target("acc8", isa.Mem.ACC_8BIT, c.acc8_elem_bytes, c.log_acc_depth, widen=c.acc_width),
+        ])
         self.tensor = TensorPipeline(c)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),
@@ -56,9 +57,7 @@ class Compute(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         c = self.config
-        m.submodules.uop_loader = uop_ld = self.uop_loader
-        m.submodules.acc_loader = acc_ld = self.acc_loader
-        m.submodules.acc8_loader = acc8_ld = self.acc8_loader
+        m.submodules.loader = loader = self.loader
         m.submodules.tensor = tensor = self.tensor
         # Buffers are made here (ports are added to them below), once per elaboration.
         m.submodules.uop_mem = uop_mem = make_buffer(c, "uop")
@@ -69,16 +68,13 @@ class Compute(wiring.Component):
         mem_insn = data.View(isa.amaranth_layout(c, "mem"), raw)
         opcode = mem_insn.opcode
         mtype = mem_insn.memory_type
-        for ldr in (uop_ld, acc_ld, acc8_ld):
-            m.d.comb += ldr.insn.eq(mem_insn)
-        m.d.comb += tensor.insn.eq(raw)
-        sel = [mtype == isa.Mem.UOP, mtype == isa.Mem.ACC, mtype == isa.Mem.ACC_8BIT]
-        mux_read_master(m, self.mem, [uop_ld.mem, acc_ld.mem, acc8_ld.mem], sel)
+        m.d.comb += [loader.insn.eq(mem_insn), tensor.insn.eq(raw)]
+        wiring.connect(m, wiring.flipped(self.mem), loader.mem)
 
         # -- buffers ---------------------------------------------------------------------
         uop_wp, uop_rp = uop_mem.write_port(), uop_mem.read_port()
         m.d.comb += [
-            uop_wp.en.eq(uop_ld.sram.en), uop_wp.addr.eq(uop_ld.sram.addr), uop_wp.data.eq(uop_ld.sram.data),
+            uop_wp.en.eq(loader.uop_wr.en), uop_wp.addr.eq(loader.uop_wr.addr), uop_wp.data.eq(loader.uop_wr.data),
         ]
         connect_read_port(m, tensor.uop_rd, uop_rp)
         lanes = write_lanes(c, "acc")
@@ -88,20 +84,22 @@ class Compute(wiring.Component):
         connect_read_port(m, tensor.acc_rd_src, acc_rp_src)
         with m.If(tensor.acc_wr.en):
             m.d.comb += [acc_wp.en.eq(-1), acc_wp.addr.eq(tensor.acc_wr.addr), acc_wp.data.eq(tensor.acc_wr.data)]
-        with m.Elif(acc8_ld.busy):
-            per_lane = lanes // acc8_ld.lanes
+        with m.Elif(mtype == isa.Mem.ACC_8BIT):
+            acc8 = loader.acc8_wr
+            per_lane = lanes // len(acc8.en)
             m.d.comb += [
-                acc_wp.en.eq(Cat(*(b.replicate(per_lane) for b in acc8_ld.sram.en))),
-                acc_wp.addr.eq(acc8_ld.sram.addr), acc_wp.data.eq(acc8_ld.sram.data),
+                acc_wp.en.eq(Cat(*(b.replicate(per_lane) for b in acc8.en))),
+                acc_wp.addr.eq(acc8.addr), acc_wp.data.eq(acc8.data),
             ]
         with m.Else():
-            m.d.comb += [acc_wp.en.eq(acc_ld.sram.en), acc_wp.addr.eq(acc_ld.sram.addr), acc_wp.data.eq(acc_ld.sram.data)]
+            acc = loader.acc_wr
+            m.d.comb += [acc_wp.en.eq(acc.en), acc_wp.addr.eq(acc.addr), acc_wp.data.eq(acc.data)]
         for ours, theirs in ((self.inp_rd, tensor.inp_rd), (self.wgt_rd, tensor.wgt_rd)):
             m.d.comb += [ours.en.eq(theirs.en), ours.addr.eq(theirs.addr), theirs.data.eq(ours.data)]
         m.d.comb += [
             self.out_wr.en.eq(tensor.out_wr.en), self.out_wr.addr.eq(tensor.out_wr.addr),
             self.out_wr.data.eq(tensor.out_wr.data),
-            self.uop_elem.eq(uop_ld.elem), self.acc_elem.eq(acc_ld.elem | acc8_ld.elem),
+            self.uop_elem.eq(loader.elem & (mtype == isa.Mem.UOP)), self.acc_elem.eq(loader.elem & (mtype != isa.Mem.UOP)),
             self.gemm_iter.eq(tensor.gemm_iter), self.alu_iter.eq(tensor.alu_iter),
         ]
 
@@ -111,7 +109,7 @@ class Compute(wiring.Component):
         pushes = {"prev": mem_insn.push_prev, "next": mem_insn.push_next}
         is_finish = Signal()
         status = self.status
-        unit_done = uop_ld.done | acc_ld.done | acc8_ld.done | tensor.done
+        unit_done = loader.done | tensor.done
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += [status.state.eq(State.IDLE), self.cmd.ready.eq(~self.halt)]
@@ -130,7 +128,7 @@ class Compute(wiring.Component):
                         m.d.comb += tensor.start.eq(1)
                         m.next = "EXEC"
                     with m.Elif((opcode == isa.Op.LOAD) & (mem_insn.x_size != 0)):
-                        m.d.comb += [uop_ld.start.eq(sel[0]), acc_ld.start.eq(sel[1]), acc8_ld.start.eq(sel[2])]
+                        m.d.comb += loader.start.eq(1)
                         m.next = "EXEC"
                     with m.Else():  # FINISH, NOP
                         m.next = "PUSH"

@@ -66,8 +66,12 @@ Debug = debug_layout
 
 
 class Core(wiring.Component):
-    def __init__(self, config: Config) -> None:
+    """The core for `config`. ``count_width`` bounds ``insn_count`` (and the instruction
+    indices fetch keeps): 32 bits by default; a board with little memory passes fewer."""
+
+    def __init__(self, config: Config, *, count_width: int = 32) -> None:
         self.config = c = config
+        self.count_width = count_width
         super().__init__({
             "start": In(1),
             "insn_addr": In(32),
@@ -97,7 +101,7 @@ class Core(wiring.Component):
         dp = Module()  # the datapath, under `begin` reset
         m.submodules.datapath = ResetInserter(begin)(dp)
 
-        dp.submodules.fetch = fetch = Fetch(c)
+        dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width)
         dp.submodules.load = load = Load(c)
         dp.submodules.compute = compute = Compute(c)
         dp.submodules.store = store = Store(c)

@@ -1,23 +1,33 @@
-"""DMA building blocks: element readers and the 2D strided loader with zero padding.
+"""DMA building blocks: the element reader and the 2D strided loader with zero padding.
 
-`ElementReader` turns requests "``count`` elements of ``elem_bytes`` from byte address
-``addr``" into memory read commands and streams the returned data out as *chunks* of
-``min(elem_bytes, bus_bytes)`` bytes, flagging the last chunk of each element. An element
-wider than the bus spans several bus words; a bus word wider than an element holds
-several, which are picked out one per cycle.
+`ElementReader` turns requests "``count`` elements from byte address ``addr``" into
+memory read commands and streams the returned data out as *chunks* of
+``min(elem_bytes, bus_bytes)`` bytes, flagging the last chunk of each element. The
+element size is one of a fixed set (``sizes``), picked per instruction by the ``size``
+input, so one reader serves every memory type a stage loads. An element wider than the
+bus spans several bus words; a bus word wider than an element holds several, which are
+picked out one per cycle.
 
-`Loader2D` executes a LOAD instruction for one memory type: it issues one read request
-per DRAM row (``y_size`` rows of ``x_size`` elements, ``x_stride`` elements apart) and
-writes ``(y_pad_0 + y_size + y_pad_1) x (x_pad_0 + x_size + x_pad_1)`` consecutive SRAM
-rows from ``sram_base``, zeros in the padding, one SRAM write per chunk. Wide elements are
-written chunk by chunk through the SRAM's lane enables (no assembly register), so the
-loader moves one bus word per cycle. ``widen`` sign-extends each DRAM byte to a lane of
-that many bits (LOAD ACC_8BIT).
+`Loader2D` executes the LOAD instructions of a stage: one engine for all the memory
+types (`Target`) the stage loads, since a stage runs one instruction at a time. It
+issues one read request per DRAM row (``y_size`` rows of ``x_size`` elements,
+``x_stride`` elements apart) and writes ``(y_pad_0 + y_size + y_pad_1) x (x_pad_0 +
+x_size + x_pad_1)`` consecutive SRAM rows from ``sram_base``, zeros in the padding, one
+SRAM write per chunk. Wide elements are written chunk by chunk through the SRAM's lane
+enables (no assembly register), so the loader moves one bus word per cycle. A target's
+``widen`` sign-extends each DRAM byte to a lane of that many bits (LOAD ACC_8BIT).
+
+The 2D walk counts down through the segments of each dimension (padding before, data,
+padding after) instead of comparing positions against their bounds: a down-counter and a
+segment number per dimension is all the logic it needs, which matters on small FPGAs.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Signal, unsigned
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,7 +35,7 @@ from .. import isa
 from ..config import Config
 from .interfaces import ADDR_WIDTH, read_master, sram_write
 
-__all__ = ["ElementReader", "Loader2D", "ReadRequest"]
+__all__ = ["ElementReader", "Loader2D", "ReadRequest", "Target"]
 
 
 def log2(n: int) -> int:
@@ -37,72 +47,101 @@ def log2(n: int) -> int:
 ReadRequest = data.StructLayout({"addr": unsigned(ADDR_WIDTH), "count": unsigned(32)})
 
 
-class ElementReader(wiring.Component):
-    """Read elements of `elem_bytes` bytes over a `bus_width`-bit read port, as chunks."""
+def _pick(m: Module, index, values: Sequence, width: int) -> Signal:
+    """A signal equal to ``values[index]`` (a mux over the element sizes)."""
+    out = Signal(width)
+    with m.Switch(index):
+        for i, v in enumerate(values):
+            with m.Case(i):
+                m.d.comb += out.eq(v)
+    return out
 
-    def __init__(self, elem_bytes: int, bus_width: int, rows_in_flight: int = 4) -> None:
-        self.elem_bytes, self.bus_bytes = elem_bytes, bus_width // 8
-        self.chunk_bytes = min(elem_bytes, self.bus_bytes)
+
+class ElementReader(wiring.Component):
+    """Read elements of one of `sizes` bytes over a `bus_width`-bit read port, as chunks.
+
+    ``size`` (an index into `sizes`) must stay put while the reader has requests in flight."""
+
+    def __init__(self, sizes: int | Sequence[int], bus_width: int, rows_in_flight: int = 4,
+                 count_width: int = 32) -> None:
+        self.sizes = (sizes,) if isinstance(sizes, int) else tuple(sizes)
+        self.count_width = count_width  # bits of the requests' counts that can be set
+        self.bus_bytes = bus_width // 8
+        self.chunks = tuple(min(e, self.bus_bytes) for e in self.sizes)
+        self.chunk_bytes = max(self.chunks)
         self.rows_in_flight = rows_in_flight
         chunk = data.StructLayout({"data": unsigned(8 * self.chunk_bytes), "last": unsigned(1)})
         super().__init__({
             "req": In(stream.Signature(ReadRequest)),
+            "size": In(range(len(self.sizes))),
             "mem": Out(read_master(bus_width)),
             "out": Out(stream.Signature(chunk)),
         })
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        E, B = self.elem_bytes, self.bus_bytes
+        B, logB = self.bus_bytes, log2(self.bus_bytes)
         req, cmd, beat, out = self.req, self.mem.cmd, self.mem.data, self.out
-        if E >= B:
-            per_elem = E // B
+        # Chunks per element (1 for elements no wider than the bus).
+        per_elem = [max(1, e // B) for e in self.sizes]
+        if all(e >= B for e in self.sizes):
+            # Every element is whole bus words: a row is count * per_elem beats, passed through.
+            beats = _pick(m, self.size, [req.payload.count << log2(p) for p in per_elem], 32)
             m.d.comb += [
                 cmd.valid.eq(req.valid),
                 cmd.payload.addr.eq(req.payload.addr),
-                cmd.payload.beats.eq(req.payload.count << log2(per_elem)),
+                cmd.payload.beats.eq(beats),
                 req.ready.eq(cmd.ready),
                 out.valid.eq(beat.valid),
                 out.payload.data.eq(beat.payload),
                 beat.ready.eq(out.ready),
             ]
-            if per_elem == 1:
+            if max(per_elem) == 1:
                 m.d.comb += out.payload.last.eq(1)
             else:
-                chunk = Signal(range(per_elem))
-                m.d.comb += out.payload.last.eq(chunk == per_elem - 1)
+                chunk = Signal(range(max(per_elem)))
+                last = _pick(m, self.size, [chunk == p - 1 for p in per_elem], 1)
+                m.d.comb += out.payload.last.eq(last)
                 with m.If(out.valid & out.ready):
-                    m.d.sync += chunk.eq(chunk + 1)
+                    m.d.sync += chunk.eq(Mux(last, 0, chunk + 1))
             return m
 
-        # Several elements per bus word: remember where each row starts inside its first word.
-        per_word, logE, logB = B // E, log2(E), log2(B)
-        desc = data.StructLayout({"start": unsigned(log2(per_word)), "count": unsigned(32)})
+        # Some elements are narrower than the bus: a row may start inside a word, so each row's
+        # first chunk position and length go into a FIFO that the data side follows.
+        sub_bits = logB - log2(min(self.chunks))
+        cw = self.count_width + log2(max(per_elem))  # bits of a row's chunk count
+        desc = data.StructLayout({"start": unsigned(sub_bits), "count": unsigned(cw)})
         m.submodules.rows = rows = fifo.SyncFIFO(width=desc.size, depth=self.rows_in_flight)
-        first = req.payload.addr >> logB
-        last = (req.payload.addr + (req.payload.count << logE) - 1) >> logB
+        count = req.payload.count[: self.count_width]
+        nbytes = _pick(m, self.size, [count << log2(e) for e in self.sizes], self.count_width + log2(max(self.sizes)))
+        # Words spanned: only the start's offset inside its word matters, which keeps the sum narrow.
+        beats = ((req.payload.addr[:logB] + nbytes - 1) >> logB) + 1
         w = data.View(desc, rows.w_data)
         m.d.comb += [
             cmd.valid.eq(req.valid & rows.w_rdy),
-            cmd.payload.addr.eq(first << logB),
-            cmd.payload.beats.eq(last - first + 1),
+            cmd.payload.addr.eq(req.payload.addr[logB:] << logB),
+            cmd.payload.beats.eq(beats),
             req.ready.eq(cmd.ready & rows.w_rdy),
             rows.w_en.eq(req.valid & req.ready),
-            w.start.eq(req.payload.addr[logE:logB]),
-            w.count.eq(req.payload.count),
+            w.start.eq(_pick(m, self.size, [req.payload.addr[log2(c):logB] for c in self.chunks], sub_bits)),
+            w.count.eq(_pick(m, self.size, [count << log2(p) for p in per_elem], cw)),
         ]
         head = data.View(desc, rows.r_data)
-        idx = Signal(32)  # elements of the head row already sent
-        sub = Signal(log2(per_word))
+        idx = Signal(cw)  # chunks of the head row already sent
+        sub = Signal(sub_bits)  # chunk position inside the current bus word
         row_end = idx == head.count - 1
+        word_end = _pick(m, self.size, [sub[: logB - log2(c)] == (B // c) - 1 if c < B else 1 for c in self.chunks], 1)
+        elem_end = _pick(m, self.size, [idx[: log2(p)] == p - 1 if p > 1 else 1 for p in per_elem], 1)
         m.d.comb += [
             sub.eq(head.start + idx),
             out.valid.eq(beat.valid & rows.r_rdy),
-            out.payload.data.eq(beat.payload.word_select(sub, 8 * E)),
-            out.payload.last.eq(1),
+            out.payload.data.eq(_pick(m, self.size, [beat.payload.word_select(sub[: logB - log2(c)], 8 * c)
+                                                     if c < B else beat.payload for c in self.chunks],
+                                      8 * self.chunk_bytes)),
+            out.payload.last.eq(elem_end),
         ]
         with m.If(out.valid & out.ready):
-            m.d.comb += beat.ready.eq((sub == per_word - 1) | row_end)
+            m.d.comb += beat.ready.eq(word_end | row_end)
             with m.If(row_end):
                 m.d.sync += idx.eq(0)
                 m.d.comb += rows.r_en.eq(1)
@@ -111,21 +150,40 @@ class ElementReader(wiring.Component):
         return m
 
 
+@dataclass(frozen=True)
+class Target:
+    """A memory type a `Loader2D` loads: its DRAM element size and the SRAM it fills."""
+
+    #: The port name (``f"{name}_wr"`` on the loader).
+    name: str
+    memory: isa.Mem
+    elem_bytes: int
+    sram_addr_width: int
+    #: Bits per DRAM byte in the SRAM row (sign-extended), or None to copy bytes.
+    widen: int | None = None
+
+    def lanes(self, bus_bytes: int) -> int:
+        """SRAM write enables: one per bus word of the element."""
+        return max(1, self.elem_bytes // bus_bytes)
+
+    @property
+    def row_bits(self) -> int:
+        return 8 * self.elem_bytes * ((self.widen // 8) if self.widen else 1)
+
+
 class Loader2D(wiring.Component):
-    """Execute LOAD instructions of one memory type into one SRAM.
+    """Execute LOAD instructions for `targets` (one engine, one instruction at a time).
 
-    `elem_bytes` is the element size in DRAM; the SRAM row holds one element, widened by
-    `widen` (bits per DRAM byte) when given. The SRAM write port has one enable per chunk
-    (``max(1, elem_bytes / bus_bytes)`` lanes). Pulse ``start`` with ``insn`` valid; ``done``
-    pulses when the last SRAM row is written. ``elem`` pulses per element taken from DRAM."""
+    ``insn.memory_type`` picks the target; ``insn`` is held stable by the owner for the whole
+    instruction. Pulse ``start`` with it; ``done`` pulses when the last SRAM row is written.
+    ``elem`` pulses per element taken from DRAM. Each target has a write port
+    ``<name>_wr``; only the selected target's enables are ever set."""
 
-    def __init__(self, config: Config, elem_bytes: int, sram_addr_width: int, widen: int | None = None) -> None:
-        self.config, self.elem_bytes, self.widen = config, elem_bytes, widen
+    def __init__(self, config: Config, targets: Sequence[Target]) -> None:
+        self.config, self.targets = config, tuple(targets)
         self.bus_bytes = config.bus_bytes
-        self.lanes = max(1, elem_bytes // self.bus_bytes)
-        scale = (widen // 8) if widen else 1
-        self.row_bits = 8 * elem_bytes * scale
-        self.reader = ElementReader(elem_bytes, config.bus_width)
+        x_size_bits = isa.amaranth_layout(config, "mem")["x_size"].shape.width
+        self.reader = ElementReader([t.elem_bytes for t in self.targets], config.bus_width, count_width=x_size_bits)
         super().__init__({
             "start": In(1),
             "insn": In(isa.amaranth_layout(config, "mem")),
@@ -133,87 +191,102 @@ class Loader2D(wiring.Component):
             "done": Out(1),
             "elem": Out(1),
             "mem": Out(read_master(config.bus_width)),
-            "sram": Out(sram_write(sram_addr_width, self.row_bits, self.lanes)),
+            **{f"{t.name}_wr": Out(sram_write(t.sram_addr_width, t.row_bits, t.lanes(self.bus_bytes)))
+               for t in self.targets},
         })
 
     def elaborate(self, platform) -> Module:
         m = Module()
         m.submodules.reader = reader = self.reader
-        # The reader's memory port is ours.
-        m.d.comb += [
-            self.mem.cmd.valid.eq(reader.mem.cmd.valid),
-            self.mem.cmd.payload.eq(reader.mem.cmd.payload),
-            reader.mem.cmd.ready.eq(self.mem.cmd.ready),
-            reader.mem.data.valid.eq(self.mem.data.valid),
-            reader.mem.data.payload.eq(self.mem.data.payload),
-            self.mem.data.ready.eq(reader.mem.data.ready),
-        ]
-        insn = self.insn
-        logE = log2(self.elem_bytes)
+        wiring.connect(m, wiring.flipped(self.mem), reader.mem)
+        insn, targets = self.insn, self.targets
         aw = self.config.dram_addr_width
+
+        which = Signal(range(len(targets)))  # the target of `insn`
+        for i, t in enumerate(targets):
+            with m.If(insn.memory_type == t.memory):
+                m.d.comb += which.eq(i)
+        m.d.comb += reader.size.eq(which)
 
         # -- row requests ----------------------------------------------------------------
         row_addr = Signal(aw)  # DRAM element address of the next row
         rows_left = Signal(16)
+        byte_addr = _pick(m, which, [(row_addr << log2(t.elem_bytes))[:ADDR_WIDTH] for t in targets], ADDR_WIDTH)
         m.d.comb += [
             reader.req.valid.eq(rows_left != 0),
-            reader.req.payload.addr.eq((row_addr << logE)[:ADDR_WIDTH]),
+            reader.req.payload.addr.eq(byte_addr),
             reader.req.payload.count.eq(insn.x_size),
         ]
         with m.If(reader.req.valid & reader.req.ready):
             m.d.sync += [row_addr.eq(row_addr + insn.x_stride), rows_left.eq(rows_left - 1)]
 
-        # -- SRAM writes ---------------------------------------------------------------------
-        # insn is held stable by the owner for the whole instruction.
-        x_lo, x_hi = insn.x_pad_0, insn.x_pad_0 + insn.x_size
-        y_lo, y_hi = insn.y_pad_0, insn.y_pad_0 + insn.y_size
-        nx, ny = x_hi + insn.x_pad_1, y_hi + insn.y_pad_1
-        x, y = Signal(17), Signal(17)
-        addr = Signal(len(self.sram.addr))
-        lane = Signal(range(self.lanes))
+        # -- the 2D walk: segment 0 = padding before, 1 = data, 2 = padding after ------------
+        xs, ys = Signal(2), Signal(2)
+        x_left, y_left = Signal(16), Signal(16)
+        addr = Signal(max(t.sram_addr_width for t in targets))
         active = Signal()
         m.d.comb += self.busy.eq(active | self.start)
 
-        with m.If(self.start):
-            m.d.sync += [
-                row_addr.eq(insn.dram_base), rows_left.eq(insn.y_size),
-                x.eq(0), y.eq(0), lane.eq(0), addr.eq(insn.sram_base), active.eq(1),
-            ]
+        def first_x():  # x_size >= 1 here (x_size = 0 is a NOP the stage handles)
+            return [xs.eq(Mux(insn.x_pad_0 != 0, 0, 1)), x_left.eq(Mux(insn.x_pad_0 != 0, insn.x_pad_0, insn.x_size))]
 
-        pad = (x < x_lo) | (x >= x_hi) | (y < y_lo) | (y >= y_hi)
+        with m.If(self.start):
+            m.d.sync += [row_addr.eq(insn.dram_base), rows_left.eq(insn.y_size), addr.eq(insn.sram_base),
+                         active.eq(1), *first_x()]
+            with m.If(insn.y_pad_0 != 0):
+                m.d.sync += [ys.eq(0), y_left.eq(insn.y_pad_0)]
+            with m.Elif(insn.y_size != 0):
+                m.d.sync += [ys.eq(1), y_left.eq(insn.y_size)]
+            with m.Else():  # only bottom padding (or nothing: y_left = 0 ends the walk at once)
+                m.d.sync += [ys.eq(2), y_left.eq(insn.y_pad_1)]
+
+        pad = (xs != 1) | (ys != 1)
         advance = Signal()
+        lane = Signal(range(max(t.lanes(self.bus_bytes) for t in targets)))
         chunk = reader.out.payload.data
-        if self.widen:
-            payload = Cat(*(_sext(chunk.word_select(k, 8), self.widen) for k in range(len(chunk) // 8)))
-        else:
-            payload = chunk
-        with m.If(active & (ny == 0)):  # only y_size = 0 and no padding: nothing to write
+        m.d.comb += reader.out.ready.eq(active & (y_left != 0) & ~pad)
+        for i, t in enumerate(targets):
+            port, lanes = getattr(self, f"{t.name}_wr"), t.lanes(self.bus_bytes)
+            bits = chunk[: 8 * min(t.elem_bytes, self.bus_bytes)]
+            if t.widen:
+                bits = Cat(*(_sext(bits.word_select(k, 8), t.widen) for k in range(len(bits) // 8)))
+            m.d.comb += [port.addr.eq(addr), port.data.eq(Mux(pad, 0, bits.replicate(lanes)))]
+            with m.If(active & (which == i) & (y_left != 0)):
+                with m.If(pad):
+                    m.d.comb += port.en.eq(-1)
+                with m.Elif(reader.out.valid):
+                    m.d.comb += port.en.eq(Const(1, lanes) << lane if lanes > 1 else 1)
+
+        with m.If(active & (y_left == 0)):  # y_size = 0 and no padding: nothing to write
             m.d.sync += active.eq(0)
             m.d.comb += self.done.eq(1)
         with m.Elif(active):
             with m.If(pad):
-                m.d.comb += [self.sram.en.eq(-1), self.sram.data.eq(0), advance.eq(1)]
-            with m.Else():
-                m.d.comb += reader.out.ready.eq(1)
-                with m.If(reader.out.valid):
-                    m.d.comb += self.sram.data.eq(payload.replicate(self.lanes))
-                    if self.lanes == 1:
-                        m.d.comb += [self.sram.en.eq(1), advance.eq(1), self.elem.eq(1)]
-                    else:
-                        m.d.comb += self.sram.en.eq(Const(1, self.lanes) << lane)
-                        m.d.sync += lane.eq(lane + 1)
-                        with m.If(lane == self.lanes - 1):
-                            m.d.comb += [advance.eq(1), self.elem.eq(1)]
-        m.d.comb += self.sram.addr.eq(addr)
+                m.d.comb += advance.eq(1)
+            with m.Elif(reader.out.valid):
+                m.d.sync += lane.eq(lane + 1)
+                with m.If(reader.out.payload.last):
+                    m.d.sync += lane.eq(0)
+                    m.d.comb += [advance.eq(1), self.elem.eq(1)]
+
+        x_more = Mux(xs == 0, 1, (xs == 1) & (insn.x_pad_1 != 0))  # another segment follows in this row
         with m.If(advance):
             m.d.sync += addr.eq(addr + 1)
-            with m.If(x == nx - 1):
-                m.d.sync += [x.eq(0), y.eq(y + 1)]
-                with m.If(y == ny - 1):
+            with m.If(x_left != 1):
+                m.d.sync += x_left.eq(x_left - 1)
+            with m.Elif(x_more):
+                m.d.sync += [xs.eq(xs + 1), x_left.eq(Mux(xs == 0, insn.x_size, insn.x_pad_1))]
+            with m.Else():  # end of a row
+                m.d.sync += first_x()
+                with m.If(y_left != 1):
+                    m.d.sync += y_left.eq(y_left - 1)
+                with m.Elif((ys == 0) & (insn.y_size != 0)):
+                    m.d.sync += [ys.eq(1), y_left.eq(insn.y_size)]
+                with m.Elif((ys != 2) & (insn.y_pad_1 != 0)):
+                    m.d.sync += [ys.eq(2), y_left.eq(insn.y_pad_1)]
+                with m.Else():
                     m.d.sync += active.eq(0)
                     m.d.comb += self.done.eq(1)
-            with m.Else():
-                m.d.sync += x.eq(x + 1)
         return m
 
 

@@ -38,21 +38,22 @@ class ErrorCode(IntEnum):
 
 
 class Fetch(wiring.Component):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, count_width: int = 32) -> None:
         self.config = config
+        self.count_width = count_width  # bits of insn_count (and of the indices counted against it)
         self.reader = ElementReader(isa.INSN_BYTES, config.bus_width)
         insn_stream = stream.Signature(isa.INSN_BITS)
         super().__init__({
             "launch": In(1),
             "insn_addr": In(32),
-            "insn_count": In(32),
+            "insn_count": In(count_width),
             "mem": Out(read_master(config.bus_width)),
             "load_cmd": Out(insn_stream),
             "compute_cmd": Out(insn_stream),
             "store_cmd": Out(insn_stream),
             "error": Out(1),  # pulse: an error was found
             "error_code": Out(3),
-            "error_index": Out(32),
+            "error_index": Out(count_width),
             "busy": Out(1),  # launched and not yet finished with the stream
             "stall": Out(1),  # holding an instruction its queue has no room for
             "dispatch": Out(1),  # pulse: an instruction was sent to a queue
@@ -71,7 +72,7 @@ class Fetch(wiring.Component):
             self.mem.data.ready.eq(reader.mem.data.ready),
         ]
 
-        count, received, index = Signal(32), Signal(32), Signal(32)
+        count, received, index = (Signal(self.count_width) for _ in range(3))
         requested, launched, stopped = Signal(), Signal(), Signal()
         m.d.comb += [
             reader.req.valid.eq(launched & ~requested & (count != 0)),
@@ -82,23 +83,20 @@ class Fetch(wiring.Component):
             m.d.sync += requested.eq(1)
 
         # -- assemble instructions from bus-word chunks -------------------------------------
+        # The last chunk of an instruction stays on the reader's stream until the instruction
+        # is dispatched (or dropped), so no holding register is needed: `hold` is the earlier
+        # chunks (a shift register) joined with it.
         chunk = reader.out.payload
         cbits = len(chunk.data)
         asm = Signal(isa.INSN_BITS)
-        whole = Cat(asm[cbits:], chunk.data) if cbits < isa.INSN_BITS else chunk.data
-        hold = Signal(isa.INSN_BITS)
-        have = Signal()
+        hold = Cat(asm[cbits:], chunk.data) if cbits < isa.INSN_BITS else chunk.data
+        have = reader.out.valid & chunk.last
         dispatch = Signal()
-        take_last = ~have | dispatch
-        m.d.comb += reader.out.ready.eq(~chunk.last | take_last | stopped)
-        with m.If(dispatch):
-            m.d.sync += have.eq(0)
+        m.d.comb += reader.out.ready.eq(~chunk.last | dispatch | stopped)
         with m.If(reader.out.valid & reader.out.ready):
-            m.d.sync += asm.eq(whole)
+            m.d.sync += asm.eq(hold)
             with m.If(chunk.last):
                 m.d.sync += received.eq(received + 1)
-                with m.If(~stopped):
-                    m.d.sync += [hold.eq(whole), have.eq(1)]
 
         # -- decode, check, route ----------------------------------------------------------------
         mem = data.View(isa.amaranth_layout(c, "mem"), hold)
@@ -142,6 +140,6 @@ class Fetch(wiring.Component):
         with m.If(self.launch):
             m.d.sync += [
                 count.eq(self.insn_count), received.eq(0), index.eq(0), requested.eq(0),
-                launched.eq(1), stopped.eq(0), have.eq(0),
+                launched.eq(1), stopped.eq(0),
             ]
         return m

@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
-from .dma import Loader2D
+from .dma import Loader2D, Target
 from .interfaces import read_master, sram_write, token
 from .stage import State, stage_status
 from .tokens import TokenPorts
@@ -22,33 +22,20 @@ from .tokens import TokenPorts
 __all__ = ["Load"]
 
 
-def mux_read_master(m: Module, outer, inners: list, select: list) -> None:
-    """Share one read port among loaders; `select[i]` picks `inners[i]` (one at a time)."""
-    for inner, sel in zip(inners, select):
-        with m.If(sel):
-            m.d.comb += [
-                outer.cmd.valid.eq(inner.cmd.valid),
-                outer.cmd.payload.eq(inner.cmd.payload),
-                inner.cmd.ready.eq(outer.cmd.ready),
-                inner.data.valid.eq(outer.data.valid),
-                outer.data.ready.eq(inner.data.ready),
-            ]
-        m.d.comb += inner.data.payload.eq(outer.data.payload)
-
-
 class Load(wiring.Component):
     def __init__(self, config: Config) -> None:
         self.config = config
         c = config
-        self.inp = Loader2D(c, c.inp_elem_bytes, c.log_inp_depth)
-        self.wgt = Loader2D(c, c.wgt_elem_bytes, c.log_wgt_depth)
+        inp = Target("inp", isa.Mem.INP, c.inp_elem_bytes, c.log_inp_depth)
+        wgt = Target("wgt", isa.Mem.WGT, c.wgt_elem_bytes, c.log_wgt_depth)
+        self.loader = Loader2D(c, [inp, wgt])
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),
             "g2l": In(token()),
             "l2g": Out(token()),
             "mem": Out(read_master(c.bus_width)),
-            "inp_wr": Out(sram_write(c.log_inp_depth, 8 * c.inp_elem_bytes, self.inp.lanes)),
-            "wgt_wr": Out(sram_write(c.log_wgt_depth, 8 * c.wgt_elem_bytes, self.wgt.lanes)),
+            "inp_wr": Out(sram_write(c.log_inp_depth, inp.row_bits, inp.lanes(c.bus_bytes))),
+            "wgt_wr": Out(sram_write(c.log_wgt_depth, wgt.row_bits, wgt.lanes(c.bus_bytes))),
             "inp_elem": Out(1),
             "wgt_elem": Out(1),
             **stage_status(),
@@ -56,8 +43,7 @@ class Load(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        m.submodules.inp = inp = self.inp
-        m.submodules.wgt = wgt = self.wgt
+        m.submodules.loader = loader = self.loader
         raw = Signal(isa.INSN_BITS)
         insn = data.View(isa.amaranth_layout(self.config, "mem"), raw)
         is_wgt = insn.memory_type == isa.Mem.WGT
@@ -65,11 +51,11 @@ class Load(wiring.Component):
         pops = {"next": insn.pop_next}
         pushes = {"next": insn.push_next}
 
-        for ldr, wr in ((inp, self.inp_wr), (wgt, self.wgt_wr)):
-            m.d.comb += [ldr.insn.eq(insn), wr.en.eq(ldr.sram.en), wr.addr.eq(ldr.sram.addr),
-                         wr.data.eq(ldr.sram.data)]
-        m.d.comb += [self.inp_elem.eq(inp.elem), self.wgt_elem.eq(wgt.elem)]
-        mux_read_master(m, self.mem, [inp.mem, wgt.mem], [~is_wgt, is_wgt])
+        m.d.comb += loader.insn.eq(insn)
+        wiring.connect(m, wiring.flipped(self.inp_wr), loader.inp_wr)
+        wiring.connect(m, wiring.flipped(self.wgt_wr), loader.wgt_wr)
+        wiring.connect(m, wiring.flipped(self.mem), loader.mem)
+        m.d.comb += [self.inp_elem.eq(loader.elem & ~is_wgt), self.wgt_elem.eq(loader.elem & is_wgt)]
         status = self.status
 
         with m.FSM():
@@ -88,11 +74,11 @@ class Load(wiring.Component):
                     with m.If(insn.x_size == 0):
                         m.next = "PUSH"
                     with m.Else():
-                        m.d.comb += [inp.start.eq(~is_wgt), wgt.start.eq(is_wgt)]
+                        m.d.comb += loader.start.eq(1)
                         m.next = "EXEC"
             with m.State("EXEC"):
                 m.d.comb += status.state.eq(State.EXEC)
-                with m.If(inp.done | wgt.done):
+                with m.If(loader.done):
                     m.next = "PUSH"
             with m.State("PUSH"):
                 m.d.comb += status.state.eq(State.PUSH)

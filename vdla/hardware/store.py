@@ -24,7 +24,10 @@ from .interfaces import ADDR_WIDTH, sram_read, token, write_master
 from .stage import State, stage_status
 from .tokens import TokenPorts
 
-__all__ = ["Store"]
+__all__ = ["Store", "MAX_OUTSTANDING"]
+
+#: Write commands the store stage lets wait for their response before it issues more.
+MAX_OUTSTANDING = 255
 
 
 class Store(wiring.Component):
@@ -59,8 +62,11 @@ class Store(wiring.Component):
         # -- write commands: one per row (or per element when elements are narrower than the bus)
         row_addr, col, rows_left = Signal(aw), Signal(16), Signal(16)
         elem_addr = row_addr + col if per_elem else row_addr
+        # Write commands not yet acknowledged; at most MAX_OUTSTANDING (a small counter is
+        # enough: the memory system answers in order and holds few commands itself).
+        outstanding = Signal(range(MAX_OUTSTANDING + 1))
         m.d.comb += [
-            cmd.valid.eq(rows_left != 0),
+            cmd.valid.eq((rows_left != 0) & (outstanding != MAX_OUTSTANDING)),
             cmd.payload.addr.eq(((elem_addr << logE)[:ADDR_WIDTH] >> logB) << logB),
             cmd.payload.beats.eq(1 if per_elem else insn.x_size << log2(beats_per_elem)),
         ]
@@ -116,7 +122,6 @@ class Store(wiring.Component):
                 m.d.comb += take.eq(part == beats_per_elem - 1)
 
         # -- responses
-        outstanding = Signal(32)
         m.d.comb += resp.ready.eq(1)
         got = resp.valid & resp.ready
         issued = cmd.valid & cmd.ready

@@ -145,7 +145,9 @@ class _Gen:
                 k = self.kernel("alu", c.acc_depth, 1, ("dst", "src"))
                 k = UopKernel(tuple((d, sr, 0) for d, sr, _ in k.uops), k.loops, k.name)
                 if use_imm:
-                    imm = self.r(-12, 12) if op == AluOp.SHR and self.r(0, 3) else self.r(-40, 40) if op == AluOp.SHR else self.r(-(1 << 15), (1 << 15) - 1)
+                    half = 1 << (c.alu_imm_width - 1)  # immediates fit the config's field
+                    imm = self.r(-12, 12) if op == AluOp.SHR and self.r(0, 3) else self.r(-40, 40) if op == AluOp.SHR else self.r(-half, half - 1)
+                    imm = max(-half, min(half - 1, imm))
                     s.alu(k, op, imm)
                 else:
                     s.alu(k, op)

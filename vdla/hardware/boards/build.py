@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..buffers import KINDS
 from . import Board
 
 __all__ = ["build", "prepare", "source_hash", "tool", "tool_versions", "BuildError", "VTA_GOPS"]
@@ -102,15 +103,27 @@ def tool_versions(family: str) -> dict[str, str]:
     return out
 
 
-def _lut_lane_script(board: Board) -> str:
-    """Yosys commands that turn the multipliers of the last `lut_lanes` GEMM lanes into LUT logic."""
+#: The core's buffers (`vdla.hardware.buffers.KINDS`) are never read and written at the same
+#: row in one cycle: the compute pipeline forwards its own accumulator writes and the
+#: dependency tokens keep the stages apart. So a collision is declared undefined for
+#: Yosys, which then maps the read ports straight onto block RAM instead of wrapping them
+#: in read-first emulation (a register and a multiplexer per data bit plus an address
+#: comparator: thousands of cells for the 1x16x16 WGT buffer, and on the critical path).
+_NO_COLLISION = "setparam -set COLLISION_X_MASK 1 t:$memrd_v2 " + " ".join(
+    f"r:MEMID=\\{k}_mem" for k in KINDS) + " %u" * (len(KINDS) - 1) + " %i"
+
+
+def _yosys_script(board: Board) -> str:
+    """Yosys commands run after reading the design: buffer collisions, then GEMM lanes in LUTs."""
     c = board.config
+    lines = ["# buffer read/write collisions cannot happen (see build._NO_COLLISION)", _NO_COLLISION]
     if not board.lut_lanes:
-        return "# all GEMM multipliers may use DSP blocks"
+        return "\n".join([*lines, "# all GEMM multipliers may use DSP blocks"])
     mod = "top.core.datapath.compute.tensor.gemm"
     lanes = [f"{mod}/w:sum_{b}_{o}" for b in range(c.batch) for o in range(c.block_out - board.lut_lanes, c.block_out)]
     sel = " ".join(lanes) + " %u" * (len(lanes) - 1) + " %ci* t:$mul %i"
     return "\n".join([
+        *lines,
         f"# {board.lut_macs} of {c.macs_per_cycle} GEMM multipliers as LUT logic (Booth), the rest on DSPs",
         "hierarchy -top top",
         f"select -assert-count {board.lut_macs} {sel}",
@@ -122,7 +135,7 @@ def prepare(board: Board, build_dir: str | Path) -> dict[str, str]:
     """Write the RTLIL, constraints and Yosys script for `board` into `build_dir`; returns the files."""
     plat = board.platform()
     top = board.top()
-    opts = {"script_after_read": _lut_lane_script(board)}
+    opts = {"script_after_read": _yosys_script(board)}
     if board.family == "ice40":
         opts["synth_opts"] = "-dsp"
     plan = plat.prepare(top, name="top", emit_src=False, **opts)

@@ -24,14 +24,14 @@ def _platform():
 CONFIG = Config(
     name="icebreaker", batch=1, block_in=2, block_out=2, acc_width=16,
     uop_buff_size=512, inp_buff_size=256, wgt_buff_size=256, acc_buff_size=256,
-    bus_width=32, cmd_queue_depth=2, dep_queue_depth=4,
+    bus_width=32, cmd_queue_depth=1, dep_queue_depth=4,
     dram_addr_width=16, loop_iter_width=8, alu_imm_width=8, clock_mhz=12.0,
 )
 
 ICEBREAKER = Board(
     name="icebreaker", description="iCEBreaker with iCE40 UP5K: 1x2x2 GEMM on DSPs, 128 KiB SPRAM memory",
     family="ice40", platform=_platform, config=CONFIG, memory="spram", spram_blocks=4,
-    clk_mhz=12.0, counters=("cycles", "gemm_iters", "alu_iters"),
+    clk_mhz=12.0, counters=("cycles",),
     blocked="the core needs ~7,400 of the UP5K's 5,280 logic cells even at 1x2x2 (bitstreams/icebreaker/README.md)",
 )
 

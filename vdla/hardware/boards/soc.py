@@ -19,7 +19,10 @@ next cycle and stays there until the next read (both block RAM with a read enabl
 SB_SPRAM256KA hold it). ``we`` are byte write enables (a write when any is set).
 The arbiter serves one request at a time, whole: a bridge access (one byte), or a read or
 write command of the core (all its beats, one per cycle while the stage takes them).
-Priority: bridge, store, compute, load, fetch. Byte addresses are taken modulo the
+Priority: bridge, store, compute, load, fetch. The one exception is fetch's read of the
+instruction stream, which stalls while a command queue is full: when another request is
+waiting it is set aside where it stands and resumed once nothing else is (otherwise a
+full queue would keep the stage that empties it from memory: a deadlock). Byte addresses are taken modulo the
 memory's size (the runtime checks programs against it before they run).
 
 Control registers (32 bits, byte offsets on the bridge's register port; see `REGISTERS`):
@@ -205,8 +208,17 @@ class MemoryArbiter(wiring.Component):
             return addr[log_bytes : log_bytes + aw]
 
         ptr = Signal(aw)
-        left = Signal(32)
+        # Beats still to serve: a command never needs more than the memory holds (programs are
+        # checked against its size), so one bit over the word address is enough.
+        left = Signal(aw + 1)
         owner = Signal(range(len(self.READERS)))
+        # Fetch reads the whole instruction stream with one command but stalls whenever a
+        # command queue is full, until a stage retires an instruction, which may need memory
+        # itself. So a stalled fetch read is set aside (where it stands) whenever another
+        # request is waiting, and resumed when nothing else is: no head-of-line deadlock.
+        fetch = self.READERS.index("fetch")
+        parked, parked_ptr, parked_left = Signal(), Signal(aw), Signal(aw + 1)
+        others = host.valid | store.cmd.valid | Cat(getattr(self, n).cmd.valid for n in self.READERS if n != "fetch").any()
         m.d.comb += [host.rdata.eq(ram.rdata), ram.wdata.eq(Mux(host.valid & host.we, host.wdata, 0))]
 
         with m.FSM():
@@ -225,12 +237,16 @@ class MemoryArbiter(wiring.Component):
                         m.next = "WRITE"
                 for i, name in enumerate(self.READERS):
                     cmd = getattr(self, name).cmd
-                    with m.Elif(cmd.valid):
+                    with m.Elif(cmd.valid & ~parked if i == fetch else cmd.valid):
                         first = word(cmd.payload.addr)
                         m.d.comb += [cmd.ready.eq(1), ram.en.eq(1), ram.addr.eq(first)]
                         m.d.sync += [ptr.eq(first + 1), left.eq(cmd.payload.beats), owner.eq(i)]
                         with m.If(cmd.payload.beats != 0):
                             m.next = "READ"
+                with m.Elif(parked):  # resume the fetch read: read its word again
+                    m.d.comb += [ram.en.eq(1), ram.addr.eq(parked_ptr)]
+                    m.d.sync += [ptr.eq(parked_ptr + 1), left.eq(parked_left), owner.eq(fetch), parked.eq(0)]
+                    m.next = "READ"
 
             with m.State("READ"):  # ram.rdata holds the word for `owner`; the next read goes out as it is taken
                 take = Signal()
@@ -246,6 +262,9 @@ class MemoryArbiter(wiring.Component):
                     with m.Else():
                         m.d.comb += [ram.en.eq(1), ram.addr.eq(ptr)]
                         m.d.sync += ptr.eq(ptr + 1)
+                with m.Elif((owner == fetch) & others):
+                    m.d.sync += [parked.eq(1), parked_ptr.eq(ptr - 1), parked_left.eq(left)]
+                    m.next = "IDLE"
 
             with m.State("WRITE"):
                 m.d.comb += store.data.ready.eq(1)
@@ -299,7 +318,8 @@ class BoardTop(Elaboratable):
         if unknown:
             raise ValueError(f"unknown counters {sorted(unknown)}; the core has {COUNTER_NAMES}")
         self.clock, self.leds = clock, leds
-        self.core = Core(config)
+        self.ram_bits = ceil_log2(self.mem_size)
+        self.core = Core(config, count_width=self.ram_bits - 3)  # 16-byte instructions fill the memory at most
         self.bridge = SerialBridge(divisor=self.divisor, mem_size=self.mem_size, data_width=config.bus_width,
                                    max_block=max_block, reg_addr_width=REG_ADDR_WIDTH, clk_hz=clk_hz,
                                    idle_cycles=idle_cycles)
@@ -338,7 +358,8 @@ class BoardTop(Elaboratable):
 
         # -- control registers
         reg = bridge.reg
-        insn_addr, insn_count = Signal(32), Signal(32)
+        # Wide enough for any instruction stream in this memory (16 bytes per instruction).
+        insn_addr, insn_count = Signal(self.ram_bits), Signal(self.ram_bits - 3)
         m.d.comb += [core.insn_addr.eq(insn_addr), core.insn_count.eq(insn_count)]
         start = Signal()
         m.d.sync += start.eq(0)
