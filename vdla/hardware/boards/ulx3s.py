@@ -48,8 +48,6 @@ ULX3S_85F = Board(
     name="ulx3s-85f", description="ULX3S with LFE5U-85F: 1x16x16 GEMM, 96 DSP + 160 LUT MACs, 64 KiB memory",
     family="ecp5", platform=_platform("85F"), config=CONFIG_85F, memory="bram", mem_size=64 << 10,
     clk_mhz=20.0, lut_lanes=10,
-    blocked="nextpnr (WebAssembly, one thread) needs over an hour to route it; build it by name "
-            "(bitstreams/ulx3s-85f/README.md has the measured placement)",
 )
 ULX3S_45F = Board(
     name="ulx3s-45f", description="ULX3S with LFE5U-45F: 1x8x8 GEMM, 40 DSP + 24 LUT MACs, 64 KiB memory",
