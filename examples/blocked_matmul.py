@@ -131,8 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     got = c_buf.read(np.int8, (m // c.batch, n // c.block_out, c.batch, c.block_out))
     got = got.transpose(0, 2, 1, 3).reshape(m, n)
 
-    # Independent reference: exact integer products through float64 BLAS, then requantise.
-    ref = np.clip(np.rint(a.astype(np.float64) @ w.astype(np.float64).T).astype(np.int64) >> args.shift, lo, hi)
+    # Independent reference: exact integer products through float64 BLAS, wrapped to the
+    # accumulator width (two's complement, as the hardware adds; a no-op for 32-bit
+    # accumulators at these sizes, not for the iCEBreaker's 16-bit ones), then requantised.
+    exact = np.rint(a.astype(np.float64) @ w.astype(np.float64).T).astype(np.int64)
+    half = 1 << (c.acc_width - 1)
+    acc = (exact + half) % (2 * half) - half
+    ref = np.clip(acc >> args.shift, lo, hi)
     ok = np.array_equal(got, ref.astype(np.int8))
 
     print(f"VDLA blocked int8 matmul  C[{m}x{n}] = clip((A[{m}x{k}] @ W[{n}x{k}]^T) >> {args.shift}, {lo}, {hi})")

@@ -64,9 +64,11 @@ def _disasm(args: argparse.Namespace) -> int:
 
 
 def _is_program(path: str) -> bool:
+    from .runtime.program import MAGIC
+
     try:
         with open(path, "rb") as f:
-            return f.read(8) == b"VDLAPROG"
+            return f.read(len(MAGIC)) == MAGIC
     except OSError:
         return False
 

@@ -10,14 +10,12 @@ Programs save to one versioned binary file:
     magic "VDLAPROG" | u32 version | u32 header bytes | u32 CRC-32 of header+payload | JSON header | payload
 
 The JSON header holds the Config and the sizes; the payload the instruction words,
-the uop words and the data segments. Loading checks every part and says what is wrong.
+the uop words and the data segments. Loading checks every part and says what is wrong
+(the framing and its checks are shared with the other formats: see :mod:`.container`).
 """
 
 from __future__ import annotations
 
-import json
-import struct
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,12 +23,12 @@ import numpy as np
 
 from ..config import Config, ConfigError
 from ..isa import INSN_BYTES, ISAError, Mem, Op, as_words, decode, disassemble
+from . import container
 
 __all__ = ["Program", "ProgramFileError", "FORMAT_VERSION"]
 
 MAGIC = b"VDLAPROG"
 FORMAT_VERSION = 1
-_PREAMBLE = struct.Struct("<8sIII")
 
 
 class ProgramFileError(ValueError):
@@ -86,31 +84,23 @@ class Program:
             "uop_relocs": [int(i) for i in self.uop_relocs],
             "data": [[int(a), len(b)] for a, b in self.data],
         }
-        head = json.dumps(header, sort_keys=True).encode()
         payload = (
             self.insns.astype("<u8").tobytes() + self.uops.astype("<u4").tobytes() + b"".join(b for _, b in self.data)
         )
-        return _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(head), zlib.crc32(head + payload)) + head + payload
+        return container.pack(MAGIC, FORMAT_VERSION, header, payload)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_bytes(self.to_bytes())
 
     @classmethod
     def from_bytes(cls, blob: bytes, source: str = "program") -> Program:
-        if len(blob) < _PREAMBLE.size:
-            raise ProgramFileError(f"{source}: truncated: {len(blob)} bytes, shorter than the {_PREAMBLE.size}-byte preamble")
-        magic, version, head_len, crc = _PREAMBLE.unpack_from(blob)
-        if magic != MAGIC:
-            raise ProgramFileError(f"{source}: not a vdla program (starts with {magic!r}, expected {MAGIC!r})")
-        if version != FORMAT_VERSION:
-            raise ProgramFileError(
-                f"{source}: program format version {version} is not supported (this vdla reads version {FORMAT_VERSION})"
-            )
-        start = _PREAMBLE.size + head_len
-        if len(blob) < start:
-            raise ProgramFileError(f"{source}: truncated inside the header ({len(blob)} of at least {start} bytes)")
+        header, payload = container.unpack(
+            blob, magic=MAGIC, version=FORMAT_VERSION, what="vdla program", source=source,
+            error=ProgramFileError, payload_size=_payload_size,
+        )
+        # the sizes were checked by _payload_size and the checksum by unpack; this is the
+        # format's own field validation (a header that frames right but says nonsense)
         try:
-            header = json.loads(blob[_PREAMBLE.size : start])
             config = Config.from_dict(header["config"])
             n_insns, n_uops = int(header["insns"]), int(header["uops"])
             relocs = tuple(int(i) for i in header["uop_relocs"])
@@ -118,14 +108,6 @@ class Program:
             name = str(header.get("name", "program"))
         except (ValueError, KeyError, TypeError, ConfigError) as e:
             raise ProgramFileError(f"{source}: corrupt header: {e}") from None
-        expected = n_insns * INSN_BYTES + n_uops * 4 + sum(n for _, n in segs)
-        payload = blob[start:]
-        if len(payload) < expected:
-            raise ProgramFileError(f"{source}: truncated: the header promises {expected} payload bytes, the file has {len(payload)}")
-        if len(payload) > expected:
-            raise ProgramFileError(f"{source}: {len(payload) - expected} unexpected bytes after the payload")
-        if zlib.crc32(blob[_PREAMBLE.size :]) != crc:
-            raise ProgramFileError(f"{source}: checksum mismatch: the header or payload is corrupt")
         insns = np.frombuffer(payload, dtype="<u8", count=2 * n_insns).reshape(-1, 2).astype(np.uint64)
         off = n_insns * INSN_BYTES
         uops = np.frombuffer(payload, dtype="<u4", count=n_uops, offset=off).astype(np.uint32)
@@ -143,3 +125,8 @@ class Program:
     @classmethod
     def load(cls, path: str | Path) -> Program:
         return cls.from_bytes(Path(path).read_bytes(), str(path))
+
+
+def _payload_size(header: dict) -> int:
+    """The payload bytes a program header promises: instruction words, uop words, data segments."""
+    return int(header["insns"]) * INSN_BYTES + int(header["uops"]) * 4 + sum(int(n) for _, n in header["data"])

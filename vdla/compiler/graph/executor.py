@@ -33,7 +33,8 @@ File format (one file per compiled model)::
 The header holds the graph (nodes, attributes, nested fused bodies), the kernel table and
 the offsets of the binary blobs (the graph's constants as an ``.npz`` and every VDLA
 function's own versioned bytes). :meth:`CompiledModel.load` checks magic, version, size and
-checksum and rebuilds no VDLA kernel: the instruction streams are loaded as built. The
+checksum (the framing shared with the other formats, :mod:`vdla.runtime.container`) and
+rebuilds no VDLA kernel: the instruction streams are loaded as built. The
 ``llvm`` CPU kernels are JIT functions that cannot be serialised: loading recompiles them
 (cheap: well under a second for ResNet-18's few CPU nodes).
 """
@@ -41,10 +42,7 @@ checksum and rebuilds no VDLA kernel: the instruction streams are loaded as buil
 from __future__ import annotations
 
 import io
-import json
-import struct
 import time
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from ...config import Config
+from ...runtime import container
 from .ir import Graph, GraphError, Node, TensorType
 from .ops import get_op
 from .reference import check_inputs
@@ -73,7 +72,6 @@ __all__ = [
 
 MAGIC = b"VDLAMODL"
 VERSION = 1
-_HEAD = struct.Struct("<8sIII")
 #: An llvm node's float32 output agrees with the numpy reference when max |err| <= FP32_RTOL * max(1, max |ref|)
 #: (the tolerance the job's fp32 check against onnxruntime uses).
 FP32_RTOL = 1e-4
@@ -592,9 +590,7 @@ class CompiledModel:
             "blobs": offs,
             "info": {k: v for k, v in self.info.items() if isinstance(v, int | float | str)},
         }
-        hb = json.dumps(head, sort_keys=True).encode()
-        rest = hb + b"".join(blobs)
-        return _HEAD.pack(MAGIC, VERSION, len(hb), zlib.crc32(rest)) + rest
+        return container.pack(MAGIC, VERSION, head, b"".join(blobs))
 
     def save(self, path: str | Path) -> Path:
         p = Path(path)
@@ -605,22 +601,11 @@ class CompiledModel:
     def from_bytes(cls, blob: bytes, source: str = "model") -> CompiledModel:
         from ..vdla.module import VDLAFileError, VDLAFunction
 
-        if len(blob) < _HEAD.size:
-            raise ModelFileError(f"{source}: truncated ({len(blob)} bytes; not a compiled vdla model)")
-        magic, version, hlen, crc = _HEAD.unpack_from(blob)
-        if magic != MAGIC:
-            raise ModelFileError(f"{source}: not a compiled vdla model (starts with {magic!r}, expected {MAGIC!r})")
-        if version != VERSION:
-            raise ModelFileError(f"{source}: compiled-model format version {version} is not supported "
-                                 f"(this vdla reads version {VERSION}); rebuild it with `vdla build`")
-        rest = blob[_HEAD.size:]
-        if len(rest) < hlen:
-            raise ModelFileError(f"{source}: truncated (header says {hlen} bytes, {len(rest)} present)")
-        if zlib.crc32(rest) != crc:
-            raise ModelFileError(f"{source}: checksum mismatch (the file is corrupt or truncated)")
+        head, data = container.unpack(
+            blob, magic=MAGIC, version=VERSION, what="compiled vdla model", source=source, error=ModelFileError,
+            payload_size=_blobs_size, version_hint="; rebuild it with `vdla build`",
+        )
         try:
-            head = json.loads(rest[:hlen])
-            data = rest[hlen:]
             blobs = [data[o : o + n] for o, n in head["blobs"]]
             if any(len(b) != n for b, (_, n) in zip(blobs, head["blobs"])):
                 raise ModelFileError(f"{source}: truncated blob")
@@ -657,6 +642,11 @@ class CompiledModel:
     def load(cls, path: str | Path) -> CompiledModel:
         p = Path(path)
         return cls.from_bytes(p.read_bytes(), str(p))
+
+
+def _blobs_size(head: Mapping[str, Any]) -> int:
+    """The payload bytes a model header promises: its blobs are written back to back."""
+    return sum(int(n) for _, n in head["blobs"])
 
 
 def is_model_file(path: str | Path) -> bool:

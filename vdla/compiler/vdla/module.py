@@ -11,9 +11,6 @@ arguments in the device's DRAM and adds their base addresses (relocation).
 
 from __future__ import annotations
 
-import json
-import struct
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,16 +19,15 @@ import numpy as np
 
 from ...config import Config
 from ...isa import Mem, elem_bytes, encode
-from ...runtime import Program
+from ...runtime import Program, container
 from .sync import TokenReport, check_tokens
 
 MAGIC = b"VDLAFUNC"
 VERSION = 1
-_HEAD = struct.Struct("<8sIII")
 
 
 class VDLAFileError(ValueError):
-    pass
+    """A built-function file is not one, is from another version, truncated or corrupt."""
 
 
 @dataclass
@@ -125,38 +121,33 @@ class VDLAFunction:
 
     # -- files ----------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        head = json.dumps({
+        # the payload is the Program's own framed bytes: it carries its own version and checksum
+        header = {
             "name": self.name,
             "args": [{"name": a.name, "shape": list(a.shape), "dtype": a.dtype, "output": a.output} for a in self.args],
             "relocs": [[i, a, int(m)] for i, a, m in self.relocs],
             "info": {k: v for k, v in self.info.items() if isinstance(v, int | float | str)},
-        }, sort_keys=True).encode()
-        prog = self.program.to_bytes()
-        return _HEAD.pack(MAGIC, VERSION, len(head), zlib.crc32(head + prog)) + head + prog
+        }
+        return container.pack(MAGIC, VERSION, header, self.program.to_bytes())
 
     def save(self, path: str | Path) -> None:
         Path(path).write_bytes(self.to_bytes())
 
     @classmethod
     def from_bytes(cls, blob: bytes, source: str = "function") -> VDLAFunction:
-        if len(blob) < _HEAD.size:
-            raise VDLAFileError(f"{source}: truncated")
-        magic, version, n, crc = _HEAD.unpack_from(blob)
-        if magic != MAGIC:
-            raise VDLAFileError(f"{source}: not a built VDLA function (starts with {magic!r})")
-        if version != VERSION:
-            raise VDLAFileError(f"{source}: version {version} is not supported (this vdla reads {VERSION})")
-        body = blob[_HEAD.size:]
-        if zlib.crc32(body) != crc:
-            raise VDLAFileError(f"{source}: checksum mismatch")
+        # no payload_size: the nested Program checks its own length (and trailing bytes)
+        head, prog_bytes = container.unpack(
+            blob, magic=MAGIC, version=VERSION, what="built VDLA function", source=source, error=VDLAFileError,
+        )
         try:
-            head = json.loads(body[:n])
+            name = str(head["name"])
             args = [ArgLayout(a["name"], tuple(a["shape"]), a["dtype"], bool(a["output"])) for a in head["args"]]
             relocs = [tuple(r) for r in head["relocs"]]
+            info = dict(head.get("info", {}))
         except (ValueError, KeyError, TypeError) as e:
             raise VDLAFileError(f"{source}: corrupt header: {e}") from None
-        prog = Program.from_bytes(body[n:], source)
-        return cls(head["name"], prog, args, relocs, None, head.get("info", {}))  # type: ignore[arg-type]
+        prog = Program.from_bytes(prog_bytes, source)
+        return cls(name, prog, args, relocs, None, info)  # type: ignore[arg-type]
 
     @classmethod
     def load(cls, path: str | Path) -> VDLAFunction:
