@@ -15,15 +15,15 @@ chunk loaded at a time, and virtual threads over output channels or rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .. import te
 from ..ir import Expr
-from ..schedule import Schedule
+from ..schedule import Schedule, Stage
 from ..topi.util import const_shape, pad, padding4, pair
 from .env import Env, VDLAError, get_env, shift_left, shift_right
 
@@ -65,24 +65,50 @@ class Knobs:
 # ---------------------------------------------------------------------------- compute
 
 
-def _tail(env: Env, acc: te.Tensor, shape: Sequence[Any], tail: Tail, bias: te.Tensor | None,
-          residual: te.Tensor | None, name: str) -> te.Tensor:
+def _blocks_match(env: Env, b: int, ci: int, co: int, kci: int) -> bool:
+    """Whether packed operands' inner blocks are the GEMM's: data ``b x ci``, weights ``co x kci``."""
+    c = env.config
+    return (b, ci, co, kci) == (c.batch, c.block_in, c.block_out, c.block_in)
+
+
+def _check_tail_inputs(op: str, tail: Tail, bias: te.Tensor | None, residual: te.Tensor | None) -> None:
+    if (bias is not None) != tail.bias or (residual is not None) != tail.residual:
+        raise VDLAError(f"{op}: pass bias/residual tensors exactly when the tail uses them")
+
+
+def _conv_reduce_axes(cb: int, kh: int, kw: int, ci: int) -> list[te.IterVar]:
+    """A conv's reduction, in the order the schedules split it: input-channel blocks (loaded a
+    chunk at a time), kernel rows and columns, then the channel within a block (the GEMM's)."""
+    return [te.reduce_axis((0, cb), name="ric"), te.reduce_axis((0, kh), name="rky"),
+            te.reduce_axis((0, kw), name="rkx"), te.reduce_axis((0, ci), name="rci")]
+
+
+def _epilogue(env: Env, acc: te.Tensor, tail: Tail, bias: te.Tensor | None, residual: te.Tensor | None,
+              name: str, packed_index: Callable[[tuple[Expr, ...]], tuple[Expr, ...]] | None = None) -> te.Tensor:
+    """The ALU tail on the accumulator, then the int8 output; returns the output.
+
+    ``packed_index`` maps an output index to the index of the packed ``(N/b, O/c, ..., b, c)``
+    output that the bias ``(O/c, b, c)`` and the residual are laid out in, for outputs computed
+    in another shape (grouped conv's separate group axis); by default they are the same."""
     adt = env.acc_dtype
-    nd = len(shape)
+    shape = const_shape(acc)
+    at = packed_index or (lambda i: i)
 
     def f(*i: Expr) -> Expr:
         t = acc[i]
         if bias is not None:
-            t = t + bias[i[1], i[nd - 2], i[nd - 1]]
+            p = at(i)
+            t = t + bias[p[1], p[-2], p[-1]]
         if tail.shift:
             t = shift_right(t, tail.shift)
         if residual is not None:
-            t = t + residual[i].astype(adt)
+            t = t + residual[at(i)].astype(adt)
         if tail.clip is not None:
             t = te.min(te.max(t, tail.clip[0]), tail.clip[1])
         return t
 
-    return te.compute(tuple(shape), f, name=f"{name}_alu", tag="vdla_alu")
+    alu = te.compute(shape, f, name=f"{name}_alu", tag="vdla_alu")
+    return te.compute(shape, lambda *i: alu[i].astype(env.out_dtype), name=f"{name}_out", tag="vdla_out")
 
 
 def conv2d_packed(
@@ -102,26 +128,21 @@ def conv2d_packed(
     nb, cb, h, w, b, ci = const_shape(data)
     ob, kcb, kh, kw, co, kci = const_shape(kernel)
     c = env.config
-    if (b, ci, co, kci) != (c.batch, c.block_in, c.block_out, c.block_in) or kcb != cb:
+    if not _blocks_match(env, b, ci, co, kci) or kcb != cb:
         raise VDLAError(
             f"conv2d_packed: data {tuple(data.shape)} / kernel {tuple(kernel.shape)} do not match the config's "
             f"blocks (batch {c.batch}, block_in {c.block_in}, block_out {c.block_out})"
         )
-    if (bias is not None) != tail.bias or (residual is not None) != tail.residual:
-        raise VDLAError("conv2d_packed: pass bias/residual tensors exactly when the tail uses them")
+    _check_tail_inputs("conv2d_packed", tail, bias, residual)
     sh, sw = pair(stride, "stride")
     pt, pl, pb, pr = padding4(padding)
     oh = (h + pt + pb - kh) // sh + 1
     ow = (w + pl + pr - kw) // sw + 1
     dp = pad(data, [0, 0, pt, pl, 0, 0], [0, 0, pb, pr, 0, 0], name=f"{name}_pad")
-    ric = te.reduce_axis((0, cb), name="ric")
-    rky = te.reduce_axis((0, kh), name="rky")
-    rkx = te.reduce_axis((0, kw), name="rkx")
-    rci = te.reduce_axis((0, ci), name="rci")
+    ric, rky, rkx, rci = _conv_reduce_axes(cb, kh, kw, ci)
     adt = env.acc_dtype
-    shape = (nb, ob, oh, ow, b, co)
     acc = te.compute(
-        shape,
+        (nb, ob, oh, ow, b, co),
         lambda n, o, y, x, bi, oi: te.sum(
             dp[n, ric, y * sh + rky, x * sw + rkx, bi, rci].astype(adt)
             * kernel[o, ric, rky, rkx, oi, rci].astype(adt),
@@ -130,8 +151,7 @@ def conv2d_packed(
         name=name,
         tag="vdla_conv2d",
     )
-    t = _tail(env, acc, shape, tail, bias, residual, name)
-    return te.compute(shape, lambda *i: t[i].astype(env.out_dtype), name=f"{name}_out", tag="vdla_out")
+    return _epilogue(env, acc, tail, bias, residual, name)
 
 
 def dense_packed(
@@ -148,33 +168,77 @@ def dense_packed(
     tail = tail or Tail()
     nb, kb, b, ci = const_shape(data)
     ob, kkb, co, kci = const_shape(weight)
-    c = env.config
-    if (b, ci, co, kci) != (c.batch, c.block_in, c.block_out, c.block_in) or kkb != kb:
+    if not _blocks_match(env, b, ci, co, kci) or kkb != kb:
         raise VDLAError(f"dense_packed: data {tuple(data.shape)} / weight {tuple(weight.shape)} do not match the config")
     rk = te.reduce_axis((0, kb), name="rk")
     rci = te.reduce_axis((0, ci), name="rci")
     adt = env.acc_dtype
-    shape = (nb, ob, b, co)
     acc = te.compute(
-        shape,
+        (nb, ob, b, co),
         lambda n, o, bi, oi: te.sum(
             data[n, rk, bi, rci].astype(adt) * weight[o, rk, oi, rci].astype(adt), axis=[rk, rci]
         ),
         name=name,
         tag="vdla_dense",
     )
-    t = _tail(env, acc, shape, tail, bias, residual, name)
-    return te.compute(shape, lambda *i: t[i].astype(env.out_dtype), name=f"{name}_out", tag="vdla_out")
+    return _epilogue(env, acc, tail, bias, residual, name)
 
 
 # ---------------------------------------------------------------------------- schedules
 
 
 def _stages(out: te.Tensor) -> tuple[te.ComputeOp, te.ComputeOp, list[te.Tensor]]:
+    """(accumulation, ALU tail, the tail's other inputs: bias and/or residual) behind an output."""
     alu = out.op.input_tensors()[0].op
     acc = alu.input_tensors()[0].op
     extra = [t for t in alu.input_tensors() if t.op is not acc]
     return acc, alu, extra
+
+
+def _tail_inputs(extra: Sequence[te.Tensor]) -> tuple[bool, bool]:
+    """(has bias, has residual): the bias is the only 3-D tail input (``(O/c, b, c)``); the
+    residual has the output's layout, which has more dimensions."""
+    return any(len(t.shape) == 3 for t in extra), any(len(t.shape) != 3 for t in extra)
+
+
+def _buffer_stages(s: Schedule, env: Env, acc_op: te.ComputeOp, alu_op: te.ComputeOp, data: te.Tensor,
+                   weight: te.Tensor, extra: Sequence[te.Tensor]) -> tuple[te.Tensor, te.Tensor, list[te.Tensor]]:
+    """Put the accumulation and its tail in the accumulator and read the operands into their
+    on-chip buffers; returns (data, weight, tail inputs) as the buffers hold them."""
+    s[acc_op].set_scope(env.acc_scope)
+    s[alu_op].set_scope(env.acc_scope)
+    if isinstance(data.op, te.ComputeOp) and "pad" in data.op.tag.split(","):
+        # the padding stage itself lives in the input buffer: its load is a DMA that fills the pad
+        s[data.op].set_scope(env.inp_scope)
+        cdata = data
+    else:
+        cdata = s.cache_read(data, env.inp_scope, [s[acc_op]])
+    cweight = s.cache_read(weight, env.wgt_scope, [s[acc_op]])
+    cextra = [s.cache_read(t, env.acc_scope, [s[alu_op]]) for t in extra]
+    return cdata, cweight, cextra
+
+
+def _place_tail(s: Schedule, env: Env, so: Stage, store_at: Any, store_rows: Any, acc_op: te.ComputeOp,
+                alu_op: te.ComputeOp, cextra: Sequence[te.Tensor]) -> None:
+    """Store the output tile with a DMA from ``store_rows`` inward; compute the accumulation, the
+    tail's loaded inputs and the tail (on the ALU) per tile at ``store_at``."""
+    so.pragma(store_rows, env.dma_copy)
+    for t in [acc_op.output(0), alu_op.output(0), *cextra]:
+        s[t].compute_at(so, store_at)
+    for t in cextra:
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    sa = s[alu_op]
+    sa.pragma(sa.op.axis[0], env.alu)
+
+
+def _place_loads_and_gemm(s: Schedule, env: Env, sc: Stage, chunk: Any, loads: Sequence[te.Tensor],
+                          lane: Any) -> None:
+    """Load the operand buffers (DMA) once per input-channel ``chunk``; the GEMM intrinsic from
+    the batch ``lane`` inward."""
+    for t in loads:
+        s[t].compute_at(sc, chunk)
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    sc.tensorize(lane, env.gemm)
 
 
 def _divisor_at_most(n: int, cap: int) -> int:
@@ -252,21 +316,31 @@ def _pick_conv_tiles(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], 
     return best[1]
 
 
-def schedule_conv2d_packed(out: te.Tensor, knobs: Knobs | None = None, config: Any = None) -> Schedule:
-    """VTA's conv2d schedule: output tiles (store point), loads at the input-channel chunk,
-    GEMM tensorized at the batch lane, the ALU tail on the tile, optional virtual threads."""
-    env = get_env(config)
-    k = knobs or Knobs()
-    acc_op, alu_op, extra = _stages(out)
-    s = te.create_schedule(out.op)
-    acc_t = acc_op.output(0)
-    shape = const_shape(out)
-    # inputs of the accumulation: (padded) data and kernel
-    dp, kernel = acc_op.input_tensors()
-    kshape = const_shape(kernel)
-    body = acc_op.body
-    # strides from the data index: y * sh + ky
+_Picked = TypeVar("_Picked")
+
+
+def _choose_threads(k: Knobs, pick: Callable[[Knobs], _Picked], cost: Callable[[_Picked], float],
+                    what: str) -> _Picked:
+    """``pick(k)``; with ``vthreads`` but no explicit split, the cheaper of that many virtual threads
+    over output-channel tiles and over row tiles (of those that fit)."""
+    if k.vthreads <= 1 or k.oc_nthread != 1 or k.h_nthread != 1:
+        return pick(k)
+    cands = []
+    for kk in (k.replace(oc_nthread=k.vthreads), k.replace(h_nthread=k.vthreads)):
+        try:
+            got = pick(kk)
+        except VDLAError:
+            continue
+        cands.append((cost(got), got))
+    if not cands:
+        raise VDLAError(f"{what}: no tile fits with {k.vthreads} virtual threads")
+    return min(cands, key=lambda x: x[0])[1]
+
+
+def _conv_stride(acc_op: te.ComputeOp) -> tuple[int, int]:
+    """conv2d_packed's strides, read back from its data index ``y * sh + ky``."""
     sh = sw = 1
+    body = acc_op.body
     idx = body.source.a.value.indices if hasattr(body.source.a, "value") else None
     if idx is not None:
         from ..arith import linear
@@ -275,67 +349,74 @@ def schedule_conv2d_packed(out: te.Tensor, knobs: Knobs | None = None, config: A
         yv, xv = acc_op.axis[2].var, acc_op.axis[3].var
         sh = next((c for a, c in ly.terms.values() if a is yv), 1)
         sw = next((c for a, c in lx.terms.values() if a is xv), 1)
-    bias = next((t for t in extra if len(t.shape) == 3), None)
-    res = next((t for t in extra if len(t.shape) == 6), None)
-    if k.vthreads > 1 and k.oc_nthread == k.h_nthread == 1:
-        cands = []
-        for kk in (k.replace(oc_nthread=k.vthreads), k.replace(h_nthread=k.vthreads)):
-            try:
-                kk = _pick_conv_tiles(env, shape, kshape, (sh, sw), kk, bias is not None, res is not None)
-            except VDLAError:
-                continue
-            cands.append((conv_cost(env, shape, kshape, (sh, sw), kk), kk))
-        if not cands:
-            raise VDLAError(f"conv2d {shape}: no tile fits with {k.vthreads} virtual threads")
-        k = min(cands, key=lambda x: x[0])[1]
-    else:
-        k = _pick_conv_tiles(env, shape, kshape, (sh, sw), k, bias is not None, res is not None)
-    # scopes
-    s[acc_op].set_scope(env.acc_scope)
-    s[alu_op].set_scope(env.acc_scope)
-    if "pad" in dp.op.tag.split(",") if isinstance(dp.op, te.ComputeOp) else False:
-        s[dp.op].set_scope(env.inp_scope)
-        cdata = dp
-    else:
-        cdata = s.cache_read(dp, env.inp_scope, [s[acc_op]])
-    ckern = s.cache_read(kernel, env.wgt_scope, [s[acc_op]])
-    cextra = [s.cache_read(t, env.acc_scope, [s[alu_op]]) for t in extra]
+    return sh, sw
+
+
+def schedule_conv2d_packed(out: te.Tensor, knobs: Knobs | None = None, config: Any = None) -> Schedule:
+    """VTA's conv2d schedule: output tiles (store point), loads at the input-channel chunk,
+    GEMM tensorized at the batch lane, the ALU tail on the tile, optional virtual threads."""
+    env = get_env(config)
+    acc_op, _, extra = _stages(out)
+    shape = const_shape(out)
+    kshape = const_shape(acc_op.input_tensors()[1])
+    stride = _conv_stride(acc_op)
+    has_bias, has_res = _tail_inputs(extra)
+    k = _choose_threads(
+        knobs or Knobs(),
+        lambda kk: _pick_conv_tiles(env, shape, kshape, stride, kk, has_bias, has_res),
+        lambda kk: conv_cost(env, shape, kshape, stride, kk),
+        f"conv2d {shape}",
+    )
+    return _schedule_conv(out, env, k)
+
+
+def _schedule_conv(out: te.Tensor, env: Env, k: Knobs, outer_dims: tuple[int, ...] = (),
+                   threads_over_outer: bool = False) -> Schedule:
+    """The conv2d schedule with tiles ``k``, for conv2d and the conv-like templates of
+    :mod:`.topi_ext`: ``outer_dims`` are output dimensions besides the conv's
+    ``(n, o, y, x, b, c)`` (the transpose's phases, the groups), kept as whole loops outside the
+    tiles and the input-channel chunks; ``threads_over_outer`` puts ``k.oc_nthread`` virtual
+    threads on the first of them rather than on the output-channel tiles."""
+    acc_op, alu_op, extra = _stages(out)
+    s = te.create_schedule(out.op)
+    data, kernel = acc_op.input_tensors()
+    cdata, ckern, cextra = _buffer_stages(s, env, acc_op, alu_op, data, kernel, extra)
+
+    def split_outer(axes: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        return ([a for d, a in enumerate(axes) if d in outer_dims],
+                [a for d, a in enumerate(axes) if d not in outer_dims])
+
     # output tiles
     so = s[out]
-    n, o, y, x, bi, oi = so.op.axis
+    outer, (n, o, y, x, bi, oi) = split_outer(so.op.axis)
     n0, n1 = so.split(n, factor=k.tile_b)
     o0, o1 = so.split(o, factor=k.tile_co)
     y0, y1 = so.split(y, factor=k.tile_h)
     x0, x1 = so.split(x, factor=k.tile_w)
-    so.reorder(n0, y0, o0, x0, n1, o1, y1, x1, bi, oi)
-    lead = [n0]
+    so.reorder(n0, *outer, y0, o0, x0, n1, o1, y1, x1, bi, oi)
+    lead = [n0, *outer]
     if k.oc_nthread > 1:
-        o0, vt = so.split(o0, factor=k.oc_nthread)
-        so.reorder(vt, n0, y0, o0, x0)
+        if threads_over_outer:
+            g0, vt = so.split(outer[0], factor=k.oc_nthread)
+            so.reorder(vt, n0, g0, y0, o0, x0)
+            lead = [vt, n0, g0]
+        else:
+            o0, vt = so.split(o0, factor=k.oc_nthread)
+            so.reorder(vt, *lead, y0, o0, x0)
+            lead = [vt, *lead]
         so.bind(vt, te.thread_axis("cthread"))
-        lead = [vt, n0]
     if k.h_nthread > 1:
         y0, vt2 = so.split(y0, factor=k.h_nthread)
         so.reorder(vt2, *lead, y0, o0, x0)
         so.bind(vt2, te.thread_axis("cthread"))
-    store_pt = x0
-    so.pragma(n1, env.dma_copy)
-    for t in [acc_t, alu_op.output(0), *cextra]:
-        s[t].compute_at(so, store_pt)
-    for t in cextra:
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    sa = s[alu_op]
-    sa.pragma(sa.op.axis[0], env.alu)
+    _place_tail(s, env, so, x0, n1, acc_op, alu_op, cextra)
     # accumulation
     sc = s[acc_op]
-    cn, co_, cy, cx, cbi, coi = sc.op.axis
+    couter, (cn, co_, cy, cx, cbi, coi) = split_outer(sc.op.axis)
     ric, rky, rkx, rci = sc.op.reduce_axis
     ric0, ric1 = sc.split(ric, factor=k.tile_ci)
-    sc.reorder(cn, ric0, ric1, rky, rkx, co_, cy, cx, cbi, coi, rci)
-    for t in (cdata, ckern):
-        s[t].compute_at(sc, ric0)
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    sc.tensorize(cbi, env.gemm)
+    sc.reorder(cn, *couter, ric0, ric1, rky, rkx, co_, cy, cx, cbi, coi, rci)
+    _place_loads_and_gemm(s, env, sc, ric0, (cdata, ckern), cbi)
     s.vdla_knobs = k  # type: ignore[attr-defined]
     return s
 
@@ -375,14 +456,8 @@ def schedule_dense_packed(out: te.Tensor, knobs: Knobs | None = None, config: An
     data, weight = acc_op.input_tensors()
     shape = const_shape(out)
     kb = const_shape(data)[1]
-    bias = next((t for t in extra if len(t.shape) == 3), None)
-    res = next((t for t in extra if len(t.shape) == 4), None)
-    k = _pick_dense_tiles(env, shape, kb, k, bias is not None, res is not None)
-    s[acc_op].set_scope(env.acc_scope)
-    s[alu_op].set_scope(env.acc_scope)
-    cdata = s.cache_read(data, env.inp_scope, [s[acc_op]])
-    cwgt = s.cache_read(weight, env.wgt_scope, [s[acc_op]])
-    cextra = [s.cache_read(t, env.acc_scope, [s[alu_op]]) for t in extra]
+    k = _pick_dense_tiles(env, shape, kb, k, *_tail_inputs(extra))
+    cdata, cwgt, cextra = _buffer_stages(s, env, acc_op, alu_op, data, weight, extra)
     so = s[out]
     n, o, bi, oi = so.op.axis
     n0, n1 = so.split(n, factor=k.tile_b)
@@ -392,22 +467,13 @@ def schedule_dense_packed(out: te.Tensor, knobs: Knobs | None = None, config: An
         o0, vt = so.split(o0, factor=k.oc_nthread)
         so.reorder(vt, n0, o0)
         so.bind(vt, te.thread_axis("cthread"))
-    so.pragma(n1, env.dma_copy)
-    for t in [acc_op.output(0), alu_op.output(0), *cextra]:
-        s[t].compute_at(so, o0)
-    for t in cextra:
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    sa = s[alu_op]
-    sa.pragma(sa.op.axis[0], env.alu)
+    _place_tail(s, env, so, o0, n1, acc_op, alu_op, cextra)
     sc = s[acc_op]
     cn, co_, cbi, coi = sc.op.axis
     rk, rci = sc.op.reduce_axis
     rk0, rk1 = sc.split(rk, factor=k.tile_ci)
     sc.reorder(rk0, cn, co_, rk1, cbi, coi, rci)
-    for t in (cdata, cwgt):
-        s[t].compute_at(sc, rk0)
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    sc.tensorize(cbi, env.gemm)
+    _place_loads_and_gemm(s, env, sc, rk0, (cdata, cwgt), cbi)
     s.vdla_knobs = k  # type: ignore[attr-defined]
     return s
 
@@ -460,9 +526,10 @@ def pack_dense_weight(wt: np.ndarray, co: int, ci: int) -> np.ndarray:
 
 
 def _apply_tail(acc: np.ndarray, tail: Tail, bias: np.ndarray | None, residual: np.ndarray | None) -> np.ndarray:
+    """numpy model of the ALU tail on an int32 ``(N, O, ...)`` accumulator; ``bias`` is ``(O,)``."""
     t = acc.astype(np.int64)
     if bias is not None:
-        t = t + bias
+        t = t + bias.astype(np.int64).reshape(1, -1, *[1] * (acc.ndim - 2))
     t = (t.astype(np.int32).astype(np.int64) >> tail.shift) if tail.shift else t.astype(np.int32).astype(np.int64)
     if residual is not None:
         t = (t + residual.astype(np.int64)).astype(np.int32).astype(np.int64)
@@ -471,11 +538,9 @@ def _apply_tail(acc: np.ndarray, tail: Tail, bias: np.ndarray | None, residual: 
     return t.astype(np.int32).astype(np.int8)  # int8 OUT is the low byte
 
 
-def conv2d_reference(x: np.ndarray, wt: np.ndarray, stride: int = 1, padding: int = 0, tail: Tail | None = None,
-                     bias: np.ndarray | None = None, residual: np.ndarray | None = None) -> np.ndarray:
-    """numpy NCHW int8 reference: exact int32 accumulation (wrapping), then the tail."""
-    tail = tail or Tail()
-    n, c, h, w = x.shape
+def _conv_sums(x: np.ndarray, wt: np.ndarray, stride: int, padding: int) -> np.ndarray:
+    """Exact int64 sums of an NCHW x OIHW convolution (the caller wraps them to int32)."""
+    n, _, h, w = x.shape
     o, _, kh, kw = wt.shape
     xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     oh = (h + 2 * padding - kh) // stride + 1
@@ -486,14 +551,17 @@ def conv2d_reference(x: np.ndarray, wt: np.ndarray, stride: int = 1, padding: in
         for kx in range(kw):
             patch = xp[:, :, ky : ky + stride * oh : stride, kx : kx + stride * ow : stride]
             acc += np.einsum("nchw,oc->nohw", patch, wl[:, :, ky, kx], optimize=True)
-    acc = acc.astype(np.int32)
-    b = None if bias is None else bias.astype(np.int64).reshape(1, o, 1, 1)
-    return _apply_tail(acc, tail, b, residual)
+    return acc
+
+
+def conv2d_reference(x: np.ndarray, wt: np.ndarray, stride: int = 1, padding: int = 0, tail: Tail | None = None,
+                     bias: np.ndarray | None = None, residual: np.ndarray | None = None) -> np.ndarray:
+    """numpy NCHW int8 reference: exact int32 accumulation (wrapping), then the tail."""
+    acc = _conv_sums(x, wt, stride, padding).astype(np.int32)
+    return _apply_tail(acc, tail or Tail(), bias, residual)
 
 
 def dense_reference(x: np.ndarray, wt: np.ndarray, tail: Tail | None = None, bias: np.ndarray | None = None,
                     residual: np.ndarray | None = None) -> np.ndarray:
-    tail = tail or Tail()
     acc = (x.astype(np.int64) @ wt.astype(np.int64).T).astype(np.int32)
-    b = None if bias is None else bias.astype(np.int64).reshape(1, -1)
-    return _apply_tail(acc, tail, b, residual)
+    return _apply_tail(acc, tail or Tail(), bias, residual)

@@ -48,7 +48,24 @@ from .. import te
 from ..schedule import Schedule
 from ..topi.util import const_shape, pad, pair
 from .env import Env, VDLAError, get_env
-from .topi import Knobs, Tail, _apply_tail, _pick_conv_tiles, _stages, _tail, conv_cost
+from .topi import (
+    Knobs,
+    Tail,
+    _apply_tail,
+    _blocks_match,
+    _check_tail_inputs,
+    _choose_threads,
+    _conv_reduce_axes,
+    _conv_sums,
+    _divisor_at_most,
+    _epilogue,
+    _pick_conv_tiles,
+    _schedule_conv,
+    _stages,
+    _tail_inputs,
+    conv_cost,
+    pack_weight,
+)
 
 __all__ = [
     "conv2d_transpose_packed", "schedule_conv2d_transpose_packed", "pack_conv2d_transpose_weight",
@@ -106,9 +123,8 @@ def pack_conv2d_transpose_weight(wt: np.ndarray, stride: int, padding: int, co: 
                     kx = bx + s * (jt - 1 - jx)
                     if kx < k:
                         out[ry, rx, :, :, j, jx] = woi[:, :, ky, kx]
-    # (s, s, O, I, J, J) -> (s, s, O/co, I/ci, J, J, co, ci)
-    out = out.reshape(s, s, o // co, co, i // ci, ci, jt, jt).transpose(0, 1, 2, 4, 6, 7, 3, 5)
-    return np.ascontiguousarray(out)
+    # each phase's sub-kernel is an OIHW kernel: block them all as conv2d's weights
+    return pack_weight(out.reshape(s * s * o, i, jt, jt), co, ci).reshape(s, s, o // co, i // ci, jt, jt, co, ci)
 
 
 def conv2d_transpose_packed(
@@ -129,7 +145,6 @@ def conv2d_transpose_packed(
     tail = tail or Tail()
     nb, cb, h, w, b, ci = const_shape(data)
     ks = const_shape(kernel)
-    c = env.config
     s, p, k = stride, padding, kernel_size
     geo = transpose_geometry(h, w, k, s, p)
     jt = geo["taps"]
@@ -139,18 +154,14 @@ def conv2d_transpose_packed(
             f"({s}, {s}, O/c, {cb}, {jt}, {jt}, ...) of a {k}x{k} stride-{s} kernel"
         )
     ob, co, kci = ks[2], ks[6], ks[7]
-    if (b, ci, co, kci) != (c.batch, c.block_in, c.block_out, c.block_in):
+    if not _blocks_match(env, b, ci, co, kci):
         raise VDLAError(f"conv2d_transpose_packed: data {tuple(data.shape)} / kernel {ks} do not match the config")
-    if (bias is not None) != tail.bias or (residual is not None) != tail.residual:
-        raise VDLAError("conv2d_transpose_packed: pass bias/residual tensors exactly when the tail uses them")
+    _check_tail_inputs("conv2d_transpose_packed", tail, bias, residual)
     pt, pb, pr = geo["pad_top"], geo["pad_bot"], geo["pad_right"]
     dp = pad(data, [0, 0, pt, pt, 0, 0], [0, 0, pb, pr, 0, 0], name=f"{name}_pad")
     base = geo["d0"] + pt  # >= 0: padded row of phase 0's first tap
     pm = p % s
-    ric = te.reduce_axis((0, cb), name="ric")
-    rky = te.reduce_axis((0, jt), name="rky")
-    rkx = te.reduce_axis((0, jt), name="rkx")
-    rci = te.reduce_axis((0, ci), name="rci")
+    ric, rky, rkx, rci = _conv_reduce_axes(cb, jt, jt, ci)
     adt = env.acc_dtype
     shape = (nb, ob, geo["q_h"], s, geo["q_w"], s, b, co)
 
@@ -166,8 +177,7 @@ def conv2d_transpose_packed(
 
     acc = te.compute(shape, body, name=name, tag="vdla_conv2d_transpose",
                      attrs={"vdla_geometry": ("transpose", s, geo)})
-    t = _tail(env, acc, shape, tail, bias, residual, name)
-    return te.compute(shape, lambda *i: t[i].astype(env.out_dtype), name=f"{name}_out", tag="vdla_out")
+    return _epilogue(env, acc, tail, bias, residual, name)
 
 
 def conv2d_transpose_reference(x: np.ndarray, wt: np.ndarray, stride: int, padding: int, tail: Tail | None = None,
@@ -186,8 +196,7 @@ def conv2d_transpose_reference(x: np.ndarray, wt: np.ndarray, stride: int, paddi
             full[:, :, ky : ky + (h - 1) * s + 1 : s, kx : kx + (w - 1) * s + 1 : s] += np.einsum(
                 "nihw,io->nohw", xl, wl[:, :, ky, kx], optimize=True)
     acc = full[:, :, p : p + oh, p : p + ow].astype(np.int32)
-    bb = None if bias is None else bias.astype(np.int64).reshape(1, o, 1, 1)
-    return _apply_tail(acc, tail, bb, None)
+    return _apply_tail(acc, tail, bias, None)
 
 
 # ---------------------------------------------------------------------------- grouped conv2d
@@ -211,7 +220,7 @@ def group_conv2d_packed(
     nb, cb, h, w, b, ci = const_shape(data)
     ob, gcb, kh, kw, co, kci = const_shape(kernel)
     c = env.config
-    if (b, ci, co, kci) != (c.batch, c.block_in, c.block_out, c.block_in):
+    if not _blocks_match(env, b, ci, co, kci):
         raise VDLAError(f"group_conv2d_packed: data {tuple(data.shape)} / kernel {tuple(kernel.shape)} do not match "
                         f"the config's blocks (batch {c.batch}, block_in {c.block_in}, block_out {c.block_out})")
     if cb % groups or ob % groups or gcb * groups != cb:
@@ -220,21 +229,16 @@ def group_conv2d_packed(
             f"{ob} blocks, kernel {gcb} input blocks per group (input channels per group must be a multiple of "
             f"{c.block_in}, output channels per group of {c.block_out})"
         )
-    if (bias is not None) != tail.bias or (residual is not None) != tail.residual:
-        raise VDLAError("group_conv2d_packed: pass bias/residual tensors exactly when the tail uses them")
+    _check_tail_inputs("group_conv2d_packed", tail, bias, residual)
     sh, sw = pair(stride, "stride")
     oh = (h + 2 * padding - kh) // sh + 1
     ow = (w + 2 * padding - kw) // sw + 1
     ogb = ob // groups
     dp = pad(data, [0, 0, padding, padding, 0, 0], name=f"{name}_pad")
-    ric = te.reduce_axis((0, gcb), name="ric")
-    rky = te.reduce_axis((0, kh), name="rky")
-    rkx = te.reduce_axis((0, kw), name="rkx")
-    rci = te.reduce_axis((0, ci), name="rci")
+    ric, rky, rkx, rci = _conv_reduce_axes(gcb, kh, kw, ci)
     adt = env.acc_dtype
-    shape = (nb, groups, ogb, oh, ow, b, co)
     acc = te.compute(
-        shape,
+        (nb, groups, ogb, oh, ow, b, co),
         lambda n, g, o, y, x, bi, oi: te.sum(
             dp[n, g * gcb + ric, y * sh + rky, x * sw + rkx, bi, rci].astype(adt)
             * kernel[g * ogb + o, ric, rky, rkx, oi, rci].astype(adt),
@@ -245,52 +249,24 @@ def group_conv2d_packed(
         attrs={"vdla_geometry": ("group", (sh, sw), groups)},
     )
 
-    t = _group_tail(env, acc, shape, tail, bias, residual, ogb, name)
-    return te.compute(shape, lambda *i: t[i].astype(env.out_dtype), name=f"{name}_out", tag="vdla_out")
+    def packed_index(i: tuple[Any, ...]) -> tuple[Any, ...]:
+        # the bias and residual are laid out by the packed 6-D output: group g's channel block o is g * ogb + o
+        n, g, o, y, x, bi, oi = i
+        return (n, g * ogb + o, y, x, bi, oi)
 
-
-def _group_tail(env: Env, acc: te.Tensor, shape: Sequence[int], tail: Tail, bias: te.Tensor | None,
-                residual: te.Tensor | None, ogb: int, name: str) -> te.Tensor:
-    from .env import shift_right
-
-    def f(n: Any, g: Any, o: Any, y: Any, x: Any, bi: Any, oi: Any) -> Any:
-        t = acc[n, g, o, y, x, bi, oi]
-        if bias is not None:
-            t = t + bias[g * ogb + o, bi, oi]
-        if tail.shift:
-            t = shift_right(t, tail.shift)
-        if residual is not None:
-            t = t + residual[n, g * ogb + o, y, x, bi, oi].astype(env.acc_dtype)
-        if tail.clip is not None:
-            t = te.min(te.max(t, tail.clip[0]), tail.clip[1])
-        return t
-
-    return te.compute(tuple(shape), f, name=f"{name}_alu", tag="vdla_alu")
+    return _epilogue(env, acc, tail, bias, residual, name, packed_index)
 
 
 def group_conv2d_reference(x: np.ndarray, wt: np.ndarray, groups: int, stride: int = 1, padding: int = 0,
                            tail: Tail | None = None, bias: np.ndarray | None = None,
                            residual: np.ndarray | None = None) -> np.ndarray:
     """numpy NCHW int8 reference of a grouped conv (OIHW weights, ``I/G`` input channels each)."""
-    tail = tail or Tail()
-    n, c, h, w = x.shape
-    o, cg, kh, kw = wt.shape
-    og = o // groups
-    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    oh = (h + 2 * padding - kh) // stride + 1
-    ow = (w + 2 * padding - kw) // stride + 1
-    acc = np.zeros((n, o, oh, ow), np.int64)
-    wl = wt.astype(np.int64)
-    for g in range(groups):
-        xs = xp[:, g * cg : (g + 1) * cg]
-        for ky in range(kh):
-            for kx in range(kw):
-                patch = xs[:, :, ky : ky + stride * oh : stride, kx : kx + stride * ow : stride]
-                acc[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, wl[g * og : (g + 1) * og, :, ky, kx],
-                                                           optimize=True)
-    acc = acc.astype(np.int32)
-    bb = None if bias is None else bias.astype(np.int64).reshape(1, o, 1, 1)
-    return _apply_tail(acc, tail, bb, residual)
+    cg, og = wt.shape[1], wt.shape[0] // groups
+    acc = np.concatenate(
+        [_conv_sums(x[:, g * cg : (g + 1) * cg], wt[g * og : (g + 1) * og], stride, padding) for g in range(groups)],
+        axis=1,
+    ).astype(np.int32)
+    return _apply_tail(acc, tail or Tail(), bias, residual)
 
 
 # ---------------------------------------------------------------------------- shared schedule
@@ -308,35 +284,36 @@ def _pick(env: Env, shape6: tuple[int, ...], kshape6: tuple[int, ...], stride: t
     fake = k.replace(h_nthread=k.h_nthread * outer_threads, oc_nthread=1)
     tall = (nb, ob, oh * outer_threads, ow, b, co)
     got = _pick_conv_tiles(env, tall, kshape6, stride, fake.replace(tile_h=k.tile_h or None), has_bias, has_res)
-    th = got.tile_h
-    if oh % th:  # the pick was for the taller output: fall back to a row tile dividing the real one
-        th = max(d for d in range(1, oh + 1) if oh % d == 0 and d <= th)
+    # the pick was for the taller output: the largest row tile no taller that divides the real one
+    th = _divisor_at_most(oh, got.tile_h)
     return got.replace(tile_h=th, h_nthread=k.h_nthread, oc_nthread=k.oc_nthread)
 
 
 def _schedule(out: te.Tensor, k: Knobs, env: Env, kind: str) -> Schedule:
-    acc_op, alu_op, extra = _stages(out)
+    """conv2d's schedule (:func:`.topi._schedule_conv`) with the phases or the groups as outer
+    loops; the tiles are picked for the stride-1 conv of one phase, or the conv of one group."""
+    acc_op, _, extra = _stages(out)
     geo = acc_op.attrs["vdla_geometry"]
     shape = const_shape(out)
-    dp, kernel = acc_op.input_tensors()
-    ks = const_shape(kernel)
+    ks = const_shape(acc_op.input_tensors()[1])
     b, co = shape[-2], shape[-1]
     nb = shape[0]
     if kind == "transpose":
-        _, s, g = geo
+        _, s, _ = geo
         ob, oh, ow = shape[1], shape[2], shape[4]
         cb, kh, kw = ks[3], ks[4], ks[5]
         stride = (1, 1)
         n_outer = s * s
+        outer_dims: tuple[int, ...] = (3, 5)  # (n, o, q, ry, p, rx, b, c): the phase (ry, rx)
     else:
         _, stride, groups = geo
         ob, oh, ow = shape[2], shape[3], shape[4]
         cb, kh, kw = ks[1], ks[2], ks[3]
         n_outer = groups
+        outer_dims = (1,)  # (n, g, o, y, x, b, c): the group
     shape6 = (nb, ob, oh, ow, b, co)
     kshape6 = (ob, cb, kh, kw, co, ks[-1])
-    has_bias = any(len(t.shape) == 3 for t in extra)
-    has_res = any(len(t.shape) >= 6 for t in extra)
+    has_bias, has_res = _tail_inputs(extra)
 
     def pick(kk: Knobs) -> tuple[Knobs, bool]:
         """(tiles, threads over the outer axis?)"""
@@ -349,84 +326,13 @@ def _schedule(out: te.Tensor, k: Knobs, env: Env, kind: str) -> Schedule:
                          kk.oc_nthread).replace(oc_nthread=kk.oc_nthread), True
         return _pick_conv_tiles(env, shape6, kshape6, stride, kk, has_bias, has_res), False
 
-    if k.vthreads > 1 and k.oc_nthread == k.h_nthread == 1:
-        cands = []
-        for kk in (k.replace(oc_nthread=k.vthreads), k.replace(h_nthread=k.vthreads)):
-            try:
-                got, oo = pick(kk)
-            except VDLAError:
-                continue
-            cost = conv_cost(env, shape6, kshape6, stride, got.replace(oc_nthread=1) if oo else got)
-            cands.append((cost, got, oo))
-        if not cands:
-            raise VDLAError(f"{acc_op.name} {shape}: no tile fits with {k.vthreads} virtual threads")
-        _, k, over_outer = min(cands, key=lambda x: x[0])
-    else:
-        k, over_outer = pick(k)
+    def cost(picked: tuple[Knobs, bool]) -> float:
+        kk, over_outer = picked
+        # the cost of the tiles within one group; the model does not cover threads over groups
+        return conv_cost(env, shape6, kshape6, stride, kk.replace(oc_nthread=1) if over_outer else kk)
 
-    s = te.create_schedule(out.op)
-    s[acc_op].set_scope(env.acc_scope)
-    s[alu_op].set_scope(env.acc_scope)
-    if isinstance(dp.op, te.ComputeOp) and "pad" in dp.op.tag.split(","):
-        s[dp.op].set_scope(env.inp_scope)
-        cdata = dp
-    else:
-        cdata = s.cache_read(dp, env.inp_scope, [s[acc_op]])
-    ckern = s.cache_read(kernel, env.wgt_scope, [s[acc_op]])
-    cextra = [s.cache_read(t, env.acc_scope, [s[alu_op]]) for t in extra]
-
-    so = s[out]
-    ax = list(so.op.axis)
-    if kind == "transpose":
-        n, o, y, ry, x, rx, bi, oi = ax
-        outer = [ry, rx]
-    else:
-        n, g_ax, o, y, x, bi, oi = ax
-        outer = [g_ax]
-    n0, n1 = so.split(n, factor=k.tile_b)
-    o0, o1 = so.split(o, factor=k.tile_co)
-    y0, y1 = so.split(y, factor=k.tile_h)
-    x0, x1 = so.split(x, factor=k.tile_w)
-    so.reorder(n0, *outer, y0, o0, x0, n1, o1, y1, x1, bi, oi)
-    lead = [n0, *outer]
-    if k.oc_nthread > 1:
-        if over_outer:
-            g0, vt = so.split(outer[0], factor=k.oc_nthread)
-            so.reorder(vt, n0, g0, y0, o0, x0)
-            lead = [vt, n0, g0]
-        else:
-            o0, vt = so.split(o0, factor=k.oc_nthread)
-            so.reorder(vt, *lead, y0, o0, x0)
-            lead = [vt, *lead]
-        so.bind(vt, te.thread_axis("cthread"))
-    if k.h_nthread > 1:
-        y0, vt2 = so.split(y0, factor=k.h_nthread)
-        so.reorder(vt2, *lead, y0, o0, x0)
-        so.bind(vt2, te.thread_axis("cthread"))
-    so.pragma(n1, env.dma_copy)
-    for t in [acc_op.output(0), alu_op.output(0), *cextra]:
-        s[t].compute_at(so, x0)
-    for t in cextra:
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    sa = s[alu_op]
-    sa.pragma(sa.op.axis[0], env.alu)
-
-    sc = s[acc_op]
-    cax = list(sc.op.axis)
-    ric, rky, rkx, rci = sc.op.reduce_axis
-    ric0, ric1 = sc.split(ric, factor=k.tile_ci)
-    if kind == "transpose":
-        cn, co_, cy, cry, cx, crx, cbi, coi = cax
-        sc.reorder(cn, cry, crx, ric0, ric1, rky, rkx, co_, cy, cx, cbi, coi, rci)
-    else:
-        cn, cg, co_, cy, cx, cbi, coi = cax
-        sc.reorder(cn, cg, ric0, ric1, rky, rkx, co_, cy, cx, cbi, coi, rci)
-    for t in (cdata, ckern):
-        s[t].compute_at(sc, ric0)
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    sc.tensorize(cbi, env.gemm)
-    s.vdla_knobs = k  # type: ignore[attr-defined]
-    return s
+    k, over_outer = _choose_threads(k, pick, cost, f"{acc_op.name} {shape}")
+    return _schedule_conv(out, env, k, outer_dims, over_outer)
 
 
 def schedule_conv2d_transpose_packed(out: te.Tensor, knobs: Knobs | None = None, config: Any = None) -> Schedule:
