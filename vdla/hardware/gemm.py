@@ -1,9 +1,11 @@
 """The GEMM array: BATCH x BLOCK_OUT dot products of BLOCK_IN signed products each.
 
 ``sums[b][o] = sum_c inp[b][c] * wgt[o][c]`` (weights are o-major, as VTA stores them),
-exact, then cut to acc_width bits (accumulation wraps there anyway). Purely
-combinational: the compute pipeline registers its inputs and outputs. The adder tree is
-balanced so its depth is log2(BLOCK_IN).
+exact, then cut to acc_width bits (accumulation wraps there anyway). Two halves: the
+products are registered (one cycle: ``sums`` belongs to the operands of the previous
+cycle), then a balanced adder tree of depth log2(BLOCK_IN) sums them combinationally;
+the compute pipeline registers the sums. The register splits block-RAM read, multiply
+and add, which on an FPGA would otherwise all fall in one clock period.
 """
 
 from __future__ import annotations
@@ -39,11 +41,12 @@ class GemmArray(wiring.Component):
         lanes = []
         for b in range(c.batch):
             for o in range(c.block_out):
-                products = [
-                    self.inp.word_select(b * c.block_in + k, c.inp_width).as_signed()
-                    * self.wgt.word_select(o * c.block_in + k, c.wgt_width).as_signed()
-                    for k in range(c.block_in)
-                ]
+                products = []
+                for k in range(c.block_in):
+                    p = Signal(signed(c.inp_width + c.wgt_width), name=f"prod_{b}_{o}_{k}")
+                    m.d.sync += p.eq(self.inp.word_select(b * c.block_in + k, c.inp_width).as_signed()
+                                     * self.wgt.word_select(o * c.block_in + k, c.wgt_width).as_signed())
+                    products.append(p)
                 lane = Signal(signed(c.acc_width), name=f"sum_{b}_{o}")  # sign-extends or wraps
                 m.d.comb += lane.eq(adder_tree(products))
                 lanes.append(lane)

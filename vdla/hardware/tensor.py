@@ -6,11 +6,13 @@ For ``i < iter_out, j < iter_in, k in [uop_bgn, uop_end)`` the iteration uses mi
 kept as running sums, no multipliers). Stages:
 
 - S0: the loop counters address the uop buffer;
-- S1: the micro-op arrives; the indices address INP[src], WGT[wgt], ACC[dst], ACC[src];
-- S2: operands arrive; the ACC operands take the value being written by S3 or the one
+- S1: the micro-op arrives; the indices address INP[src] and WGT[wgt];
+- S2: INP/WGT arrive and the GEMM array registers their products; the indices address
+  ACC[dst], ACC[src];
+- S2b: the ACC operands arrive and take the value being written by S3 or the one
   written in the previous cycle when the row matches (forwarding: back-to-back
   iterations that hit the same accumulator row see each other, as in program order);
-  the GEMM array forms the dot products;
+  the GEMM array's adder tree sums the products;
 - S3: ACC[dst] := reset ? 0 : ACC[dst] + dot (GEMM) or op(ACC[dst], imm or ACC[src])
   (ALU); OUT[dst] := the low out_width bits of each lane.
 
@@ -110,12 +112,16 @@ class TensorPipeline(wiring.Component):
         m.d.comb += [
             dst.eq(uop.dst_idx + s1_dst), src.eq(uop.src_idx + s1_src), wgt.eq(uop.wgt_idx + s1_wgt),
             self.inp_rd.addr.eq(src), self.wgt_rd.addr.eq(wgt),
-            self.acc_rd_dst.addr.eq(dst), self.acc_rd_src.addr.eq(src),
         ]
 
-        # -- S2: operands (with forwarding) ---------------------------------------------------
+        # -- S2: products; ACC read (a cycle after INP/WGT, to meet the sums) -------------------
         s2_valid, s2_dst, s2_src = Signal(), Signal(dw), Signal(dw)
         m.d.sync += [s2_valid.eq(s1_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
+        m.d.comb += [self.acc_rd_dst.addr.eq(s2_dst), self.acc_rd_src.addr.eq(s2_src)]
+
+        # -- S2b: sums, ACC operands (with forwarding) -------------------------------------------
+        s2b_valid, s2b_dst, s2b_src = Signal(), Signal(dw), Signal(dw)
+        m.d.sync += [s2b_valid.eq(s2_valid), s2b_dst.eq(s2_dst), s2b_src.eq(s2_src)]
         s3_valid, s3_dst = Signal(), Signal(dw)
         s3_a, s3_b, s3_sum = Signal(acc_bits), Signal(acc_bits), Signal(acc_bits)
         result = Signal(acc_bits)
@@ -129,9 +135,9 @@ class TensorPipeline(wiring.Component):
         imm = Signal(signed(c.acc_width))
         m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data), imm.eq(a.imm)]
         m.d.sync += [
-            s3_valid.eq(s2_valid), s3_dst.eq(s2_dst),
-            s3_a.eq(forwarded(s2_dst, self.acc_rd_dst.data)),
-            s3_b.eq(Mux(a.use_imm, imm.as_unsigned().replicate(lanes), forwarded(s2_src, self.acc_rd_src.data))),
+            s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),
+            s3_a.eq(forwarded(s2b_dst, self.acc_rd_dst.data)),
+            s3_b.eq(Mux(a.use_imm, imm.as_unsigned().replicate(lanes), forwarded(s2b_src, self.acc_rd_src.data))),
             s3_sum.eq(gemm.sums),
         ]
 
@@ -152,7 +158,7 @@ class TensorPipeline(wiring.Component):
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
-        drained = ~run & ~s1_valid & ~s2_valid & ~s3_valid
+        drained = ~run & ~s1_valid & ~s2_valid & ~s2b_valid & ~s3_valid
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)

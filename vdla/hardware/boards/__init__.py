@@ -37,8 +37,6 @@ class Board:
     memory: str = "bram"
     mem_size: int = 64 << 10
     spram_blocks: int = 4
-    #: Core clock; for ECP5 boards a PLL makes it from the board oscillator.
-    clk_mhz: float = 25.0
     #: nextpnr's clock constraint (the core clock unless set).
     constraint_mhz: float | None = None
     baud: int = 115200
@@ -57,6 +55,11 @@ class Board:
     def memory_bytes(self) -> int:
         """Bytes of program/data memory behind the bridge."""
         return self.spram_blocks * (32 << 10) if self.memory == "spram" else self.mem_size
+
+    @property
+    def clk_mhz(self) -> float:
+        """The core clock: the Config's ``clock_mhz`` (for ECP5 boards a PLL makes it from the oscillator)."""
+        return self.config.clock_mhz
 
     @property
     def dsp_macs(self) -> int:

@@ -33,7 +33,7 @@ CONFIG = Config(
 ICEBREAKER = Board(
     name="icebreaker", description="iCEBreaker with iCE40 UP5K: 1x2x2 GEMM on DSPs, 128 KiB SPRAM memory",
     family="ice40", platform=_platform, config=CONFIG, memory="spram", spram_blocks=4,
-    clk_mhz=12.0, counters=("cycles",),
+    counters=("cycles",),
 )
 
 BOARDS = (ICEBREAKER,)

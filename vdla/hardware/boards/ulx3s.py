@@ -27,37 +27,37 @@ def _platform(size: str):
 CONFIG_85F = Config(
     name="ulx3s-85f", batch=1, block_in=16, block_out=16,
     uop_buff_size=8 << 10, inp_buff_size=16 << 10, wgt_buff_size=128 << 10, acc_buff_size=64 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=20.0,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=30.0,
 )
 
 #: 1x8x8 on the 45F (72 MULT18X18D, 108 DP16KD).
 CONFIG_45F = Config(
     name="ulx3s-45f", batch=1, block_in=8, block_out=8,
     uop_buff_size=4 << 10, inp_buff_size=8 << 10, wgt_buff_size=32 << 10, acc_buff_size=16 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=35.0,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=45.0,
 )
 
 #: 1x4x4 on the 25F (28 MULT18X18D, 56 DP16KD).
 CONFIG_25F = Config(
     name="ulx3s-25f", batch=1, block_in=4, block_out=4,
     uop_buff_size=4 << 10, inp_buff_size=2 << 10, wgt_buff_size=8 << 10, acc_buff_size=8 << 10,
-    bus_width=32, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=40.0,
+    bus_width=32, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=50.0,
 )
 
 ULX3S_85F = Board(
     name="ulx3s-85f", description="ULX3S with LFE5U-85F: 1x16x16 GEMM, 96 DSP + 160 LUT MACs, 64 KiB memory",
     family="ecp5", platform=_platform("85F"), config=CONFIG_85F, memory="bram", mem_size=64 << 10,
-    clk_mhz=20.0, lut_lanes=10,
+    lut_lanes=10,
 )
 ULX3S_45F = Board(
     name="ulx3s-45f", description="ULX3S with LFE5U-45F: 1x8x8 GEMM, 40 DSP + 24 LUT MACs, 64 KiB memory",
     family="ecp5", platform=_platform("45F"), config=CONFIG_45F, memory="bram", mem_size=64 << 10,
-    clk_mhz=35.0, lut_lanes=3,
+    lut_lanes=3,
 )
 ULX3S_25F = Board(
     name="ulx3s-25f", description="ULX3S with LFE5U-25F: 1x4x4 GEMM, 12 DSP + 4 LUT MACs, 32 KiB memory",
     family="ecp5", platform=_platform("25F"), config=CONFIG_25F, memory="bram", mem_size=32 << 10,
-    clk_mhz=40.0, lut_lanes=1,
+    lut_lanes=1,
 )
 
 BOARDS = (ULX3S_85F, ULX3S_45F, ULX3S_25F)
