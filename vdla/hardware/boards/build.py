@@ -120,13 +120,16 @@ def _yosys_script(board: Board) -> str:
     lines = ["# buffer read/write collisions cannot happen (see build._NO_COLLISION)", _NO_COLLISION]
     if not board.lut_lanes:
         return "\n".join([*lines, "# all GEMM multipliers may use DSP blocks"])
+    # The multipliers feeding the registered products of the last `lut_lanes` lanes (`proc`
+    # first, so the registers are cells the input-cone selection can walk through).
     mod = "top.core.datapath.compute.tensor.gemm"
-    lanes = [f"{mod}/w:sum_{b}_{o}" for b in range(c.batch) for o in range(c.block_out - board.lut_lanes, c.block_out)]
+    lanes = [f"{mod}/w:prod_{b}_{o}_*" for b in range(c.batch) for o in range(c.block_out - board.lut_lanes, c.block_out)]
     sel = " ".join(lanes) + " %u" * (len(lanes) - 1) + " %ci* t:$mul %i"
     return "\n".join([
         *lines,
         f"# {board.lut_macs} of {c.macs_per_cycle} GEMM multipliers as LUT logic (Booth), the rest on DSPs",
         "hierarchy -top top",
+        "proc",
         f"select -assert-count {board.lut_macs} {sel}",
         f"booth {sel}",
     ])
