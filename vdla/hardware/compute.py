@@ -20,7 +20,7 @@ from ..config import Config
 from .buffers import make_buffer, write_lanes
 from .dma import Loader2D, Target
 from .interfaces import connect_read_port, read_master, sram_read, sram_write, token
-from .stage import State, stage_status
+from .stage import run_stage, stage_status
 from .tensor import TensorPipeline
 from .tokens import TokenPorts
 
@@ -107,40 +107,13 @@ class Compute(wiring.Component):
         tokens = TokenPorts(pops={"prev": self.l2g, "next": self.s2g}, pushes={"prev": self.g2l, "next": self.g2s})
         pops = {"prev": mem_insn.pop_prev, "next": mem_insn.pop_next}
         pushes = {"prev": mem_insn.push_prev, "next": mem_insn.push_next}
-        is_finish = Signal()
-        status = self.status
-        unit_done = loader.done | tensor.done
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += [status.state.eq(State.IDLE), self.cmd.ready.eq(~self.halt)]
-                with m.If(self.cmd.valid & self.cmd.ready):
-                    m.d.sync += raw.eq(self.cmd.payload)
-                    m.next = "WAIT"
-            with m.State("WAIT"):
-                m.d.comb += status.state.eq(State.WAIT)
-                go = tokens.can_pop(pops) & ~self.halt
-                m.d.comb += status.stall.eq(~go)
-                with m.If(go):
-                    tokens.pop(m, pops)
-                    tokens.arm(m, pushes)
-                    m.d.sync += is_finish.eq(opcode == isa.Op.FINISH)
-                    with m.If((opcode == isa.Op.GEMM) | (opcode == isa.Op.ALU)):
-                        m.d.comb += tensor.start.eq(1)
-                        m.next = "EXEC"
-                    with m.Elif((opcode == isa.Op.LOAD) & (mem_insn.x_size != 0)):
-                        m.d.comb += loader.start.eq(1)
-                        m.next = "EXEC"
-                    with m.Else():  # FINISH, NOP
-                        m.next = "PUSH"
-            with m.State("EXEC"):
-                m.d.comb += status.state.eq(State.EXEC)
-                with m.If(unit_done):
-                    m.next = "PUSH"
-            with m.State("PUSH"):
-                m.d.comb += status.state.eq(State.PUSH)
-                done = tokens.drive(m)
-                m.d.comb += status.stall.eq(~done)
-                with m.If(done):
-                    m.d.comb += [status.retire.eq(1), self.finish.eq(is_finish)]
-                    m.next = "IDLE"
+        is_tensor = (opcode == isa.Op.GEMM) | (opcode == isa.Op.ALU)
+        is_load = (opcode == isa.Op.LOAD) & (mem_insn.x_size != 0)
+        start = Signal()
+        m.d.comb += [tensor.start.eq(start & is_tensor), loader.start.eq(start & is_load)]
+        retire = run_stage(m, self, raw=raw, tokens=tokens, pops=pops, pushes=pushes,
+                           nop=~is_tensor & ~is_load,  # FINISH and NOPs only move tokens
+                           start=start, done=loader.done | tensor.done)
+        # FINISH completes like any instruction (it may carry flags), then signals the core.
+        m.d.comb += self.finish.eq(retire & (opcode == isa.Op.FINISH))
         return m

@@ -16,7 +16,7 @@ from .. import isa
 from ..config import Config
 from .dma import Loader2D, Target
 from .interfaces import read_master, sram_write, token
-from .stage import State, stage_status
+from .stage import run_stage, stage_status
 from .tokens import TokenPorts
 
 __all__ = ["Load"]
@@ -56,35 +56,6 @@ class Load(wiring.Component):
         wiring.connect(m, wiring.flipped(self.wgt_wr), loader.wgt_wr)
         wiring.connect(m, wiring.flipped(self.mem), loader.mem)
         m.d.comb += [self.inp_elem.eq(loader.elem & ~is_wgt), self.wgt_elem.eq(loader.elem & is_wgt)]
-        status = self.status
-
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += [status.state.eq(State.IDLE), self.cmd.ready.eq(~self.halt)]
-                with m.If(self.cmd.valid & self.cmd.ready):
-                    m.d.sync += raw.eq(self.cmd.payload)
-                    m.next = "WAIT"
-            with m.State("WAIT"):
-                m.d.comb += status.state.eq(State.WAIT)
-                go = tokens.can_pop(pops) & ~self.halt
-                m.d.comb += status.stall.eq(~go)
-                with m.If(go):
-                    tokens.pop(m, pops)
-                    tokens.arm(m, pushes)
-                    with m.If(insn.x_size == 0):
-                        m.next = "PUSH"
-                    with m.Else():
-                        m.d.comb += loader.start.eq(1)
-                        m.next = "EXEC"
-            with m.State("EXEC"):
-                m.d.comb += status.state.eq(State.EXEC)
-                with m.If(loader.done):
-                    m.next = "PUSH"
-            with m.State("PUSH"):
-                m.d.comb += status.state.eq(State.PUSH)
-                done = tokens.drive(m)
-                m.d.comb += status.stall.eq(~done)
-                with m.If(done):
-                    m.d.comb += status.retire.eq(1)
-                    m.next = "IDLE"
+        run_stage(m, self, raw=raw, tokens=tokens, pops=pops, pushes=pushes,
+                  nop=insn.x_size == 0, start=loader.start, done=loader.done)
         return m

@@ -9,11 +9,13 @@ executing completes, so memory transactions always finish cleanly.
 
 from __future__ import annotations
 
-from amaranth import unsigned
+from amaranth import Module, Signal, Value, unsigned
 from amaranth.lib import data, enum
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["State", "StageStatus", "stage_status"]
+from .tokens import TokenPorts
+
+__all__ = ["State", "StageStatus", "stage_status", "run_stage"]
 
 
 class State(enum.IntEnum, shape=2):
@@ -32,3 +34,46 @@ def stage_status() -> dict[str, object]:
     """Signature members every stage has besides its data ports."""
     return {"halt": In(1), "status": Out(StageStatus)}
 
+
+
+def run_stage(m: Module, stage, *, raw: Signal, tokens: TokenPorts, pops: dict[str, Value],
+              pushes: dict[str, Value], nop: Value, start: Signal, done: Value) -> Signal:
+    """Build the IDLE -> WAIT -> EXEC -> PUSH loop of `stage` (its ``cmd``, ``halt``, ``status``).
+
+    The instruction taken from ``cmd`` goes into `raw` (the fields the caller decodes from
+    it, `pops`/`pushes` flags and `nop` included, stay valid until the next one). Once its
+    pops are available they are taken together with arming its pushes; then `start` pulses
+    and the stage waits for `done`, unless `nop` (nothing to execute: straight to PUSH).
+    Returns the retire pulse (the cycle the last owed token is pushed).
+    """
+    status, retire = stage.status, Signal()
+    with m.FSM():
+        with m.State("IDLE"):
+            m.d.comb += [status.state.eq(State.IDLE), stage.cmd.ready.eq(~stage.halt)]
+            with m.If(stage.cmd.valid & stage.cmd.ready):
+                m.d.sync += raw.eq(stage.cmd.payload)
+                m.next = "WAIT"
+        with m.State("WAIT"):
+            m.d.comb += status.state.eq(State.WAIT)
+            go = tokens.can_pop(pops) & ~stage.halt
+            m.d.comb += status.stall.eq(~go)
+            with m.If(go):
+                tokens.pop(m, pops)
+                tokens.arm(m, pushes)
+                with m.If(nop):
+                    m.next = "PUSH"
+                with m.Else():
+                    m.d.comb += start.eq(1)
+                    m.next = "EXEC"
+        with m.State("EXEC"):
+            m.d.comb += status.state.eq(State.EXEC)
+            with m.If(done):
+                m.next = "PUSH"
+        with m.State("PUSH"):
+            m.d.comb += status.state.eq(State.PUSH)
+            pushed = tokens.drive(m)
+            m.d.comb += status.stall.eq(~pushed)
+            with m.If(pushed):
+                m.d.comb += [status.retire.eq(1), retire.eq(1)]
+                m.next = "IDLE"
+    return retire

@@ -21,7 +21,7 @@ from .. import isa
 from ..config import Config
 from .dma import log2
 from .interfaces import ADDR_WIDTH, sram_read, token, write_master
-from .stage import State, stage_status
+from .stage import run_stage, stage_status
 from .tokens import TokenPorts
 
 __all__ = ["Store", "MAX_OUTSTANDING"]
@@ -139,34 +139,6 @@ class Store(wiring.Component):
             if per_elem:
                 m.d.sync += [em_row.eq(insn.dram_base), em_col.eq(0)]
 
-        status = self.status
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += [status.state.eq(State.IDLE), self.cmd.ready.eq(~self.halt)]
-                with m.If(self.cmd.valid & self.cmd.ready):
-                    m.d.sync += raw.eq(self.cmd.payload)
-                    m.next = "WAIT"
-            with m.State("WAIT"):
-                m.d.comb += status.state.eq(State.WAIT)
-                go = tokens.can_pop(pops) & ~self.halt
-                m.d.comb += status.stall.eq(~go)
-                with m.If(go):
-                    tokens.pop(m, pops)
-                    tokens.arm(m, pushes)
-                    with m.If(insn.x_size == 0):
-                        m.next = "PUSH"
-                    with m.Else():
-                        m.d.comb += start.eq(1)
-                        m.next = "EXEC"
-            with m.State("EXEC"):
-                m.d.comb += status.state.eq(State.EXEC)
-                with m.If(finished):
-                    m.next = "PUSH"
-            with m.State("PUSH"):
-                m.d.comb += status.state.eq(State.PUSH)
-                done = tokens.drive(m)
-                m.d.comb += status.stall.eq(~done)
-                with m.If(done):
-                    m.d.comb += status.retire.eq(1)
-                    m.next = "IDLE"
+        run_stage(m, self, raw=raw, tokens=tokens, pops=pops, pushes=pushes,
+                  nop=insn.x_size == 0, start=start, done=finished)
         return m

@@ -7,8 +7,9 @@ kept as running sums, no multipliers). Stages:
 
 - S0: the loop counters address the uop buffer;
 - S1: the micro-op arrives; the indices address INP[src] and WGT[wgt];
-- S2: INP/WGT arrive and the GEMM array registers their products; the indices address
-  ACC[dst], ACC[src];
+- S2: INP/WGT arrive and are registered (so the multipliers start from a register, not
+  from a block RAM's slow output across the chip);
+- S2r: the GEMM array registers the products; the indices address ACC[dst], ACC[src];
 - S2b: the ACC operands arrive and take the value being written by S3 or the one
   written in the previous cycle when the row matches (forwarding: back-to-back
   iterations that hit the same accumulator row see each other, as in program order);
@@ -114,14 +115,20 @@ class TensorPipeline(wiring.Component):
             self.inp_rd.addr.eq(src), self.wgt_rd.addr.eq(wgt),
         ]
 
-        # -- S2: products; ACC read (a cycle after INP/WGT, to meet the sums) -------------------
+        # -- S2: INP/WGT registered -----------------------------------------------------------
         s2_valid, s2_dst, s2_src = Signal(), Signal(dw), Signal(dw)
         m.d.sync += [s2_valid.eq(s1_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
-        m.d.comb += [self.acc_rd_dst.addr.eq(s2_dst), self.acc_rd_src.addr.eq(s2_src)]
+        inp_q, wgt_q = Signal.like(self.inp_rd.data), Signal.like(self.wgt_rd.data)
+        m.d.sync += [inp_q.eq(self.inp_rd.data), wgt_q.eq(self.wgt_rd.data)]
+
+        # -- S2r: products; ACC read (two cycles after INP/WGT, to meet the sums) --------------
+        s2r_valid, s2r_dst, s2r_src = Signal(), Signal(dw), Signal(dw)
+        m.d.sync += [s2r_valid.eq(s2_valid), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src)]
+        m.d.comb += [self.acc_rd_dst.addr.eq(s2r_dst), self.acc_rd_src.addr.eq(s2r_src)]
 
         # -- S2b: sums, ACC operands (with forwarding) -------------------------------------------
         s2b_valid, s2b_dst, s2b_src = Signal(), Signal(dw), Signal(dw)
-        m.d.sync += [s2b_valid.eq(s2_valid), s2b_dst.eq(s2_dst), s2b_src.eq(s2_src)]
+        m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
         s3_valid, s3_dst = Signal(), Signal(dw)
         s3_a, s3_b, s3_sum = Signal(acc_bits), Signal(acc_bits), Signal(acc_bits)
         result = Signal(acc_bits)
@@ -133,7 +140,7 @@ class TensorPipeline(wiring.Component):
 
         m.submodules.gemm = gemm = GemmArray(c)
         imm = Signal(signed(c.acc_width))
-        m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data), imm.eq(a.imm)]
+        m.d.comb += [gemm.inp.eq(inp_q), gemm.wgt.eq(wgt_q), imm.eq(a.imm)]
         m.d.sync += [
             s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),
             s3_a.eq(forwarded(s2b_dst, self.acc_rd_dst.data)),
@@ -158,7 +165,7 @@ class TensorPipeline(wiring.Component):
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
-        drained = ~run & ~s1_valid & ~s2_valid & ~s2b_valid & ~s3_valid
+        drained = ~run & ~s1_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)
