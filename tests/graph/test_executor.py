@@ -115,14 +115,15 @@ def test_other_models_reduced_on_fsim(name):
     res = run_job(name, "fsim", reduced=True, check_fp32=False)
     assert res.ok, res.table()
     targets = {r.node: r for r in res.layers}
-    if name == "mobilenet_v1":  # pointwise convs on VDLA, depthwise on the CPU
-        assert sum(r.target == "vdla" for r in res.layers) >= 10
-        assert all(r.target == "cpu" for n, r in targets.items() if ".dw" in n)
+    if name == "mobilenet_v1":  # pointwise and depthwise (grouped) convs on VDLA, all but the float first conv
+        assert sum(r.target == "vdla" for r in res.layers) == 26
+        assert all(r.target == "vdla" for n, r in targets.items() if ".dw" in n)
     elif name == "mlp":  # hidden dense layers on VDLA, the float classifier on the CPU
         assert sum(r.target == "vdla" for r in res.layers) == 2
-    else:  # conv2d_transpose has no VDLA template: every deconv falls back, with the reason
-        fb = [r for r in res.layers if r.reason.startswith("fallback")]
-        assert fb and all("conv2d_transpose" in r.reason for r in fb)
+    else:  # every conv2d_transpose (with its bias/ReLU/requantise tail) on VDLA
+        assert [r.node for r in res.layers if r.target == "vdla"] == [
+            "relu1.requant", "relu2.requant", "relu3.requant", "relu4.requant", "deconv5.requant"]
+        assert not any(r.reason.startswith("fallback") for r in res.layers)
 
 
 def _block(cfg: Config) -> CompiledModel:

@@ -62,9 +62,10 @@ def test_mobilenet_depthwise_partition_configurable():
     q = quantize(g, models.sample_input(g, 0, count=2))
     default = partition(q)
     dw = [n.name for n in q.nodes if n.op == "conv2d" and n.attrs["groups"] > 1]
-    assert all(default.node(n).target == "cpu" for n in dw)
-    grouped = partition(q, offload_grouped=True)
-    assert all(grouped.node(n).target == "vdla" for n in dw)
+    assert all(default.node(n).target == "vdla" for n in dw)
+    kept = partition(q, offload_grouped=False)
+    assert all(kept.node(n).target == "cpu" for n in dw)
+    assert kept.node(dw[0]).notes["reason"] == "grouped convolution not offloaded by the policy"
 
 
 @pytest.mark.parametrize("cfg", ["default", "batch2"])

@@ -10,8 +10,9 @@
     m.save("resnet18.vdla"); m2 = executor.CompiledModel.load("resnet18.vdla")
 
 Targets. A node placed on ``vdla`` by the partitioner whose (fused) body is a packed
-``conv2d_packed`` / ``dense_packed`` followed by element-wise integer ops is lowered onto the
-VDLA templates of :mod:`vdla.compiler.vdla.topi`: the element-wise tail becomes one chain
+``conv2d_packed`` (grouped too) / ``conv2d_transpose_packed`` / ``dense_packed`` followed by
+element-wise integer ops is lowered onto the VDLA templates of :mod:`vdla.compiler.vdla.topi`
+and :mod:`vdla.compiler.vdla.topi_ext` (grouped conv2d, conv2d_transpose): the element-wise tail becomes one chain
 of tensor-ALU operations on the accumulator (:func:`alu_chain`, exact against the graph's
 integer semantics, see there), built with ``vdla.build(..., target="vdla")`` and run on
 any :class:`~vdla.runtime.Device` (fsim, pysim, verilator). Every other node — and any
@@ -101,7 +102,7 @@ class AluChain:
     result is narrowed to int8.
     """
 
-    anchor: str  # conv2d_packed | dense_packed
+    anchor: str  # conv2d_packed | conv2d_transpose_packed | dense_packed
     data: str  # outer value names
     weight: str
     residual: str | None
@@ -109,12 +110,14 @@ class AluChain:
     ops: list[tuple[str, int | None]]
     strides: tuple[int, int] = (1, 1)
     padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    groups: int = 1  # conv2d_packed: > 1 runs on the grouped template
+    kernel: int = 0  # conv2d_transpose_packed: the (square) kernel size
 
     def key(self, graph: Graph) -> tuple:
         """Two nodes with equal keys share one compiled kernel (the bias is an argument)."""
         shapes = tuple(graph.type_of(v).shape for v in (self.data, self.weight))
         return (self.anchor, shapes, self.strides, self.padding, self.bias is not None, self.residual is not None,
-                tuple(self.ops))
+                tuple(self.ops), self.groups, self.kernel)
 
 
 def _const_vector(a: np.ndarray, channels: int) -> np.ndarray | None:
@@ -170,8 +173,15 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
         return f"{node.op} is not a fused GEMM kernel"
     order = body.topo_order()
     anchor = order[0]
-    if anchor.op not in ("conv2d_packed", "dense_packed"):
+    if anchor.op not in ("conv2d_packed", "conv2d_transpose_packed", "dense_packed"):
         return f"anchor {anchor.op} has no VDLA template"
+    groups = int(anchor.attrs.get("groups", 1))
+    if anchor.op != "dense_packed" and (groups > 1 or anchor.op == "conv2d_transpose_packed"):
+        # the grouped and transpose templates take one padding (and the transpose one stride)
+        if len(set(anchor.attrs["padding"])) != 1:
+            return f"{anchor.op} padding {anchor.attrs['padding']} is not the same on every side"
+        if anchor.op == "conv2d_transpose_packed" and len(set(anchor.attrs["strides"])) != 1:
+            return f"{anchor.op} strides {anchor.attrs['strides']} differ"
     x, w = anchor.inputs
     if x not in body.inputs or w not in graph.consts:
         return "the GEMM needs an activation input and a constant weight"
@@ -310,7 +320,9 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
         bias = ((bias + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)  # int32 wrap, as the graph's adds
     strides = tuple(anchor.attrs.get("strides", (1, 1)))
     padding = tuple(anchor.attrs.get("padding", (0, 0, 0, 0)))
-    return AluChain(anchor.op, x, w, residual, bias, [(o, v) for o, v in ops], strides, padding)  # type: ignore[arg-type]
+    kernel = int(anchor.attrs["kernel"][0]) if anchor.op == "conv2d_transpose_packed" else 0
+    return AluChain(anchor.op, x, w, residual, bias, [(o, v) for o, v in ops], strides, padding,  # type: ignore[arg-type]
+                    groups, kernel)
 
 
 def _te_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str) -> Any:
@@ -318,18 +330,37 @@ def _te_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str
     from .. import te
     from ..vdla import build, shift_left, shift_right
     from ..vdla import topi as vt
+    from ..vdla import topi_ext as vx
 
     xt, wt = graph.type_of(ch.data), graph.type_of(ch.weight)
     D = te.placeholder(xt.shape, "int8", name="data")
     K = te.placeholder(wt.shape, "int8", name="weight")
-    if ch.anchor == "conv2d_packed":
-        base = vt.conv2d_packed(D, K, ch.strides, ch.padding, vt.Tail(clip=None), config=cfg, name=name)
+    tail = vt.Tail(clip=None)
+    if ch.anchor == "conv2d_packed" and ch.groups > 1:
+        base = vx.group_conv2d_packed(D, K, ch.groups, ch.strides, ch.padding[0], tail, config=cfg, name=name)
+        sched = vx.schedule_group_conv2d_packed
+    elif ch.anchor == "conv2d_packed":
+        base = vt.conv2d_packed(D, K, ch.strides, ch.padding, tail, config=cfg, name=name)
+        sched = vt.schedule_conv2d_packed
+    elif ch.anchor == "conv2d_transpose_packed":
+        base = vx.conv2d_transpose_packed(D, K, ch.strides[0], ch.padding[0], ch.kernel, tail, config=cfg, name=name)
+        sched = vx.schedule_conv2d_transpose_packed
     else:
-        base = vt.dense_packed(D, K, vt.Tail(clip=None), config=cfg, name=name)
+        base = vt.dense_packed(D, K, tail, config=cfg, name=name)
+        sched = vt.schedule_dense_packed
     acc = base.op.input_tensors()[0].op.input_tensors()[0]
     shape = tuple(int(getattr(s, "value", s)) for s in acc.shape)
     nd = len(shape)
-    ob, b, co = shape[1], shape[-2], shape[-1]
+    b, co = shape[-2], shape[-1]
+    # the grouped template computes (N/b, G, (O/G)/c, H', W', b, c) and the transpose
+    # (N/b, O/c, H'/s, s, W'/s, s, b, c): byte for byte the packed 6-D output. The bias is
+    # indexed by the packed channel block: group g's block o is g * (O/G)/c + o
+    grouped = ch.anchor == "conv2d_packed" and ch.groups > 1
+    ob = shape[1] * shape[2] if grouped else shape[1]
+
+    def chan(i: tuple[Any, ...]) -> Any:
+        return i[1] * shape[2] + i[2] if grouped else i[1]
+
     args = [D, K]
     B = R = None
     if ch.bias is not None:
@@ -344,7 +375,7 @@ def _te_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str
         t = acc[i]
         for op, v in ch.ops:
             if op == "bias":
-                t = t + B[i[1], i[nd - 2], i[nd - 1]]  # type: ignore[index]
+                t = t + B[chan(i), i[nd - 2], i[nd - 1]]  # type: ignore[index]
             elif op == "res":
                 t = t + R[i].astype(adt)  # type: ignore[index]
             elif op == "addi":
@@ -364,7 +395,6 @@ def _te_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str
     alu = te.compute(shape, f, name=f"{name}_alu", tag="vdla_alu")
     out = te.compute(shape, lambda *i: alu[i].astype("int8"), name=f"{name}_out", tag="vdla_out")
     args.append(out)
-    sched = vt.schedule_conv2d_packed if ch.anchor == "conv2d_packed" else vt.schedule_dense_packed
     s = sched(out, vt.Knobs(vthreads=vthreads), config=cfg)
     return build(s, args, name=name, config=cfg)
 
@@ -436,14 +466,17 @@ def _macs(node: Node, graph: Graph) -> int:
     body = node.attrs.get("body") if node.op == "fused" else None
     g = body if isinstance(body, Graph) else graph
     n = body.topo_order()[0] if isinstance(body, Graph) else node
-    if n.op not in ("conv2d", "conv2d_packed", "dense", "dense_packed", "conv2d_transpose", "matmul"):
+    if n.op not in ("conv2d", "conv2d_packed", "dense", "dense_packed", "conv2d_transpose", "conv2d_transpose_packed",
+                    "matmul"):
         return 0
     w = g.type_of(n.inputs[1]).shape
     o = n.type.shape if n.type else ()
-    if n.op == "conv2d_packed":
-        return int(np.prod(o)) * w[1] * w[2] * w[3] * w[5]
+    if n.op == "conv2d_packed":  # grouped convs merged into whole blocks: the real MACs, not the zeros
+        return int(np.prod(o)) * w[1] * w[2] * w[3] * w[5] // int(n.notes.get("group_merge", 1))
     if n.op == "dense_packed":
         return int(np.prod(o)) * w[1] * w[3]
+    if n.op == "conv2d_transpose_packed":  # the phase sub-kernels' taps
+        return int(np.prod(o)) * w[3] * w[4] * w[5] * w[7]
     if n.op == "conv2d":
         return int(np.prod(o)) * w[1] * w[2] * w[3]
     if n.op == "conv2d_transpose":
@@ -558,6 +591,9 @@ class CompiledModel:
         assert out_t is not None
         out = np.zeros(out_t.shape, np.int8)
         arrays.append(out)
+        # the grouped / transpose kernels see the packed residual and output in their own
+        # (byte-identical) shapes: pass views, so the output lands in ``out``
+        arrays = [a if a.shape == spec.shape else a.reshape(spec.shape) for a, spec in zip(arrays, f.args)]
         try:
             rep = f(dev, *arrays)
         except Exception as e:
@@ -714,7 +750,8 @@ def _kernel_to_json(k: Kernel) -> dict[str, Any]:
     if k.chain is not None:
         c = k.chain
         d["chain"] = {"anchor": c.anchor, "data": c.data, "weight": c.weight, "residual": c.residual,
-                      "ops": [[o, v] for o, v in c.ops], "strides": list(c.strides), "padding": list(c.padding)}
+                      "ops": [[o, v] for o, v in c.ops], "strides": list(c.strides), "padding": list(c.padding),
+                      "groups": c.groups, "kernel": c.kernel}
     return d
 
 
@@ -724,7 +761,8 @@ def _kernel_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) ->
     if d.get("chain"):
         c = d["chain"]
         ch = AluChain(c["anchor"], c["data"], c["weight"], c["residual"], None,
-                      [(o, v) for o, v in c["ops"]], tuple(c["strides"]), tuple(c["padding"]))
+                      [(o, v) for o, v in c["ops"]], tuple(c["strides"]), tuple(c["padding"]),
+                      int(c.get("groups", 1)), int(c.get("kernel", 0)))
     return Kernel(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0), d.get("cpu_reason", ""))
 
 

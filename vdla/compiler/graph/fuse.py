@@ -40,13 +40,16 @@ def _make_group(g: Graph, members: list[Node], kind: str, anchor: str) -> Node:
     body.outputs = [members[-1].name]
     body.infer_types()
     target = members[0].target
+    notes: dict[str, object] = {"members": [m.name for m in members]}
+    if kind == "complex" and "reason" in members[0].notes:  # why the anchor runs where it does
+        notes["reason"] = members[0].notes["reason"]
     node = Node(
         members[-1].name,
         "fused",
         ext,
         {"body": body, "pattern": "+".join(m.op for m in members), "kind": kind, "anchor": anchor},
         target,
-        {"members": [m.name for m in members]},
+        notes,
     )
     node.type = members[-1].type
     return node

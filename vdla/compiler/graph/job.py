@@ -30,7 +30,7 @@ from ...config import Config
 from . import models, passes
 from .executor import CompiledModel, LayerRecord, compile_model, is_model_file
 from .ir import Graph, GraphError
-from .partition import PartitionPolicy
+from .partition import UNSUPPORTED, PartitionPolicy
 from .quantize import QConfig
 from .reference import run as reference_run
 
@@ -235,7 +235,7 @@ class JobResult:
             kern = kern if len(kern) <= 38 else kern[:35] + "..."
             lines.append(f"{i:>3}  {r.node[:28]:<28} {kern:<38} {r.target:<6} {cyc} {_fmt_s(r.seconds):>10} "
                          f"{util} {_fmt_b(r.bytes_moved):>9} {ex:>5}")
-        fb = [r for r in self.layers if r.reason.startswith("fallback")]
+        fb = [r for r in self.layers if r.reason.startswith(("fallback", UNSUPPORTED))]
         for r in fb:
             lines.append(f"     {r.node}: CPU {r.reason}")
         for r in self.layers:

@@ -8,9 +8,18 @@ Layouts (VTA's ``graph_pack``; ``b`` = ``Config.batch``, ``i`` = ``Config.block_
 * weights ``OIHW{o}o{i}i``: ``(O, I, KH, KW) -> (O/o, I/i, KH, KW, o, i)``; dense
   ``(M, K) -> (M/o, K/i, o, i)``.
 * per-channel constants (bias, shifts) ``(1, C, 1, 1) -> (1, C/c, 1, 1, 1, c)``.
+* grouped conv2d weights: conv2d's packing of the OIHW weight (``I/G`` input channels),
+  after merging groups into whole blocks if need be (:func:`group_merge`,
+  :func:`merge_group_weight`);
+* conv2d_transpose weights ``(I, O, k, k)`` (IOHW): the per-phase sub-kernels of the
+  VDLA template, ``(s, s, O/o, I/i, J, J, o, i)`` (:func:`pack_transpose_weight`).
 
 Every dimension split into blocks is zero-padded up to a multiple of its block first
 (channel padding); ``unpack`` drops the padding again.
+
+:func:`vdla_plan` says whether a GEMM node (conv2d, grouped conv2d, conv2d_transpose,
+dense) fits a VDLA template with a given Config, or which constraint it breaks; the
+partitioner places nodes by it and :func:`to_packed_layout` packs what it accepts.
 
 :func:`to_packed_layout` rewrites the int8 convolutions/dense layers placed on VDLA (and
 the element-wise integer ops that follow them) onto packed tensors, inserting ``pack`` /
@@ -20,7 +29,9 @@ transformation between producer and consumer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,6 +46,12 @@ __all__ = [
     "pack_weight",
     "unpack_weight",
     "pack_channel_const",
+    "group_merge",
+    "merge_group_weight",
+    "pack_transpose_weight",
+    "unpack_transpose_weight",
+    "VdlaPlan",
+    "vdla_plan",
     "to_packed_layout",
 ]
 
@@ -105,6 +122,144 @@ def pack_channel_const(c: np.ndarray, block: int, rank: int) -> np.ndarray:
     return np.ascontiguousarray(v.reshape(shape))
 
 
+def group_merge(cin: int, cout: int, groups: int, block_in: int, block_out: int) -> int | str:
+    """How many consecutive groups of a grouped conv make one VDLA group, or why none can.
+
+    VDLA's grouped template needs every group to be whole channel blocks (``I/G`` a multiple
+    of ``block_in``, ``O/G`` of ``block_out``). ``m`` merged groups are one group of ``m I/G``
+    input and ``m O/G`` output channels with a block-diagonal weight (zeros between the
+    merged groups; exact), so the smallest ``m`` dividing ``G`` that makes whole blocks is
+    taken: a depthwise conv's 16 channels of a block become one 16-channel group. A conv
+    whose channels all fit one input and one output block merges into a single group (its
+    channels are zero-padded as a plain conv's). The GEMM work stays that of the blocks the
+    groups touch: VDLA multiplies whole blocks either way.
+    """
+    cg, og = cin // groups, cout // groups
+    m = math.lcm(block_in // math.gcd(cg, block_in), block_out // math.gcd(og, block_out))
+    if groups % m == 0:
+        return m
+    if cin <= block_in and cout <= block_out:
+        return groups
+    return (
+        f"{groups} groups of {cg} input / {og} output channel(s) do not merge into groups of whole blocks "
+        f"({block_in} input / {block_out} output channels): that takes {m} groups per block and {m} does not "
+        f"divide {groups}"
+    )
+
+
+def merge_group_weight(w: np.ndarray, groups: int, merge: int) -> np.ndarray:
+    """A grouped conv's OIHW weight ``(O, I/G, KH, KW)`` as the weight of ``G / merge`` groups
+    ``(O, merge * I/G, KH, KW)``: block-diagonal, each output channel's taps at its own
+    group's input channels, zeros at the other merged groups'."""
+    if merge == 1:
+        return w
+    o, cg = w.shape[:2]
+    og = o // groups
+    out = np.zeros((o, merge * cg, *w.shape[2:]), w.dtype)
+    for g in range(groups):
+        j = g % merge
+        out[g * og : (g + 1) * og, j * cg : (j + 1) * cg] = w[g * og : (g + 1) * og]
+    return out
+
+
+def pack_transpose_weight(w: np.ndarray, stride: int, padding: int, block_out: int, block_in: int) -> np.ndarray:
+    """IOHW ``(I, O, k, k)`` -> the VDLA template's per-phase sub-kernels
+    ``(s, s, O/o, I/i, J, J, o, i)`` (``J = ceil(k / s)``), channels zero-padded to blocks."""
+    from ..vdla.topi_ext import pack_conv2d_transpose_weight
+
+    if w.ndim != 4:
+        raise GraphError(f"pack_transpose_weight needs a 4-D IOHW array, got shape {w.shape}")
+    return pack_conv2d_transpose_weight(_pad_axes(w, {0: block_in, 1: block_out}), stride, padding, block_out, block_in)
+
+
+def unpack_transpose_weight(wp: np.ndarray, kernel: int, padding: int) -> np.ndarray:
+    """Inverse of :func:`pack_transpose_weight` (channels stay padded): the IOHW ``(I, O, k, k)``
+    weight. Tap ``(ky, kx)`` sits in phase ``((ky - p) mod s, (kx - p) mod s)`` at sub-kernel
+    index ``(J - 1 - ky // s, J - 1 - kx // s)``."""
+    s, _, ob, ib, jt, _, bo, bi = wp.shape
+    sub = unpack_weight(wp.reshape(s * s * ob, ib, jt, jt, bo, bi), (s * s * ob * bo, ib * bi, jt, jt))
+    sub = sub.reshape(s, s, ob * bo, ib * bi, jt, jt)
+    woi = np.zeros((ob * bo, ib * bi, kernel, kernel), wp.dtype)
+    for ky in range(kernel):
+        for kx in range(kernel):
+            ry, rx = (ky % s - padding) % s, (kx % s - padding) % s
+            woi[:, :, ky, kx] = sub[ry, rx, :, :, jt - 1 - ky // s, jt - 1 - kx // s]
+    return np.ascontiguousarray(woi.transpose(1, 0, 2, 3))
+
+
+@dataclass(frozen=True)
+class VdlaPlan:
+    """How a GEMM node maps onto a VDLA template (see :func:`vdla_plan`)."""
+
+    #: conv2d_packed (conv2d, grouped conv2d with ``groups`` > 1), conv2d_transpose_packed or dense_packed
+    op: str
+    #: VDLA groups (grouped conv2d): the graph's groups / ``merge``
+    groups: int = 1
+    #: graph groups merged into one VDLA group (block-diagonal weight, see :func:`group_merge`)
+    merge: int = 1
+
+    def describe(self) -> str:
+        if self.op == "conv2d_transpose_packed":
+            return "int8 GEMM (conv2d_transpose, one stride-1 conv per output phase)"
+        if self.merge > 1:
+            return (f"int8 GEMM (grouped conv2d as {self.groups} group(s) of whole blocks, {self.merge} groups merged "
+                    "with block-diagonal weights)")
+        if self.groups > 1:
+            return f"int8 GEMM (grouped conv2d, {self.groups} groups)"
+        return "int8 GEMM"
+
+
+def _same(v: Sequence[int]) -> bool:
+    return len(set(v)) == 1
+
+
+def vdla_plan(node: Node, graph: Graph, config: Config | None = None) -> VdlaPlan | str:
+    """The VDLA template an int8 ``conv2d`` / ``conv2d_transpose`` / ``dense`` node fits with
+    ``config``'s blocks, or the constraint it breaks (a sentence, for the partition reason).
+    Operand dtypes are the partitioner's check, not this one's."""
+    cfg = config or Config()
+    op, a = node.op, node.attrs
+    if len(node.inputs) != 2:
+        return f"{op} with a bias input (VDLA adds the bias on its ALU: the quantised graph has a separate add)"
+    if not graph.is_const(node.inputs[1]):
+        return f"{op} weight {node.inputs[1]!r} is not a constant"
+    if op == "dense":
+        return VdlaPlan("dense_packed")
+    xs, ws = graph.type_of(node.inputs[0]).shape, graph.type_of(node.inputs[1]).shape
+    if op == "conv2d":
+        if a["dilation"] != (1, 1):
+            return f"conv2d dilation {a['dilation']} (the VDLA conv templates have no dilation)"
+        g = a["groups"]
+        if g == 1:
+            return VdlaPlan("conv2d_packed")
+        if not _same(a["padding"]):
+            return (f"grouped conv2d padding {a['padding']} is not the same on every side (the grouped "
+                    "template pads all four sides alike)")
+        m = group_merge(xs[1], ws[0], g, cfg.block_in, cfg.block_out)
+        if isinstance(m, str):
+            return f"grouped conv2d: {m}"
+        return VdlaPlan("conv2d_packed", g // m, m)
+    if op == "conv2d_transpose":
+        from ..vdla.env import VDLAError
+        from ..vdla.topi_ext import transpose_geometry
+
+        _, _, kh, kw = ws
+        if kh != kw:
+            return f"conv2d_transpose kernel {kh}x{kw} is not square (the template takes k x k kernels)"
+        if not _same(a["strides"]):
+            return f"conv2d_transpose strides {a['strides']} differ (the template takes one stride for both axes)"
+        if not _same(a["padding"]):
+            return f"conv2d_transpose padding {a['padding']} is not the same on every side"
+        if a["output_padding"] != (0, 0):
+            return f"conv2d_transpose output_padding {a['output_padding']} (the template needs 0)"
+        try:
+            transpose_geometry(xs[2], xs[3], kh, a["strides"][0], a["padding"][0])
+        except VDLAError as e:
+            return str(e)
+        return VdlaPlan("conv2d_transpose_packed")
+    return f"{op} has no VDLA template"
+
+
 def _per_channel(t: TensorType, act: TensorType) -> bool:
     """Is a constant of type t a scalar or per-channel broadcast against activation ``act``?"""
     s, r = t.shape, len(act.shape)
@@ -123,9 +278,10 @@ _ELEMWISE_PACKABLE = {"add", "sub", "mul", "relu", "clip", "shift", "requantize"
 def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequence[str] = ("vdla",)) -> Graph:
     """Rewrite nodes placed on ``targets`` onto VDLA's packed layouts (see the module doc).
 
-    Packed: int8 ``conv2d`` (groups 1, dilation 1, no bias input) -> ``conv2d_packed``,
-    int8 ``dense`` -> ``dense_packed``, and element-wise ops whose activation inputs are
-    all packed. Other nodes get ``unpack`` ed inputs; graph outputs are unpacked.
+    Packed: int8 ``conv2d`` (grouped too) -> ``conv2d_packed``, int8 ``conv2d_transpose``
+    -> ``conv2d_transpose_packed``, int8 ``dense`` -> ``dense_packed`` where :func:`vdla_plan`
+    accepts them, and element-wise ops whose activation inputs are all packed. Other nodes
+    get ``unpack`` ed inputs; graph outputs are unpacked.
     """
     cfg = config or Config()
     b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
@@ -180,25 +336,27 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
         on = n.target in targets
         ins = [g.type_of(i) for i in n.inputs]
         done = False
-        if on and n.op in ("conv2d", "dense") and len(n.inputs) == 2 and g.is_const(n.inputs[1]):
+        if on and n.op in ("conv2d", "conv2d_transpose", "dense"):
             ok = ins[0].dtype in ("int8", "uint8") and ins[1].dtype == "int8"
-            if n.op == "conv2d":
-                ok = ok and n.attrs["groups"] == 1 and n.attrs["dilation"] == (1, 1)
-            if ok:
+            plan = vdla_plan(n, g, cfg) if ok else None
+            if isinstance(plan, VdlaPlan):
                 x = packed_as(n.inputs[0], bi)
-                w = out.add_const(f"{n.inputs[1]}.packed", pack_weight(g.consts[n.inputs[1]], bo, bi))
-                if n.op == "conv2d":
-                    nm = emit(
-                        "conv2d_packed",
-                        [x, w],
-                        pname(n.name),
-                        n.target,
-                        strides=n.attrs["strides"],
-                        padding=n.attrs["padding"],
-                    )
+                wc, a = g.consts[n.inputs[1]], n.attrs
+                if plan.op == "conv2d_transpose_packed":
+                    wp = pack_transpose_weight(wc, a["strides"][0], a["padding"][0], bo, bi)
+                    attrs = {"strides": a["strides"], "padding": a["padding"], "kernel": wc.shape[2:]}
                 else:
-                    nm = emit("dense_packed", [x, w], pname(n.name), n.target)
+                    if n.op == "conv2d":
+                        wc = merge_group_weight(wc, a["groups"], plan.merge)
+                    wp = pack_weight(wc, bo, bi)
+                    attrs = {"strides": a["strides"], "padding": a["padding"]} if n.op == "conv2d" else {}
+                    if plan.groups > 1:
+                        attrs["groups"] = plan.groups
+                w = out.add_const(f"{n.inputs[1]}.packed", wp)
+                nm = emit(plan.op, [x, w], pname(n.name), n.target, **attrs)
                 out.nodes[-1].notes = dict(n.notes, layout=f"packed b={b} i={bi} o={bo}")
+                if plan.merge > 1:  # the weight's zeros between merged groups are no real MACs
+                    out.nodes[-1].notes["group_merge"] = plan.merge
                 packed[n.name] = (nm, bo)
                 orig_type[n.name] = n.type  # type: ignore[assignment]
                 done = True

@@ -1,11 +1,19 @@
 """CPU/VDLA partitioning: mark every node ``target = "cpu"`` or ``"vdla"``.
 
-VDLA computes int8 x int8 -> int32 GEMMs (conv2d, dense) and int32 element-wise ALU
-ops (add, shift, min/max: bias, ReLU/clip, residual add, requantise). The default
-:class:`PartitionPolicy` follows VTA's ResNet-18 flow: every int8 convolution goes to VDLA
-except the first convolution of the model, and max-pool, global pool, the classifier
-(dense) and all float / (de)quantise / shape ops stay on the CPU. Element-wise integer ops
-go to VDLA when they read a value VDLA produced (so they fuse into its kernel).
+VDLA computes int8 x int8 -> int32 GEMMs (conv2d, grouped conv2d, conv2d_transpose,
+dense) and int32 element-wise ALU ops (add, shift, min/max: bias, ReLU/clip, residual add,
+requantise). The default :class:`PartitionPolicy` follows VTA's ResNet-18 flow: every int8
+convolution goes to VDLA except the first convolution of the model, and max-pool, global
+pool, the classifier (dense) and all float / (de)quantise / shape ops stay on the CPU.
+Element-wise integer ops go to VDLA when they read a value VDLA produced (so they fuse into
+its kernel).
+
+A GEMM goes to VDLA only when its shape fits a VDLA template with the Config's blocks
+(:func:`.layout.vdla_plan`): grouped convolutions (MobileNet's depthwise ones) as groups of
+whole channel blocks, merging groups where needed; conv2d_transpose (DCGAN) with a square
+kernel, one stride and padding, and an output that splits into stride phases. A shape that
+does not fit stays on the CPU with the constraint it breaks as the reason
+(``"unsupported on VDLA: ..."``).
 
 Each node's ``notes["reason"]`` says why it landed where it did; :func:`report` lists them.
 """
@@ -15,11 +23,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ...config import Config
 from .ir import Graph, GraphError
+from .layout import VdlaPlan, vdla_plan
 
-__all__ = ["PartitionPolicy", "partition", "report"]
+__all__ = ["PartitionPolicy", "partition", "report", "UNSUPPORTED"]
 
-_GEMM_OPS = ("conv2d", "conv2d_packed", "conv2d_transpose", "dense", "dense_packed")
+_GEMM_OPS = ("conv2d", "conv2d_packed", "conv2d_transpose", "conv2d_transpose_packed", "dense", "dense_packed")
+#: The reason of a GEMM whose shape fits no VDLA template starts with this.
+UNSUPPORTED = "unsupported on VDLA: "
 _ALU_OPS = ("add", "relu", "clip", "shift", "requantize", "cast", "max_pool2d")
 
 
@@ -28,7 +40,7 @@ class PartitionPolicy:
     """What may run on VDLA. Node names in ``cpu_nodes`` / ``vdla_nodes`` override the rules."""
 
     #: Complex ops VDLA may run (with int8 operands).
-    gemm_ops: tuple[str, ...] = ("conv2d", "conv2d_packed", "conv2d_transpose")
+    gemm_ops: tuple[str, ...] = ("conv2d", "conv2d_packed", "conv2d_transpose", "conv2d_transpose_packed")
     #: Offload dense/classifier layers (VTA keeps them on the CPU).
     offload_dense: bool = False
     #: Keep the first convolution of the graph on the CPU (shallow, 3 input channels).
@@ -36,7 +48,7 @@ class PartitionPolicy:
     #: Element-wise integer ops VDLA's ALU runs after a VDLA producer.
     alu_ops: tuple[str, ...] = ("add", "relu", "clip", "shift", "requantize", "cast")
     #: Run grouped/depthwise convolutions on VDLA (as grouped GEMMs) or keep them on the CPU.
-    offload_grouped: bool = False
+    offload_grouped: bool = True
     cpu_nodes: frozenset[str] = field(default_factory=frozenset)
     vdla_nodes: frozenset[str] = field(default_factory=frozenset)
 
@@ -50,10 +62,12 @@ def _first_conv(g: Graph) -> str | None:
     return None
 
 
-def partition(graph: Graph, policy: PartitionPolicy | None = None, **overrides) -> Graph:
+def partition(graph: Graph, policy: PartitionPolicy | None = None, config: Config | None = None,
+              **overrides) -> Graph:
     """Return a copy with ``target`` and ``notes["reason"]`` set on every node.
 
-    ``overrides`` are :class:`PartitionPolicy` fields (e.g. ``cpu_nodes={"conv5"}``).
+    ``config`` (default ``Config()``) is the VDLA configuration whose templates must fit a
+    GEMM's shape; ``overrides`` are :class:`PartitionPolicy` fields (e.g. ``cpu_nodes={"conv5"}``).
     """
     pol = policy or PartitionPolicy()
     if overrides:
@@ -83,7 +97,11 @@ def partition(graph: Graph, policy: PartitionPolicy | None = None, **overrides) 
             elif n.op == "conv2d" and n.attrs["groups"] != 1 and not pol.offload_grouped:
                 n.target, reason = "cpu", "grouped convolution not offloaded by the policy"
             else:
-                n.target, reason = "vdla", "int8 GEMM"
+                plan = vdla_plan(n, g, config) if n.op in ("conv2d", "conv2d_transpose", "dense") else None
+                if isinstance(plan, str):
+                    n.target, reason = "cpu", UNSUPPORTED + plan
+                else:
+                    n.target, reason = "vdla", plan.describe() if isinstance(plan, VdlaPlan) else "int8 GEMM"
         elif (
             n.op in pol.alu_ops
             and all(t.dtype == "int32" for t in ins)

@@ -58,7 +58,7 @@ def prepare(
     g = simplify(graph)
     if calibration is not None:
         g = quantize(g, calibration, qconfig)
-    g = partition(g, policy)
+    g = partition(g, policy, config)
     if pack:
         g = to_packed_layout(g, config or Config())
     if fusion:
