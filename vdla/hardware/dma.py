@@ -62,13 +62,16 @@ class ElementReader(wiring.Component):
 
     ``size`` (an index into `sizes`) must stay put while the reader has requests in flight."""
 
-    def __init__(self, sizes: int | Sequence[int], bus_width: int, rows_in_flight: int = 4,
+    def __init__(self, sizes: int | Sequence[int], bus_width: int, rows_in_flight: int = 2,
                  count_width: int = 32) -> None:
         self.sizes = (sizes,) if isinstance(sizes, int) else tuple(sizes)
         self.count_width = count_width  # bits of the requests' counts that can be set
         self.bus_bytes = bus_width // 8
         self.chunks = tuple(min(e, self.bus_bytes) for e in self.sizes)
         self.chunk_bytes = max(self.chunks)
+        # Row requests issued ahead of their data. Two keep a board memory (one command at a time)
+        # and the AXI master (which queues bursts itself) busy; each more costs a FIFO entry of
+        # descriptor flip-flops, which the iCE40 cannot spare.
         self.rows_in_flight = rows_in_flight
         chunk = data.StructLayout({"data": unsigned(8 * self.chunk_bytes), "last": unsigned(1)})
         super().__init__({
