@@ -69,9 +69,11 @@ class ElementReader(wiring.Component):
         self.bus_bytes = bus_width // 8
         self.chunks = tuple(min(e, self.bus_bytes) for e in self.sizes)
         self.chunk_bytes = max(self.chunks)
-        # Row requests issued ahead of their data. Two keep a board memory (one command at a time)
-        # and the AXI master (which queues bursts itself) busy; each more costs a FIFO entry of
-        # descriptor flip-flops, which the iCE40 cannot spare.
+        # Row requests issued ahead of their data (only elements narrower than the bus use this
+        # FIFO). Two are enough for the board memory, which serves one command at a time, and for
+        # the presets, whose only narrow elements are uops (usually one row per load); many short
+        # rows over a high-latency AXI memory would want more, but each entry costs descriptor
+        # flip-flops that the iCE40 cannot spare.
         self.rows_in_flight = rows_in_flight
         chunk = data.StructLayout({"data": unsigned(8 * self.chunk_bytes), "last": unsigned(1)})
         super().__init__({
