@@ -5,7 +5,7 @@ SPRAM blocks, which hold programs and data (128 KiB). The core is the smallest u
 one: a 1x2x2 GEMM on DSPs with 16-bit accumulators (so the ALU's MUL takes one SB_MAC16
 per lane), buffers of a few hundred bytes in block RAM, one-deep command queues and
 short instruction fields; only the cycle counter gets a register (the others are
-optimised away). It fills about 97 % of the logic cells: what made it fit was one DMA
+optimised away). It fills about 96 % of the logic cells: what made it fit was one DMA
 engine per stage (`vdla.hardware.dma.Loader2D`), block RAM read ports without read-first
 emulation (`build._NO_COLLISION`) and no instruction holding register in fetch.
 """
