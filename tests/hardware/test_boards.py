@@ -109,18 +109,14 @@ def test_boards_fit_their_parts_on_paper():
         board("de10-nano")
 
 
-def test_gemm_program_over_the_uart_matches_the_golden_simulator():
-    """Device serial backend -> SerialLink -> UART pins -> bridge -> arbiter/memory -> core, and back."""
-    config = board_config("ulx3s-25f")
-    link, port = sim_link("ulx3s-25f", mem_size=MEM)
-    assert link.info.mem_size == MEM
-    assert link.read_reg(REGISTERS["config_id"]) == config_id(config)
+def _matmul_on_fsim_and_board(name: str, link, m: int, n: int, k: int, shift: int, seed: int, high: int = 128):
+    """C = clip((A @ W^T) >> shift) with blocked_matmul's program, once on fsim and once on the
+    simulated board through `link`. Returns {kind: (C, device, report, c_buf)} and the numpy C."""
+    config = board_config(name)
     mm = _matmul_module()
-    m, n, k = 8, 8, 16
-    rng = np.random.default_rng(6)
-    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
-    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
-
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-high, high, (m, k), dtype=np.int8)
+    w = rng.integers(-high, high, (n, k), dtype=np.int8)
     results = {}
     for kind in ("fsim", "serial"):
         dev = Device("fsim", config, dram_size=MEM)
@@ -129,12 +125,23 @@ def test_gemm_program_over_the_uart_matches_the_golden_simulator():
         a_buf = dev.array(mm.pack(a, config.batch, config.block_in), "A")
         w_buf = dev.array(mm.pack(w, config.block_out, config.block_in), "W")
         c_buf = dev.alloc(m * n, "C")
-        prog, _ = mm.matmul_program(config, a_buf, w_buf, c_buf, m, n, k, 6, -128, 127)
+        prog, _ = mm.matmul_program(config, a_buf, w_buf, c_buf, m, n, k, shift, -128, 127)
+        assert len(prog) > 4 * min(config.cmd_queue_depth, 2)  # with one-deep queues, fetch stalls
         report = dev.run(prog)
         got = c_buf.read(np.int8, (m // config.batch, n // config.block_out, config.batch, config.block_out))
         results[kind] = (got.transpose(0, 2, 1, 3).reshape(m, n), dev, report, c_buf)
+    ref = np.clip((a.astype(np.int64) @ w.astype(np.int64).T) >> shift, -128, 127).astype(np.int8)
+    return results, ref
 
-    ref = np.clip((a.astype(np.int64) @ w.astype(np.int64).T) >> 6, -128, 127).astype(np.int8)
+
+def test_gemm_program_over_the_uart_matches_the_golden_simulator():
+    """Device serial backend -> SerialLink -> UART pins -> bridge -> arbiter/memory -> core, and back."""
+    config = board_config("ulx3s-25f")
+    link, port = sim_link("ulx3s-25f", mem_size=MEM)
+    assert link.info.mem_size == MEM
+    assert link.read_reg(REGISTERS["config_id"]) == config_id(config)
+    m, n = 8, 8
+    results, ref = _matmul_on_fsim_and_board("ulx3s-25f", link, m, n, 16, shift=6, seed=6)
     assert np.array_equal(results["fsim"][0], ref)
     assert np.array_equal(results["serial"][0], ref)
     _, dev, report, c_buf = results["serial"]
@@ -149,29 +156,11 @@ def test_gemm_program_over_the_uart_matches_the_golden_simulator():
 
 def test_icebreaker_gemm_over_the_uart_matches_the_golden_simulator():
     """The smallest board end to end: SPRAM memory, one-deep command queues, 16-bit accumulators."""
-    config = board_config("icebreaker")
     link, _ = sim_link("icebreaker")
-    mm = _matmul_module()
-    m, n, k = 4, 4, 8
-    rng = np.random.default_rng(7)
-    a = rng.integers(-8, 8, (m, k), dtype=np.int8)  # small: 16-bit accumulators must not wrap
-    w = rng.integers(-8, 8, (n, k), dtype=np.int8)
-    results = {}
-    for kind in ("fsim", "serial"):
-        dev = Device("fsim", config, dram_size=MEM)
-        if kind == "serial":
-            dev.backend = board_backend(dev, link=link, assume_zeroed=True, poll_interval=0)
-        a_buf = dev.array(mm.pack(a, config.batch, config.block_in), "A")
-        w_buf = dev.array(mm.pack(w, config.block_out, config.block_in), "W")
-        c_buf = dev.alloc(m * n, "C")
-        prog, _ = mm.matmul_program(config, a_buf, w_buf, c_buf, m, n, k, 2, -128, 127)
-        assert len(prog) > 4 * config.cmd_queue_depth  # more than the queues hold: fetch stalls
-        dev.run(prog)
-        got = c_buf.read(np.int8, (m // config.batch, n // config.block_out, config.batch, config.block_out))
-        results[kind] = got.transpose(0, 2, 1, 3).reshape(m, n)
-    ref = np.clip((a.astype(np.int64) @ w.astype(np.int64).T) >> 2, -128, 127).astype(np.int8)
-    assert np.array_equal(results["fsim"], ref)
-    assert np.array_equal(results["serial"], ref)
+    # small values: the 16-bit accumulators must not wrap (numpy sums exactly)
+    results, ref = _matmul_on_fsim_and_board("icebreaker", link, 4, 4, 8, shift=2, seed=7, high=8)
+    assert np.array_equal(results["fsim"][0], ref)
+    assert np.array_equal(results["serial"][0], ref)
 
 
 @pytest.mark.slow  # ~3 min: a random program moves a few KiB through the simulated UART
