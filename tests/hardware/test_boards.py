@@ -1,6 +1,6 @@
 """Board tops (`vdla.hardware.boards`) end to end: the runtime drives the simulated UART pins.
 
-`SimPort` is a byte stream for `SerialLink` whose far end is a `BoardTop`'s rx/tx pins in
+`uartsim.UartPort` is a byte stream for `SerialLink` whose far end is a `BoardTop`'s rx/tx pins in
 Amaranth's simulator (bit by bit, 8N1): the real bridge protocol, the real arbiter, memory,
 register map and core. A GEMM program goes through `Device`'s serial backend and must
 leave the memory the golden simulator leaves; a damaged frame must be NAKed and change
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
+from uartsim import UartPort
 
 from vdla.hardware.boards import BOARDS, board, board_config, config_id
 from vdla.hardware.boards.soc import COUNTER_BASE, REGISTERS, STATUS_DONE
@@ -31,63 +31,10 @@ DIV = 4  # clock cycles per UART bit in simulation
 MEM = 32 << 10
 
 
-class SimPort:
-    """A byte stream whose far end is a simulated `BoardTop`'s UART pins; ``flip`` damages frames."""
-
-    def __init__(self, top, chunk: int = 2000) -> None:
-        self.top, self.chunk = top, chunk
-        self.queue: list[int] = []
-        self.received = bytearray()
-        self.flip: list[int] = []  # per write: index of the byte to damage (-1: none)
-        self.cycles = 0
-        self.sim = Simulator(top)
-        self.sim.add_clock(1e-6)
-        self.sim.add_testbench(self._drive, background=True)
-        self.sim.add_testbench(self._listen, background=True)
-
-    def write(self, data: bytes) -> int:
-        frame = bytearray(data)
-        if self.flip and (i := self.flip.pop(0)) >= 0:
-            frame[i] ^= 0x20
-        self.queue += frame
-        return len(data)
-
-    def read(self, size: int) -> bytes:
-        if not self.received:
-            self.cycles += self.chunk
-            self.sim.run_until(self.cycles * 1e-6)
-        data = bytes(self.received[:size])
-        del self.received[:size]
-        return data
-
-    async def _drive(self, ctx) -> None:
-        while True:
-            if not self.queue:
-                await ctx.tick()
-                continue
-            b = self.queue.pop(0)
-            for bit in [0, *((b >> i) & 1 for i in range(8)), 1]:
-                ctx.set(self.top.rx, bit)
-                await ctx.tick().repeat(DIV)
-
-    async def _listen(self, ctx) -> None:
-        while True:
-            await ctx.tick()
-            if ctx.get(self.top.tx):
-                continue
-            await ctx.tick().repeat(DIV // 2)
-            b = 0
-            for i in range(8):
-                await ctx.tick().repeat(DIV)
-                b |= ctx.get(self.top.tx) << i
-            await ctx.tick().repeat(DIV)
-            self.received.append(b)
-
-
-def sim_link(name: str, **kw) -> tuple[SerialLink, SimPort]:
+def sim_link(name: str, **kw) -> tuple[SerialLink, UartPort]:
     retries = kw.pop("retries", 2)
     top = board(name).top(simulate=True, divisor=DIV, idle_cycles=20 * 10 * DIV, **kw)
-    port = SimPort(top)
+    port = UartPort(top, top.rx, top.tx, div=DIV, chunk=2000, flip_mask=0x20)
     return SerialLink(port, timeout=60.0, retries=retries), port
 
 

@@ -15,6 +15,7 @@ from amaranth import Elaboratable, Module, Signal
 from amaranth.back import rtlil, verilog
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
+from uartsim import UartPort
 
 from vdla.hardware.bridge import SerialBridge, connect_sram
 from vdla.hardware.bridge_protocol import (
@@ -340,76 +341,11 @@ def test_random_traffic_matches_model():
     simulate(scenario)
 
 
-class SimPort:
-    """A byte stream (for `SerialLink`) whose far end is the simulated bridge's UART pins.
-
-    ``write`` queues bytes for the line; each ``read`` advances the simulation by ``chunk``
-    cycles and returns what the bridge sent meanwhile. ``flip`` damages the next frames.
-    """
-
-    def __init__(self, top: Top, chunk: int = 1500) -> None:
-        self.top, self.chunk = top, chunk
-        self.queue: list[int] = []
-        self.received = bytearray()
-        self.flip: list[int] = []  # per write: byte index to flip (or -1)
-        self.cycles = 0
-        self.stopped = False
-        self.sim = Simulator(top)
-        self.sim.add_clock(1e-6)
-        self.sim.add_testbench(self._drive, background=True)
-        self.sim.add_testbench(self._listen, background=True)
-
-    def write(self, data: bytes) -> int:
-        frame = bytearray(data)
-        if self.flip and (i := self.flip.pop(0)) >= 0:
-            frame[i] ^= 0x04
-        self.queue += frame
-        return len(data)
-
-    def read(self, size: int) -> bytes:
-        if not self.received:
-            self.cycles += self.chunk
-            self.sim.run_until(self.cycles * 1e-6)
-        data = bytes(self.received[:size])
-        del self.received[:size]
-        return data
-
-    def close(self) -> None:
-        self.stopped = True
-        self.cycles += 2 * BYTE
-        self.sim.run_until(self.cycles * 1e-6)
-
-    async def _drive(self, ctx) -> None:
-        pin = self.top.dut.rx
-        while not self.stopped:
-            if not self.queue:
-                await ctx.tick()
-                continue
-            b = self.queue.pop(0)
-            for bit in [0, *((b >> i) & 1 for i in range(8)), 1]:
-                ctx.set(pin, bit)
-                await ctx.tick().repeat(DIV)
-
-    async def _listen(self, ctx) -> None:
-        tx = self.top.dut.tx
-        while not self.stopped:
-            await ctx.tick()
-            if ctx.get(tx):
-                continue
-            await ctx.tick().repeat(DIV // 2)
-            b = 0
-            for i in range(8):
-                await ctx.tick().repeat(DIV)
-                b |= ctx.get(tx) << i
-            await ctx.tick().repeat(DIV)
-            self.received.append(b)
-
-
 @pytest.mark.parametrize("data_width", [8, 64])
 def test_serial_link_drives_the_gateware(data_width):
     """The runtime's SerialLink against the simulated bridge, end to end, including a retry."""
     top = Top(data_width)
-    port = SimPort(top)
+    port = UartPort(top, top.dut.rx, top.dut.tx, div=DIV, chunk=1500, flip_mask=0x04)
     link = SerialLink(port, timeout=30.0, retries=2)
     assert (link.info.max_block, link.info.mem_size) == (MAX_BLOCK, MEM_SIZE)
     data = bytes(random.Random(data_width).randbytes(45))
