@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -23,18 +24,20 @@ from vdla.compiler.vdla.topi import (
 from vdla.config import Config
 
 
-def conv_case(cfg: Config, ic: int, oc: int, size: int, k: int, stride: int, pad: int, tail: Tail,
-              knobs: Knobs, seed: int = 0) -> dict[str, Any]:
-    """Build, run on fsim and compare with numpy; returns result, report and function."""
+def conv_operands(cfg: Config, ic: int, oc: int, size: int, k: int, stride: int, pad: int, tail: Tail,
+                  seed: int = 0, groups: int = 1) -> SimpleNamespace:
+    """Random int8 input and weights (bias, residual when `tail` uses them) for a conv with
+    `groups` groups, with the packed placeholders (``args``) and arrays (``arrays``) its VDLA
+    kernel takes (the output not included) and the output size ``oh``."""
     b, ci, co = cfg.batch, cfg.block_in, cfg.block_out
     rng = np.random.default_rng(seed)
     x = rng.integers(-128, 128, (b, ic, size, size), dtype=np.int8)
-    w = rng.integers(-128, 128, (oc, ic, k, k), dtype=np.int8)
+    w = rng.integers(-128, 128, (oc, ic // groups, k, k), dtype=np.int8)
     bias = rng.integers(-4000, 4000, (oc,), dtype=np.int32) if tail.bias else None
     oh = (size + 2 * pad - k) // stride + 1
     res = rng.integers(-128, 128, (b, oc, oh, oh), dtype=np.int8) if tail.residual else None
     D = te.placeholder((1, ic // ci, size, size, b, ci), "int8", name="data")
-    K = te.placeholder((oc // co, ic // ci, k, k, co, ci), "int8", name="kernel")
+    K = te.placeholder((oc // co, ic // groups // ci, k, k, co, ci), "int8", name="kernel")
     args, arrays = [D, K], [pack_data(x, b, ci), pack_weight(w, co, ci)]
     Bt = Rt = None
     if bias is not None:
@@ -45,10 +48,17 @@ def conv_case(cfg: Config, ic: int, oc: int, size: int, k: int, stride: int, pad
         Rt = te.placeholder((1, oc // co, oh, oh, b, co), "int8", name="residual")
         args.append(Rt)
         arrays.append(pack_data(res, b, co))
-    out = conv2d_packed(D, K, stride, pad, tail, bias=Bt, residual=Rt, config=cfg)
+    return SimpleNamespace(x=x, w=w, bias=bias, res=res, oh=oh, D=D, K=K, Bt=Bt, Rt=Rt, args=args, arrays=arrays)
+
+
+def conv_case(cfg: Config, ic: int, oc: int, size: int, k: int, stride: int, pad: int, tail: Tail,
+              knobs: Knobs, seed: int = 0) -> dict[str, Any]:
+    """Build, run on fsim and compare with numpy; returns result, report and function."""
+    op = conv_operands(cfg, ic, oc, size, k, stride, pad, tail, seed)
+    out = conv2d_packed(op.D, op.K, stride, pad, tail, bias=op.Bt, residual=op.Rt, config=cfg)
     s = schedule_conv2d_packed(out, knobs, config=cfg)
-    f = build(s, [*args, out], config=cfg)
+    f = build(s, [*op.args, out], config=cfg)
     o = np.zeros(tuple(int(v.value) for v in out.shape), np.int8)
-    report = f(Device("fsim", config=cfg), *arrays, o)
-    ref = conv2d_reference(x, w, stride, pad, tail, bias=bias, residual=res)
-    return {"got": unpack_data(o), "ref": ref, "report": report, "f": f, "s": s, "arrays": [*arrays, o]}
+    report = f(Device("fsim", config=cfg), *op.arrays, o)
+    ref = conv2d_reference(op.x, op.w, stride, pad, tail, bias=op.bias, residual=op.res)
+    return {"got": unpack_data(o), "ref": ref, "report": report, "f": f, "s": s, "arrays": [*op.arrays, o]}

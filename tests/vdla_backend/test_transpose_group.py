@@ -13,7 +13,7 @@ import pytest
 from vdla import Device, preset
 from vdla.compiler import te
 from vdla.compiler.vdla import VDLAError, build
-from vdla.compiler.vdla.topi import Knobs, Tail, conv2d_reference, pack_bias, pack_data, pack_weight, unpack_data
+from vdla.compiler.vdla.topi import Knobs, Tail, conv2d_reference, pack_bias, pack_data, unpack_data
 from vdla.compiler.vdla.topi_ext import (
     conv2d_transpose_packed,
     conv2d_transpose_reference,
@@ -24,6 +24,8 @@ from vdla.compiler.vdla.topi_ext import (
     schedule_group_conv2d_packed,
     transpose_geometry,
 )
+
+from .helpers import conv_operands
 
 DEFAULT = preset("default")
 
@@ -57,26 +59,10 @@ def transpose_case(cfg, ic: int, oc: int, size: int, k: int, s: int, p: int, tai
 
 def group_case(cfg, ic: int, oc: int, groups: int, size: int, k: int, s: int, p: int, tail: Tail, knobs: Knobs,
                seed: int = 0) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    b, ci, co = cfg.batch, cfg.block_in, cfg.block_out
-    rng = np.random.default_rng(seed)
-    x = rng.integers(-128, 128, (b, ic, size, size), dtype=np.int8)
-    w = rng.integers(-128, 128, (oc, ic // groups, k, k), dtype=np.int8)
-    bias = rng.integers(-4000, 4000, (oc,), dtype=np.int32) if tail.bias else None
-    oh = (size + 2 * p - k) // s + 1
-    res = rng.integers(-128, 128, (b, oc, oh, oh), dtype=np.int8) if tail.residual else None
-    D = te.placeholder((1, ic // ci, size, size, b, ci), "int8", name="data")
-    K = te.placeholder((oc // co, ic // groups // ci, k, k, co, ci), "int8", name="kernel")
-    args, arrays = [D, K], [pack_data(x, b, ci), pack_weight(w, co, ci)]
-    Bt = Rt = None
-    if bias is not None:
-        Bt = te.placeholder((oc // co, b, co), "int32", name="bias")
-        args.append(Bt)
-        arrays.append(pack_bias(bias, b, co))
-    if res is not None:
-        Rt = te.placeholder((1, oc // co, oh, oh, b, co), "int8", name="residual")
-        args.append(Rt)
-        arrays.append(pack_data(res, b, co))
-    out = group_conv2d_packed(D, K, groups, s, p, tail, bias=Bt, residual=Rt, config=cfg)
+    b, co = cfg.batch, cfg.block_out
+    op = conv_operands(cfg, ic, oc, size, k, s, p, tail, seed, groups=groups)
+    x, w, bias, res, oh, args, arrays = op.x, op.w, op.bias, op.res, op.oh, op.args, op.arrays
+    out = group_conv2d_packed(op.D, op.K, groups, s, p, tail, bias=op.Bt, residual=op.Rt, config=cfg)
     sch = schedule_group_conv2d_packed(out, knobs, config=cfg)
     f = build(sch, [*args, out], config=cfg)
     o = np.zeros(tuple(int(v.value) for v in out.shape), np.int8)
