@@ -35,7 +35,7 @@ from ..isa import Stage, decode, stage_of
 from ..simulator import DeadlockError, ModuleStats, ProgramError, RaceError, Report, TokenError
 from .device import Device, register_backend
 
-__all__ = ["PysimBackend", "PysimReport", "report_from_run"]
+__all__ = ["PysimBackend", "PysimReport", "report_from_run", "deadlock_error"]
 
 _MODULE = {Stage.LOAD: "load", Stage.COMPUTE: "compute", Stage.STORE: "store"}
 _GOLDEN_COUNTERS = {  # golden counter -> (RTL element counter, element size attribute)
@@ -79,14 +79,7 @@ class PysimBackend:
             res = self.sim.run(device.dram, insn_addr, count)
         except Stuck as e:
             self._sim = None  # the simulation is mid-instruction: start afresh next time
-            waits = [{"module": s, "index": None, "state": State(e.state[f"{s}_state"]).name,
-                      "reason": State(e.state[f"{s}_state"]).name} for s in STAGES]
-            raise DeadlockError(f"pysim: {e}", waits) from None
-        if res.error != ErrorCode.NONE:
-            raise ProgramError(
-                f"pysim: the core stopped with error {res.error.name} at instruction {res.error_index}",
-                res.error_index,
-            )
+            raise deadlock_error(e, "pysim") from None
         rep = report_from_run(c, res, count, strict, "pysim")
         if res.trace is not None:
             words = device.dram[insn_addr : insn_addr + 16 * count]
@@ -96,12 +89,23 @@ class PysimBackend:
         return rep
 
 
-def report_from_run(c: Config, res: RunResult, count: int, strict: bool, who: str) -> PysimReport:
-    """The Report of an RTL run that finished without error (shared with the verilator backend).
+def deadlock_error(e: Stuck, who: str) -> DeadlockError:
+    """The golden simulator's DeadlockError for an RTL run its watchdog stopped (naming each stage's state)."""
+    waits = [{"module": s, "index": None, "state": State(e.state[f"{s}_state"]).name,
+              "reason": State(e.state[f"{s}_state"]).name} for s in STAGES]
+    return DeadlockError(f"{who}: {e}", waits)
 
-    Golden counters from the RTL's element counters, per-module stats, and with ``strict``
+
+def report_from_run(c: Config, res: RunResult, count: int, strict: bool, who: str) -> PysimReport:
+    """The Report of an RTL run (shared with the verilator backend).
+
+    ProgramError if the core stopped with an error (naming the instruction); else golden
+    counters from the RTL's element counters, per-module stats, and with ``strict``
     TokenError for tokens left in a queue, RaceError for a stage still busy after FINISH.
     """
+    if res.error != ErrorCode.NONE:
+        raise ProgramError(
+            f"{who}: the core stopped with error {res.error.name} at instruction {res.error_index}", res.error_index)
     cnt = res.counters
     counters = {name: cnt[src] * getattr(c, size) for name, (src, size) in _GOLDEN_COUNTERS.items()}
     counters["gemm_counter"] = cnt["gemm_iters"]

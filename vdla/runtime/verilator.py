@@ -61,10 +61,10 @@ from ..hardware.axi import COUNTER_BASE, REGISTERS, STATUS_BITS
 from ..hardware.core import COUNTER_NAMES, QUEUES, STAGES
 from ..hardware.fetch import ErrorCode
 from ..hardware.stage import State
-from ..hardware.testbench import MemoryFault, RunResult
-from ..simulator import DeadlockError, ProgramError, Report
+from ..hardware.testbench import MemoryFault, RunResult, Stuck
+from ..simulator import Report
 from .device import Device, DeviceError, register_backend
-from .pysim import report_from_run
+from .pysim import deadlock_error, report_from_run
 
 __all__ = [
     "VerilatorBackend", "VerilatorModel", "VerilatorBuildError", "build_model", "build_library", "write_verilog",
@@ -438,7 +438,7 @@ class VerilatorModel:
                 err = ErrorCode(self.read_reg(REGISTERS["error_code"])).name
                 head += f" (error {err} at instruction {self.read_reg(REGISTERS['error_index'])})"
             self.reset()
-            raise _Stuck(f"core stuck at cycle {cycles}: {head}; {describe(dbg)}", dbg, cycles)
+            raise Stuck(f"core stuck at cycle {cycles}: {head}; {describe(dbg)}", dbg, cycles)
         dbg = self.debug()  # first: the state at done (the registers take a few cycles to read)
         status = self.read_reg(REGISTERS["status"])
         counters = {n: self.read_reg(COUNTER_BASE + 4 * i) for i, n in enumerate(COUNTER_NAMES)}
@@ -465,12 +465,6 @@ class VerilatorModel:
         who = "writes" if is_write.value else "reads"
         raise MemoryFault(f"the core {who} [{addr.value:#x}, {addr.value + self.config.bus_bytes:#x}) "
                           f"outside DRAM ({dram.size:#x} bytes)")
-
-
-class _Stuck(RuntimeError):
-    def __init__(self, message: str, state: dict[str, int], cycles: int) -> None:
-        super().__init__(message)
-        self.state, self.cycles = state, cycles
 
 
 def describe(dbg: dict[str, int]) -> str:
@@ -509,15 +503,8 @@ class VerilatorBackend:
     def execute(self, device: Device, insn_addr: int, count: int, strict: bool = True) -> Report:
         try:
             res = self.model.run(device.dram, insn_addr, count, watchdog=self.watchdog)
-        except _Stuck as e:
-            waits = [{"module": s, "index": None, "state": State(e.state[f"{s}_state"]).name,
-                      "reason": State(e.state[f"{s}_state"]).name} for s in STAGES]
-            raise DeadlockError(f"verilator: {e}", waits) from None
-        if res.error != ErrorCode.NONE:
-            raise ProgramError(
-                f"verilator: the core stopped with error {res.error.name} at instruction {res.error_index}",
-                res.error_index,
-            )
+        except Stuck as e:
+            raise deadlock_error(e, "verilator") from None
         return report_from_run(self.config, res, count, strict, "verilator")
 
 
