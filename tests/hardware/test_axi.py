@@ -19,6 +19,15 @@ from vdla.config import PRESETS
 from vdla.hardware.axi import READ_PORTS, AxiMaster
 
 
+async def _send(ctx, stream, **payload) -> None:
+    """Offer one transfer on `stream` (the payload fields given) and wait until it is taken;
+    valid stays high, so back-to-back calls make back-to-back transfers."""
+    for name, value in payload.items():
+        ctx.set(getattr(stream.payload, name), value)
+    ctx.set(stream.valid, 1)
+    await ctx.tick().until(stream.ready)
+
+
 def _word(addr: int, nbytes: int) -> int:
     """Memory contents: a hash of the word address."""
     return (addr // nbytes * 2654435761 + 12345) % (1 << (8 * nbytes))
@@ -134,11 +143,8 @@ def test_reads_split_route_and_never_block_each_other(name, max_burst):
         async def bench(ctx):
             cmd = getattr(dut, port).cmd
             for addr, beats in cmds[port]:
-                ctx.set(cmd.payload.addr, addr)
-                ctx.set(cmd.payload.beats, beats)
-                ctx.set(cmd.valid, 1)
-                await ctx.tick().until(cmd.ready)
-                ctx.set(cmd.valid, 0)
+                await _send(ctx, cmd, addr=addr, beats=beats)
+            ctx.set(cmd.valid, 0)
         return bench
 
     def reader(port, stall_until):
@@ -179,19 +185,13 @@ def test_writes_with_strobes_one_response_per_command():
     async def commands(ctx):
         st = dut.store
         for addr, n in cmds:
-            ctx.set(st.cmd.payload.addr, addr)
-            ctx.set(st.cmd.payload.beats, n)
-            ctx.set(st.cmd.valid, 1)
-            await ctx.tick().until(st.cmd.ready)
-            ctx.set(st.cmd.valid, 0)
+            await _send(ctx, st.cmd, addr=addr, beats=n)
+        ctx.set(st.cmd.valid, 0)
 
     async def data(ctx):
         st = dut.store
         for _, value, strb in beats:  # data may come before its command
-            ctx.set(st.data.payload.data, value)
-            ctx.set(st.data.payload.strb, strb)
-            ctx.set(st.data.valid, 1)
-            await ctx.tick().until(st.data.ready)
+            await _send(ctx, st.data, data=value, strb=strb)
         ctx.set(st.data.valid, 0)
 
     async def responses(ctx):
