@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, fingerprint
 from .codegen import jit
 from .codegen.llvm import generate
 from .codegen.target import Target, TargetError, cross_compile
@@ -178,6 +178,7 @@ def build(
     symbol = f"vdla_{_safe(func.name)}_{next(_counter)}"
     module = generate(func, symbol)
     text = str(module)
+    fingerprint.record("llvm", func.name, text.replace(symbol, "SYMBOL") + "\n" + str(tgt))
     if not tgt.is_host():
         return cross_compile(func, text, symbol, tgt, opt_level)
     compiled = jit.compile_module(text, opt_level)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...config import Config, preset
+from .. import fingerprint
 from ..ir import Buffer, PrimFunc
 from ..visitor import walk
 from .alu import inject_alu
@@ -88,6 +89,7 @@ def build(sch: Any, args: Sequence[Any] | None = None, name: str = "main", confi
         **{f"tokens_{q}": n for q, n in gen.tokens.counts.items()},
     }
     f = VDLAFunction(func.name, gen.program, layouts, gen.relocs, func, info)
+    fingerprint.record("vdla", func.name, gen.program.to_bytes() + repr((gen.relocs, layouts)).encode())
     rep = check_tokens(gen.program)
     if not rep.ok:  # pragma: no cover - plan_tokens is balanced by construction
         raise VDLAError(f"internal error: unbalanced dependency tokens\n{rep}")
