@@ -24,7 +24,7 @@ import numpy as np
 from llvmlite import ir
 
 from vdla.compiler import build, get_num_threads, set_num_threads
-from vdla.compiler.codegen import jit
+from vdla.compiler.targets.llvm import jit
 from vdla.compiler.topi.matmul import MatmulConfig, matmul, schedule_matmul_cpu
 
 # ---------------------------------------------------------------------------- numpy BLAS threads

@@ -21,7 +21,7 @@ import time
 
 from llvmlite import ir
 
-from vdla.compiler.codegen import jit
+from vdla.compiler.targets.llvm import jit
 
 #: (fp32 lanes per FMA pipe, FMA pipes per core) by LLVM CPU name
 _FMA_PIPES = {

@@ -6,9 +6,13 @@ package follows the data: `config` (parameters) -> `isa` (the one field table) -
 the command-stream builder) -> `compiler`.
 """
 
-from .compiler import build, lower, te
-from .config import Config, ConfigError, preset
-from .runtime import Device, Program
+from . import _deprecated
+
+_deprecated.install()  # old module paths (vdla.compiler.ir, ...) keep working for one release, with a warning
+
+from .compiler import build, lower, te  # noqa: E402
+from .config import Config, ConfigError, preset  # noqa: E402
+from .runtime import Device, Program  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__"]

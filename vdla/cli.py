@@ -130,7 +130,7 @@ def _model_args(q: argparse.ArgumentParser) -> None:
 def _model_errors() -> tuple[type[BaseException], ...]:
     from .compiler.graph.executor import ExecutorError, ModelFileError
     from .compiler.graph.ir import GraphError
-    from .compiler.vdla.env import VDLAError
+    from .compiler.targets.vdla.env import VDLAError
 
     return (GraphError, ModelFileError, ExecutorError, VDLAError)
 

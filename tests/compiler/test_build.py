@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vdla.compiler import ArgumentError, build, get_num_threads, lower, set_num_threads, te
-from vdla.compiler.codegen.jit import host_info
+from vdla.compiler.targets.llvm.jit import host_info
 
 
 def _add(n=8, dtype="float32"):  # type: ignore[no-untyped-def]

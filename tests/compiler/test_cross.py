@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from vdla.compiler import CrossModule, build, te, topi
-from vdla.compiler.codegen.target import AARCH64, RISCV64, Target
+from vdla.compiler.targets.llvm.target import AARCH64, RISCV64, Target
 
 EM_AARCH64, EM_RISCV = 183, 243
 

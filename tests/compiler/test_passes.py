@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from vdla.compiler import lower, te
-from vdla.compiler.ir import (
+from vdla.compiler.schedule.loop_nest import schedule_to_stmt
+from vdla.compiler.tir.nodes import (
     Buffer,
     BufferLoad,
     BufferStore,
@@ -15,10 +16,9 @@ from vdla.compiler.ir import (
     Var,
     make_const,
 )
-from vdla.compiler.passes import simplify, simplify_expr, storage_flatten, unroll, vectorize
-from vdla.compiler.printer import to_str
-from vdla.compiler.schedule_ops import schedule_to_stmt
-from vdla.compiler.visitor import walk
+from vdla.compiler.tir.passes import simplify, simplify_expr, storage_flatten, unroll, vectorize
+from vdla.compiler.tir.printer import to_str
+from vdla.compiler.tir.visitor import walk
 
 
 def test_constant_folding() -> None:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vdla.compiler import build, lower, te
-from vdla.compiler.passes import simplify_expr
+from vdla.compiler.tir.passes import simplify_expr
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True)
 
@@ -120,7 +120,7 @@ def test_simplifier_preserves_value(a: int, b: int, c: int, x: int, y: int) -> N
 
 
 def _eval(e, env):  # type: ignore[no-untyped-def]
-    from vdla.compiler.ir import BinOp, IntImm, Var
+    from vdla.compiler.tir.nodes import BinOp, IntImm, Var
 
     if isinstance(e, IntImm):
         return e.value

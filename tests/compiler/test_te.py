@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from vdla.compiler import te
-from vdla.compiler.dtypes import DTypeError
-from vdla.compiler.ir import IRError
 from vdla.compiler.te import TensorError
+from vdla.compiler.tir.dtypes import DTypeError
+from vdla.compiler.tir.nodes import IRError
 
 
 def test_placeholder_and_compute_shapes() -> None:

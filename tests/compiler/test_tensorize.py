@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from vdla.compiler import build, lower, te
-from vdla.compiler.codegen import jit
-from vdla.compiler.ir import For, IntImm, Var, seq
-from vdla.compiler.tensorize import TensorizeError
+from vdla.compiler.schedule.tensorize import TensorizeError
+from vdla.compiler.targets.llvm import jit
+from vdla.compiler.tir.nodes import For, IntImm, Var, seq
 
 JB, KB = 16, 8  # the intrinsic: out[16] (+)= b[16, 8] . a[8]
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from vdla.compiler import build, lower, te
-from vdla.compiler.ir import Allocate, AttrStmt, Buffer, BufferLoad, BufferStore, For, IntImm, Seq, Var
-from vdla.compiler.passes import inject_virtual_thread
-from vdla.compiler.passes.vthread import VirtualThreadError
-from vdla.compiler.visitor import walk
+from vdla.compiler.tir.nodes import Allocate, AttrStmt, Buffer, BufferLoad, BufferStore, For, IntImm, Seq, Var
+from vdla.compiler.tir.passes import inject_virtual_thread
+from vdla.compiler.tir.passes.vthread import VirtualThreadError
+from vdla.compiler.tir.visitor import walk
 
 
 def _matmul_vthread(tag: str, nthread: int, n: int = 12, m: int = 32, k: int = 9):  # type: ignore[no-untyped-def]

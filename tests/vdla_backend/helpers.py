@@ -9,8 +9,8 @@ import numpy as np
 
 from vdla import Device
 from vdla.compiler import te
-from vdla.compiler.vdla import build
-from vdla.compiler.vdla.topi import (
+from vdla.compiler.targets.vdla import build
+from vdla.compiler.targets.vdla.topi import (
     Knobs,
     Tail,
     conv2d_packed,

@@ -9,9 +9,9 @@ import pytest
 
 from vdla import Device, preset
 from vdla.compiler import te
-from vdla.compiler.vdla import build
-from vdla.compiler.vdla.resnet import OFFLOADED
-from vdla.compiler.vdla.topi import (
+from vdla.compiler.targets.vdla import build
+from vdla.compiler.targets.vdla.resnet import OFFLOADED
+from vdla.compiler.targets.vdla.topi import (
     Knobs,
     Tail,
     dense_packed,

@@ -12,9 +12,9 @@ import pytest
 
 from vdla import Device, preset
 from vdla.compiler import te
-from vdla.compiler.vdla import VDLAError, build
-from vdla.compiler.vdla.topi import Knobs, Tail, conv2d_reference, pack_bias, pack_data, unpack_data
-from vdla.compiler.vdla.topi_ext import (
+from vdla.compiler.targets.vdla import VDLAError, build
+from vdla.compiler.targets.vdla.topi import Knobs, Tail, conv2d_reference, pack_bias, pack_data, unpack_data
+from vdla.compiler.targets.vdla.topi_ext import (
     conv2d_transpose_packed,
     conv2d_transpose_reference,
     group_conv2d_packed,

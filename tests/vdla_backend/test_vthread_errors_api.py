@@ -10,9 +10,9 @@ import pytest
 import vdla
 from vdla import Device, preset
 from vdla.compiler import te
-from vdla.compiler.vdla import VDLAError, VDLAFunction, check_tokens, get_env, shift_right
-from vdla.compiler.vdla.resnet import OFFLOADED
-from vdla.compiler.vdla.topi import Knobs, Tail, conv2d_packed, schedule_conv2d_packed
+from vdla.compiler.targets.vdla import VDLAError, VDLAFunction, check_tokens, get_env, shift_right
+from vdla.compiler.targets.vdla.resnet import OFFLOADED
+from vdla.compiler.targets.vdla.topi import Knobs, Tail, conv2d_packed, schedule_conv2d_packed
 from vdla.isa import Stage, decode, encode, stage_of
 from vdla.runtime import Program
 

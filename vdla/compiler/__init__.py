@@ -1,4 +1,14 @@
-"""The vdla compiler: tensor expressions, schedules, loop IR, passes and code generators.
+"""The vdla compiler: tensor expressions, schedules, the loop IR, targets and the graph level.
+
+The folders follow the data::
+
+    te/         tensor expressions and operations (placeholder, compute, scan, reducers)
+    schedule/   schedule primitives, bound inference, loop-nest generation, tensorize
+    tir/        the loop IR: nodes, visitor, printer, arithmetic, passes/
+    driver.py   lower() and build(): the pass list in order
+    targets/    llvm/ (CPU code generation, JIT) and vdla/ (the accelerator)
+    topi/       operator declarations and their default schedules
+    graph/      whole models: IR, ONNX, passes, quantisation, partition, executor
 
 Public entry points (re-exported by ``vdla``)::
 
@@ -7,11 +17,11 @@ Public entry points (re-exported by ``vdla``)::
 """
 
 from . import te
-from .build import ArgumentError, BuiltFunction, build
-from .codegen.jit import get_num_threads, set_num_threads
-from .codegen.target import CrossModule, Target
-from .lower import lower
-from .schedule import Schedule, ScheduleError, Stage, create_schedule
+from .driver import build, lower
+from .schedule.primitives import Schedule, ScheduleError, Stage, create_schedule
+from .targets.llvm.jit import get_num_threads, set_num_threads
+from .targets.llvm.module import ArgumentError, BuiltFunction
+from .targets.llvm.target import CrossModule, Target
 
 __all__ = [
     "te",

@@ -11,8 +11,8 @@
 
 Targets. A node placed on ``vdla`` by the partitioner whose (fused) body is a packed
 ``conv2d_packed`` (grouped too) / ``conv2d_transpose_packed`` / ``dense_packed`` followed by
-element-wise integer ops is lowered onto the VDLA templates of :mod:`vdla.compiler.vdla.topi`
-and :mod:`vdla.compiler.vdla.topi_ext` (grouped conv2d, conv2d_transpose): the element-wise tail becomes one chain
+element-wise integer ops is lowered onto the VDLA templates of :mod:`vdla.compiler.targets.vdla.topi`
+and :mod:`vdla.compiler.targets.vdla.topi_ext` (grouped conv2d, conv2d_transpose): the element-wise tail becomes one chain
 of tensor-ALU operations on the accumulator (:func:`alu_chain`, exact against the graph's
 integer semantics, see there), built with ``vdla.build(..., target="vdla")`` and run on
 any :class:`~vdla.runtime.Device` (fsim, pysim, verilator). Every other node — and any
@@ -328,9 +328,9 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
 def _te_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str) -> Any:
     """Declare, schedule and build one VDLA kernel; returns the VDLAFunction."""
     from .. import te
-    from ..vdla import build, shift_left, shift_right
-    from ..vdla import topi as vt
-    from ..vdla import topi_ext as vx
+    from ..targets.vdla import build, shift_left, shift_right
+    from ..targets.vdla import topi as vt
+    from ..targets.vdla import topi_ext as vx
 
     xt, wt = graph.type_of(ch.data), graph.type_of(ch.weight)
     D = te.placeholder(xt.shape, "int8", name="data")
@@ -635,7 +635,7 @@ class CompiledModel:
 
     @classmethod
     def from_bytes(cls, blob: bytes, source: str = "model") -> CompiledModel:
-        from ..vdla.module import VDLAFileError, VDLAFunction
+        from ..targets.vdla.module import VDLAFileError, VDLAFunction
 
         head, data = container.unpack(
             blob, magic=MAGIC, version=VERSION, what="compiled vdla model", source=source, error=ModelFileError,
@@ -795,7 +795,7 @@ def compile_model(
     VDLA kernel (shared between nodes of equal shape and tail); other nodes run on the CPU:
     built for ``llvm`` where they map onto topi (see :func:`compile_llvm`; ``llvm=False``
     keeps them all on numpy), else numpy."""
-    from ..vdla import VDLAError
+    from ..targets.vdla import VDLAError
 
     cfg = config or Config()
     g = graph.copy().infer_types()

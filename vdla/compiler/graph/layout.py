@@ -165,7 +165,7 @@ def merge_group_weight(w: np.ndarray, groups: int, merge: int) -> np.ndarray:
 def pack_transpose_weight(w: np.ndarray, stride: int, padding: int, block_out: int, block_in: int) -> np.ndarray:
     """IOHW ``(I, O, k, k)`` -> the VDLA template's per-phase sub-kernels
     ``(s, s, O/o, I/i, J, J, o, i)`` (``J = ceil(k / s)``), channels zero-padded to blocks."""
-    from ..vdla.topi_ext import pack_conv2d_transpose_weight
+    from ..targets.vdla.topi_ext import pack_conv2d_transpose_weight
 
     if w.ndim != 4:
         raise GraphError(f"pack_transpose_weight needs a 4-D IOHW array, got shape {w.shape}")
@@ -240,8 +240,8 @@ def vdla_plan(node: Node, graph: Graph, config: Config | None = None) -> VdlaPla
             return f"grouped conv2d: {m}"
         return VdlaPlan("conv2d_packed", g // m, m)
     if op == "conv2d_transpose":
-        from ..vdla.env import VDLAError
-        from ..vdla.topi_ext import transpose_geometry
+        from ..targets.vdla.env import VDLAError
+        from ..targets.vdla.topi_ext import transpose_geometry
 
         _, _, kh, kw = ws
         if kh != kw:

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from .. import te
-from ..ir import Expr
-from ..schedule import Schedule, Stage
+from ..schedule.primitives import Schedule, Stage
+from ..tir.nodes import Expr
 from .util import as_list, const_shape, pad, padding4, pair, traverse_inline, vector_split
 
 __all__ = [

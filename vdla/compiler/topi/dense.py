@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import te
-from ..ir import Expr
-from ..schedule import Schedule
+from ..schedule.primitives import Schedule
+from ..tir.nodes import Expr
 from .util import INJECTIVE, as_list, const_shape, traverse_inline
 
 __all__ = ["dense", "schedule_dense"]

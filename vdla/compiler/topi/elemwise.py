@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import te
-from ..ir import Expr, IntImm, convert
-from ..schedule import Schedule
+from ..schedule.primitives import Schedule
+from ..tir.nodes import Expr, IntImm, convert
 from .util import INJECTIVE, as_list, const_int, traverse_inline
 
 __all__ = [

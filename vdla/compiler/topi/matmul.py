@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import te
-from ..schedule import Schedule
+from ..schedule.primitives import Schedule
 
 
 def matmul(n: int, m: int, k: int, dtype: str = "float32", bn: int = 64) -> tuple[te.Tensor, ...]:

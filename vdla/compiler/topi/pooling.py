@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import te
-from ..ir import Expr
-from ..schedule import Schedule
+from ..schedule.primitives import Schedule
+from ..tir.nodes import Expr
 from .conv2d import conv_out_size
 from .util import INJECTIVE, as_list, const_shape, pad, padding4, pair, traverse_inline
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import te
-from ..ir import Expr
-from ..schedule import Schedule
+from ..schedule.primitives import Schedule
+from ..tir.nodes import Expr
 from .util import as_list
 
 __all__ = ["softmax", "schedule_softmax"]

@@ -1,0 +1,82 @@
+"""Old import paths that keep working for one release after a module moved.
+
+``ALIASES`` maps an old dotted path to where the module lives now; a path below an old
+package maps to the same place below the new one (``vdla.compiler.passes.simplify`` ->
+``vdla.compiler.tir.passes.simplify``). Importing an old path gives the new module
+itself (so classes are identical) and a ``DeprecationWarning`` naming the new path,
+except for the few old paths listed in ``SILENT`` that remain public. The finder is
+installed by ``vdla/__init__.py``; nothing else in vdla imports an old path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+import warnings
+
+#: old path -> new path (the most specific entry wins)
+ALIASES: dict[str, str] = {
+    "vdla.compiler.ir": "vdla.compiler.tir.nodes",
+    "vdla.compiler.visitor": "vdla.compiler.tir.visitor",
+    "vdla.compiler.printer": "vdla.compiler.tir.printer",
+    "vdla.compiler.arith": "vdla.compiler.tir.arith",
+    "vdla.compiler.dtypes": "vdla.compiler.tir.dtypes",
+    "vdla.compiler.passes": "vdla.compiler.tir.passes",
+    "vdla.compiler.schedule_ops": "vdla.compiler.schedule.loop_nest",
+    "vdla.compiler.bound": "vdla.compiler.schedule.bound",
+    "vdla.compiler.tensorize": "vdla.compiler.schedule.tensorize",
+    "vdla.compiler.codegen": "vdla.compiler.targets.llvm",
+    "vdla.compiler.codegen.llvm": "vdla.compiler.targets.llvm.codegen",
+    "vdla.compiler.vdla": "vdla.compiler.targets.vdla",
+}
+
+#: old paths that stay without a warning (VTA's ``vta.get_env()`` is written this way)
+SILENT: frozenset[str] = frozenset({"vdla.compiler.vdla", "vdla.compiler.vdla.env"})
+
+
+def new_path(old: str) -> str | None:
+    """Where the module once imported as ``old`` lives now (None: it did not move)."""
+    best = max((a for a in ALIASES if old == a or old.startswith(a + ".")), key=len, default=None)
+    return None if best is None else ALIASES[best] + old[len(best):]
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of the first frame outside the import system and this module."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
+                                 or frame.f_code.co_filename == __file__):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        if self.old not in SILENT:
+            warnings.warn(f"{self.old} is deprecated: import {self.new} (the old path goes in the next release)",
+                          DeprecationWarning, stacklevel=_caller_stacklevel())
+        module = importlib.import_module(self.new)
+        self._spec = module.__spec__
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__spec__ = self._spec  # the import system set the old path's spec on the module: put its own back
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        new = new_path(fullname)
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new))
+
+
+def install() -> None:
+    """Put the finder first on ``sys.meta_path`` (once)."""
+    if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AliasFinder())

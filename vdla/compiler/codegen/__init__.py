@@ -1,1 +1,0 @@
-"""Code generators: ``llvm`` (host CPU through llvmlite)."""

@@ -1,0 +1,183 @@
+"""``lower()`` and ``build()``: a schedule through the loop-IR pass list to a target's code.
+
+``lower`` runs TVM's pipeline, top to bottom:
+
+    schedule_ops        bound inference + loop nests, tensorize, scan   (schedule/)
+    storage_flatten     multi-dimensional tensors -> flat buffers        (tir/passes/)
+    simplify
+    [phase-1 passes]    the target's: VDLA's ALU, DMA and GEMM lowering  (targets/vdla/passes.py)
+    vectorize
+    inject_virtual_thread
+    unroll
+    [extra passes]
+    simplify
+
+``build`` lowers (unless given a lowered PrimFunc) and hands the function to its target:
+``"llvm"`` (host JIT or cross compilation, :mod:`.targets.llvm`) or ``"vdla"`` (the
+accelerator's instruction stream, :mod:`.targets.vdla`). ``print_passes=True`` prints
+the IR after every step; the returned :class:`~vdla.compiler.tir.nodes.PrimFunc`
+prints as readable IR.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .schedule.loop_nest import schedule_to_stmt
+from .schedule.primitives import Schedule, ScheduleError
+from .targets.llvm.module import build_function as build_llvm
+from .targets.llvm.target import Target, TargetError
+from .targets.vdla.module import build_function as build_vdla
+from .targets.vdla.passes import phase1_passes as vdla_phase1_passes
+from .targets.vdla.passes import resolve_config as vdla_config
+from .te.operation import Tensor
+from .tir.nodes import Buffer, PrimFunc, Stmt, Var
+from .tir.passes import inject_virtual_thread, simplify, storage_flatten, unroll, vectorize
+from .tir.printer import stmt_str
+from .tir.visitor import free_vars, walk
+
+Pass = Callable[[Stmt], Stmt]
+
+
+def _is_vdla(target: Any) -> bool:
+    return target is not None and isinstance(target, str) and target.split()[0] == "vdla"
+
+
+def _check_args(sch: Schedule, args: Sequence[Any]) -> list[Any]:
+    if not isinstance(args, list | tuple):
+        raise ScheduleError(f"args must be a list of tensors (and scalar vars), got {args!r}")
+    seen: set[int] = set()
+    out = []
+    for k, a in enumerate(args):
+        if not isinstance(a, Tensor | Var):
+            raise ScheduleError(f"argument {k} ({a!r}) is neither a tensor nor a te.var")
+        if id(a) in seen:
+            raise ScheduleError(f"argument {k} ({a.name!r}) is given twice")
+        seen.add(id(a))
+        if isinstance(a, Tensor):
+            r = sch.resolve(a)
+            if r.op not in sch.stage_map:
+                raise ScheduleError(f"argument {k} ({a.name!r}) is not part of this schedule")
+        out.append(a)
+    return out
+
+
+def lower(
+    sch: Schedule,
+    args: Sequence[Any],
+    name: str = "main",
+    print_passes: bool = False,
+    extra_passes: Sequence[Pass] = (),
+    phase1_passes: Sequence[Pass] = (),
+    target: Any = None,
+    config: Any = None,
+) -> PrimFunc:
+    """Lower ``sch`` to a :class:`PrimFunc` whose parameters are ``args`` (in order).
+
+    ``phase1_passes`` run after storage flattening (before vectorisation and virtual
+    threads), ``extra_passes`` after unrolling. ``target="vdla"`` (with an optional
+    ``config``) lowers for the VDLA accelerator (its intrinsics appear in the IR)."""
+    if _is_vdla(target):
+        cfg = vdla_config(config)
+        func = _lower(sch, args, name, print_passes, (), vdla_phase1_passes(cfg))
+        func.attrs["target"] = "vdla"
+        func.attrs["config"] = cfg
+        return func
+    return _lower(sch, args, name, print_passes, extra_passes, phase1_passes)
+
+
+def _lower(sch: Schedule, args: Sequence[Any], name: str, print_passes: bool, extra_passes: Sequence[Pass],
+           phase1_passes: Sequence[Pass]) -> PrimFunc:
+    args = _check_args(sch, args)
+    trace: list[tuple[str, Stmt]] = []
+
+    def step(label: str, s: Stmt) -> Stmt:
+        trace.append((label, s))
+        if print_passes:
+            print(f"// ---- after {label} ----")
+            print(stmt_str(s))
+        return s
+
+    stmt = step("schedule_ops", schedule_to_stmt(sch, args))
+    binds: dict[Tensor, Buffer] = {}
+    params: list[Any] = []
+    for a in args:
+        if isinstance(a, Tensor):
+            t = sch.resolve(a)
+            buf = Buffer(a.name, t.dtype, list(t.shape))
+            binds[t] = buf
+            params.append(buf)
+        else:
+            params.append(a)
+    stmt = step("storage_flatten", storage_flatten(stmt, binds))
+    stmt = step("simplify", simplify(stmt))
+    for p in phase1_passes:
+        stmt = step(getattr(p, "__name__", "pass"), p(stmt))
+    stmt = step("vectorize", vectorize(stmt))
+    stmt = step("inject_virtual_thread", inject_virtual_thread(stmt))
+    stmt = step("unroll", unroll(stmt))
+    for p in extra_passes:
+        stmt = step(getattr(p, "__name__", "pass"), p(stmt))
+    stmt = step("simplify", simplify(stmt))
+    # symbolic sizes come from the argument shapes; anything else free is an error
+    explicit = {p for p in params if isinstance(p, Var)}
+    shape_vars: list[Var] = []
+    for p in params:
+        if isinstance(p, Buffer):
+            for s in p.shape:
+                for v in (n for n in walk(s) if isinstance(n, Var)):
+                    if v not in explicit and v not in shape_vars:
+                        shape_vars.append(v)
+    known = explicit | set(shape_vars)
+    for v in free_vars(stmt):
+        if v not in known:
+            raise ScheduleError(
+                f"variable {v.name!r} is used but not bound: pass it in args or use it in an argument's shape"
+            )
+    func = PrimFunc(name, params, stmt, {"shape_vars": shape_vars, "trace": trace})
+    return func
+
+
+def build(
+    sch: Schedule | PrimFunc,
+    args: Sequence[Any] | None = None,
+    target: str | Target = "llvm",
+    name: str = "main",
+    opt_level: int = 3,
+    config: Any = None,
+) -> Any:
+    """Compile a schedule (or an already lowered PrimFunc) for ``target``.
+
+    ``"llvm"`` JIT-compiles for the host CPU and returns a
+    :class:`~vdla.compiler.targets.llvm.module.BuiltFunction`;
+    ``"llvm -mtriple=aarch64-linux-gnu ..."`` (any triple other than the host's, or an
+    explicit ``-mcpu``/``-mattr``) compiles ahead of time and returns a
+    :class:`~vdla.compiler.targets.llvm.target.CrossModule` (object code and assembly);
+    ``"vdla"`` compiles for the accelerator described by ``config`` (default Config) and
+    returns a :class:`~vdla.compiler.targets.vdla.module.VDLAFunction`.
+    """
+    if _is_vdla(target):
+        cfg = vdla_config(config)
+        t0 = time.perf_counter()
+        func = _lowered(sch, args, name, target="vdla", config=cfg)
+        return build_vdla(func, cfg, lower_s=time.perf_counter() - t0)
+    if config is not None:
+        raise ValueError(f"build: config= applies to target 'vdla', not {target!r}")
+    try:
+        tgt = Target.parse(target)
+    except TargetError as err:
+        raise ValueError(str(err)) from None
+    return build_llvm(_lowered(sch, args, name), tgt, opt_level)
+
+
+def _lowered(sch: Schedule | PrimFunc, args: Sequence[Any] | None, name: str, **kw: Any) -> PrimFunc:
+    if isinstance(sch, PrimFunc):
+        return sch
+    if args is None:
+        raise ValueError("build(schedule, args): args (the tensors, in call order) are required")
+    return lower(sch, args, name=name, **kw)
+
+
+__all__ = ["lower", "build", "Pass"]

@@ -1,0 +1,541 @@
+"""Schedule → loop IR: inlining, bound inference per stage, and loop-nest generation.
+
+The result still addresses tensors by multi-dimensional indices (``ProducerStore`` /
+``TensorRead`` inside ``ProducerRealize`` scopes); :mod:`passes.flatten` turns them into
+flat buffers.  Non-divisible splits and over-approximated regions are protected by
+guards (``if`` statements) placed just inside the innermost loop they depend on.
+A scan becomes its init nests followed by a serial time loop holding its body stages
+(state placeholders read the scan's output); a tensorized axis is replaced by the
+intrinsic's IR (:mod:`vdla.compiler.schedule.tensorize`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..te.operation import ComputeOp, IterVar, PlaceholderOp, ScanOp, Tensor
+from ..tir.nodes import (
+    AttrStmt,
+    BinOp,
+    Expr,
+    For,
+    IfThenElse,
+    IntImm,
+    ProducerRealize,
+    ProducerStore,
+    Reduce,
+    Stmt,
+    TensorRead,
+    Var,
+    make_const,
+    seq,
+)
+from ..tir.passes.simplify import simplify_expr
+from ..tir.visitor import post_order_map, substitute, walk
+from .bound import region_of
+from .primitives import Fuse, Schedule, ScheduleError, Split, Stage
+from .tensorize import tensorize_loops
+
+_KIND = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel", "bind": "thread_binding"}
+
+
+@dataclass(eq=False)
+class StageInfo:
+    stage: Stage
+    tensor: Tensor
+    body: Expr
+    root: dict[IterVar, tuple[Expr, Expr]] = field(default_factory=dict)  # (min, extent)
+    ext: dict[IterVar, Expr] = field(default_factory=dict)
+    val: dict[IterVar, Expr] = field(default_factory=dict)  # relative value in leaf vars
+    guards: list[Expr] = field(default_factory=list)
+    domain_guards: list[tuple[IterVar, tuple[Expr, Expr]]] = field(default_factory=list)
+    external: bool = False
+
+
+def _ceildiv(a: Expr, b: Expr) -> Expr:
+    dt = a.dtype
+    return simplify_expr(BinOp("floordiv", BinOp("sub", BinOp("add", a, b, dt), make_const(1, dt), dt), b, dt))
+
+
+def _leaf_structure(info: StageInfo) -> None:
+    """Extents of every iter var and the value of every root var in terms of leaf loop vars."""
+    st = info.stage
+    ext = {iv: simplify_expr(e) for iv, (_, e) in info.root.items()}
+    inner_ext: dict[Split, Expr] = {}
+    for rel in st.relations:
+        if isinstance(rel, Split):
+            p = ext[rel.parent]
+            if rel.factor is not None:
+                ext[rel.inner] = rel.factor.astype(p.dtype)
+                ext[rel.outer] = _ceildiv(p, ext[rel.inner])
+            else:
+                ext[rel.outer] = rel.nparts.astype(p.dtype)  # type: ignore[union-attr]
+                ext[rel.inner] = _ceildiv(p, ext[rel.outer])
+            inner_ext[rel] = ext[rel.inner]
+        else:
+            ext[rel.fused] = simplify_expr(BinOp("mul", ext[rel.outer], ext[rel.inner], ext[rel.outer].dtype))
+    val: dict[IterVar, Expr] = {iv: iv.var for iv in st.leaf_iter_vars}
+    guards: list[Expr] = []
+    for rel in reversed(st.relations):
+        if isinstance(rel, Split):
+            ie = inner_ext[rel]
+            v = simplify_expr(BinOp("add", BinOp("mul", val[rel.outer], ie, ie.dtype), val[rel.inner], ie.dtype))
+            val[rel.parent] = v
+            exact = simplify_expr(BinOp("floormod", ext[rel.parent], ie, ie.dtype)) if rel.factor is not None else None
+            if rel.nparts is not None:
+                exact = simplify_expr(
+                    BinOp("sub", BinOp("mul", ext[rel.outer], ie, ie.dtype), ext[rel.parent], ie.dtype)
+                )
+            if not (isinstance(exact, IntImm) and exact.value == 0):
+                guards.append(v < ext[rel.parent])
+        elif isinstance(rel, Fuse):
+            ie = ext[rel.inner]
+            val[rel.outer] = BinOp("floordiv", val[rel.fused], ie, ie.dtype)
+            val[rel.inner] = BinOp("floormod", val[rel.fused], ie, ie.dtype)
+    info.ext = ext
+    info.val = val
+    info.guards = guards
+
+
+def _abs_values(info: StageInfo) -> dict[Var, Expr]:
+    """root var -> absolute value (min + relative value); identity entries are omitted."""
+    out = {}
+    for iv, (mn, _) in info.root.items():
+        v = simplify_expr(BinOp("add", mn, info.val[iv], mn.dtype))
+        if v is not iv.var:
+            out[iv.var] = v
+    return out
+
+
+class _Lowering:
+    def __init__(self, sch: Schedule, args: list[Any]) -> None:
+        self.sch = sch
+        self.args = args
+        self.infos: dict[Stage, StageInfo] = {}
+        self.arg_tensors: set[Tensor] = set()
+        for a in args:
+            if isinstance(a, Tensor):
+                self.arg_tensors.add(sch.resolve(a))
+        # scans: state placeholder -> scan output; init/update tensor -> scan output (storage)
+        self.state_out: dict[Tensor, Tensor] = {}
+        self.store_as: dict[Tensor, Tensor] = {}
+        for st in sch.stages:
+            if isinstance(st.op, ScanOp):
+                for k, out in enumerate(st.op.outputs):
+                    self.state_out[st.op.state_placeholder[k]] = out
+                    self.store_as[st.op.init[k]] = out
+                    self.store_as[st.op.update[k]] = out
+
+    def err(self, st: Stage, msg: str) -> ScheduleError:
+        return ScheduleError(f"stage {st.name!r}: {msg}")
+
+    # ------------------------------------------------------------------ preparation
+    def prepare(self) -> None:
+        sch = self.sch
+        bodies: dict[Tensor, tuple[ComputeOp, Expr]] = {}
+        for st in sch.stages:
+            op = st.op
+            if isinstance(op, PlaceholderOp):
+                if st.is_output:
+                    raise self.err(st, "a placeholder cannot be an output")
+                continue
+            if isinstance(op, ScanOp):
+                for t in op.outputs:
+                    if st.is_output and t not in self.arg_tensors:
+                        raise self.err(st, f"output {t.name!r} of the scan is not in the argument list")
+                continue
+            assert isinstance(op, ComputeOp)
+            t = op.output(0)
+
+            def fix(n: Any) -> Any:
+                if isinstance(n, TensorRead) and n.tensor in self.state_out:
+                    return TensorRead(self.state_out[n.tensor], n.indices, n.dtype)
+                if isinstance(n, TensorRead):
+                    rt = sch.resolve(n.tensor)
+                    ist = sch.stage_map.get(rt.op)
+                    if ist is not None and ist.attach_type == "inline" and rt in bodies:
+                        iop, ibody = bodies[rt]
+                        return substitute(ibody, {iv.var: ix for iv, ix in zip(iop.axis, n.indices, strict=True)})
+                    if rt is not n.tensor:
+                        return TensorRead(rt, n.indices, n.dtype)
+                return None
+
+            body = post_order_map(op.body, fix)
+            bodies[t] = (op, body)
+            if st.attach_type == "inline":
+                if t in self.arg_tensors:
+                    raise self.err(st, "it is inlined (compute_inline) but also passed as an argument")
+                if t in self.store_as:
+                    raise self.err(st, "it is the init or update of a scan and cannot be inlined")
+                continue
+            if st.scan_group is not None and st.attach_type not in ("scan", "scope"):
+                raise self.err(
+                    st, f"it belongs to scan {st.scan_group.name!r}; it cannot be computed at {st.attach_type}"
+                )
+            if t in self.store_as:
+                if st.attach_type != "scan":
+                    raise self.err(st, "the init and update stages of a scan cannot be computed at another stage")
+                out = self.store_as[t]
+                self.infos[st] = StageInfo(st, out, body, external=True)
+                continue
+            self.infos[st] = StageInfo(st, t, body, external=t in self.arg_tensors)
+        # every placeholder read must be an argument; every output must be an argument
+        for info in self.infos.values():
+            for n in walk(info.body):
+                if isinstance(n, TensorRead) and isinstance(n.tensor.op, PlaceholderOp):
+                    if n.tensor not in self.arg_tensors:
+                        raise ScheduleError(
+                            f"placeholder {n.tensor.name!r} is read by stage {info.stage.name!r} but is not in the "
+                            "argument list"
+                        )
+            if info.stage.is_output and not info.external:
+                raise self.err(info.stage, "it is an output of the schedule but is not in the argument list")
+        # readers
+        self.readers: dict[Tensor, list[StageInfo]] = {}
+        for info in self.infos.values():
+            for n in walk(info.body):
+                if isinstance(n, TensorRead):
+                    lst = self.readers.setdefault(n.tensor, [])
+                    if info not in lst:
+                        lst.append(info)
+        for info in self.infos.values():
+            st = info.stage
+            if st.attach_type == "scope":
+                parent = st.attach_stage
+                assert parent is not None
+                if parent.attach_type == "inline":
+                    raise self.err(st, f"it is computed at stage {parent.name!r}, which is inlined")
+                rd = self.readers.get(info.tensor, [])
+                # a reader attached at the same loop (computed before the parent's body) may stand
+                # in for the parent: bounds then follow that reader's region (TVM's InferBound)
+                same_point = [
+                    r for r in rd
+                    if r.stage is not parent and r.stage.attach_type == "scope"
+                    and r.stage.attach_stage is parent and r.stage.attach_ivar is st.attach_ivar
+                ]
+                if parent not in [r.stage for r in rd] and not same_point:
+                    raise self.err(
+                        st,
+                        f"compute_at: stage {parent.name!r} does not read it (after inlining); attach it to a consumer",
+                    )
+                others = [r.stage.name for r in rd if r.stage is not parent and r not in same_point]
+                if others:
+                    raise self.err(
+                        st,
+                        f"it is computed at {parent.name!r} (axis {st.attach_ivar.name!r}) but is also read by "
+                        f"{', '.join(repr(o) for o in others)}; compute it at root instead",
+                    )
+
+    # ------------------------------------------------------------------ bounds
+    def infer_bounds(self) -> None:
+        order = [self.infos[st] for st in self.sch.stages if st in self.infos]
+        for info in reversed(order):
+            st = info.stage
+            op = st.op
+            assert isinstance(op, ComputeOp)
+            for iv in op.reduce_axis:
+                info.root[iv] = (iv.dom.min, iv.dom.extent)
+            if st.attach_type == "scan":
+                scan_op = st.attach_stage.op  # type: ignore[union-attr]
+                is_init = any(op is t.op for t in scan_op.init)
+                for d, iv in enumerate(op.axis):
+                    if d == 0 and not is_init:
+                        info.root[iv] = (scan_op.scan_axis.var, make_const(1, iv.var.dtype))
+                    else:
+                        info.root[iv] = (iv.dom.min, iv.dom.extent)
+            elif st.attach_type != "scope":
+                for iv in op.axis:
+                    info.root[iv] = (iv.dom.min, iv.dom.extent)
+            else:
+                self._attached_bounds(info)
+            _leaf_structure(info)
+            # reorder root so that axis come first, as declared
+            for iv in list(op.axis) + list(op.reduce_axis):
+                info.root[iv] = info.root.pop(iv)
+
+    def _attached_bounds(self, info: StageInfo) -> None:
+        st = info.stage
+        op = st.op
+        parent = self.infos[st.attach_stage]  # type: ignore[index]
+        pst = parent.stage
+        pos = pst.leaf_iter_vars.index(st.attach_ivar)
+        relax = {}
+        for iv in pst.leaf_iter_vars[pos + 1 :]:
+            e = parent.ext[iv]
+            relax[iv.var] = (make_const(0, e.dtype), simplify_expr(BinOp("sub", e, make_const(1, e.dtype), e.dtype)))
+        root_relax = {}
+        from .bound import sym_interval
+
+        for riv, (mn, _) in parent.root.items():
+            r = sym_interval(parent.val[riv], relax)
+            if r is None:
+                r = (make_const(0, mn.dtype), BinOp("sub", parent.ext[riv], make_const(1, mn.dtype), mn.dtype))
+            root_relax[riv.var] = (simplify_expr(mn + r[0]), simplify_expr(mn + r[1]))
+        reads = [n.indices for n in walk(parent.body) if isinstance(n, TensorRead) and n.tensor is info.tensor]
+        region = region_of(reads, root_relax, len(op.axis)) if reads else [None] * len(op.axis)
+        # readers computed at the same loop: their (already inferred) regions bound what they read
+        for r in self.readers.get(info.tensor, []):
+            rst = r.stage
+            if rst is pst or not (rst.attach_type == "scope" and rst.attach_stage is pst and rst.attach_ivar is st.attach_ivar):
+                continue
+            r_relax = {
+                riv.var: (mn, simplify_expr(BinOp("sub", BinOp("add", mn, e, mn.dtype), make_const(1, mn.dtype), mn.dtype)))
+                for riv, (mn, e) in r.root.items()
+            }
+            r_reads = [n.indices for n in walk(r.body) if isinstance(n, TensorRead) and n.tensor is info.tensor]
+            rr = region_of(r_reads, r_relax, len(op.axis))
+            if not reads:
+                region, reads = rr, r_reads
+            else:
+                from .bound import union
+
+                region = [None if a is None or b is None else union(a, b) for a, b in zip(region, rr, strict=True)]
+        allowed = self._shape_vars()
+        for d, iv in enumerate(op.axis):
+            r = region[d]
+            full = (iv.dom.min, iv.dom.extent)
+            if r is None:
+                info.root[iv] = full
+                continue
+            ext = simplify_expr(
+                BinOp("add", BinOp("sub", r[1], r[0], r[0].dtype), make_const(1, r[0].dtype), r[0].dtype)
+            )
+            free = {n for n in walk(ext) if isinstance(n, Var)}
+            if not free <= allowed:
+                info.root[iv] = full
+                continue
+            info.root[iv] = (r[0], ext)
+            # guard against computing outside the tensor's domain
+            info.domain_guards.append((iv, full))
+
+    def _shape_vars(self) -> set[Var]:
+        out: set[Var] = set()
+        for st in self.sch.stages:
+            for t in st.op.outputs:
+                for s in t.shape:
+                    out |= {n for n in walk(s) if isinstance(n, Var)}
+        for a in self.args:
+            if isinstance(a, Var):
+                out.add(a)
+        return out
+
+    # ------------------------------------------------------------------ loops
+    def build(self) -> Stmt:
+        root_stmts: list[Stmt] = []
+        realize: list[StageInfo] = []
+        realize_scans: list[Stage] = []
+        for st in self.sch.stages:
+            if isinstance(st.op, ScanOp):
+                root_stmts.append(self.scan_nest(st))
+                realize_scans.append(st)
+                continue
+            info = self.infos.get(st)
+            if info is None or st.attach_type in ("scope", "scan"):
+                continue
+            root_stmts.append(self.stage_nest(info))
+            if not info.external:
+                realize.append(info)
+        body = seq(*root_stmts)
+        for info in reversed(realize):
+            op = info.stage.op
+            body = ProducerRealize(info.tensor, [(iv.dom.min, iv.dom.extent) for iv in op.axis], body, info.stage.scope)
+        for st in realize_scans:
+            for t in st.op.outputs:
+                if t not in self.arg_tensors:
+                    body = ProducerRealize(t, [(make_const(0, x.dtype), x) for x in t.shape], body, st.scope)
+        return body
+
+    def scan_nest(self, st: Stage) -> Stmt:
+        """Inits, then ``for t in [k, T)``: every body stage (intermediates realized per step)."""
+        op = st.op
+        assert isinstance(op, ScanOp)
+        init_ops = {t.op for t in op.init}
+        members = [
+            self.infos[m]
+            for m in self.sch.stages
+            if m in self.infos and m.attach_type == "scan" and m.attach_stage is st
+        ]
+        inits = [self.stage_nest(i) for i in members if i.stage.op in init_ops]
+        steps = [i for i in members if i.stage.op not in init_ops]
+        body = seq(*[self.stage_nest(i) for i in steps])
+        for i in reversed(steps):
+            if not i.external:
+                body = ProducerRealize(i.tensor, [i.root[iv] for iv in i.stage.op.axis], body, i.stage.scope)
+        ax = op.scan_axis
+        loop = For(ax.var, ax.dom.min, ax.dom.extent, "serial", body)
+        return seq(*inits, loop)
+
+    def attachments(self, info: StageInfo, iv: IterVar) -> list[StageInfo]:
+        return [
+            self.infos[s]
+            for s in self.sch.stages
+            if s in self.infos and s.attach_type == "scope" and s.attach_stage is info.stage and s.attach_ivar is iv
+        ]
+
+    def _guards(self, info: StageInfo) -> list[Expr]:
+        g = list(info.guards)
+        absv = None
+        for iv, (dmin, dext) in info.domain_guards:
+            if absv is None:
+                absv = {
+                    riv: simplify_expr(BinOp("add", info.root[riv][0], info.val[riv], info.root[riv][0].dtype))
+                    for riv in info.root
+                }
+            v = absv[iv]
+            g.append(v >= dmin)
+            g.append(v < simplify_expr(dmin + dext))
+        out = []
+        for c in g:
+            c2 = simplify_expr(c)
+            if isinstance(c2, IntImm) and c2.value:
+                continue
+            out.append(c2)
+        return out
+
+    def stage_nest(self, info: StageInfo) -> Stmt:
+        st = info.stage
+        op = st.op
+        assert isinstance(op, ComputeOp)
+        leaves = list(st.leaf_iter_vars)
+        sub = _abs_values(info)
+        idx = [sub.get(iv.var, iv.var) for iv in op.axis]
+        t = info.tensor
+        body = info.body
+        reduce_ivs = set(op.reduce_axis)
+        derived_reduce = self._reduce_derived(st, reduce_ivs)
+        init: Stmt | None = None
+        r0 = len(leaves)
+        if isinstance(body, Reduce):
+            src = substitute(body.source, sub)
+            cur = TensorRead(t, idx, t.dtype)
+            upd: Stmt = ProducerStore(t, idx, body.combiner.combine(cur, src))
+            if body.condition is not None:
+                upd = IfThenElse(substitute(body.condition, sub), upd)
+            init_val = body.init if body.init is not None else body.combiner.identity(t.dtype)
+            init_val = substitute(init_val, sub)
+            innermost = upd
+            r0 = next((k for k, iv in enumerate(leaves) if iv in derived_reduce), len(leaves))
+            init_leaves = [iv for iv in leaves[r0:] if iv not in derived_reduce]
+            init = ProducerStore(t, idx, init_val)
+        else:
+            innermost = ProducerStore(t, idx, substitute(body, sub))
+            init_leaves = []
+        guards = self._guards(info)
+        leaf_vars = {iv.var: k for k, iv in enumerate(leaves)}
+
+        def depth(c: Expr) -> int:
+            ds = [leaf_vars[n] for n in walk(c) if isinstance(n, Var) and n in leaf_vars]
+            return max(ds) if ds else -1
+
+        gdepth = [(depth(c), c) for c in guards]
+        tz = next((k for k, iv in enumerate(leaves) if iv in st.tensorize_intrin), None)
+        if tz is not None and init is not None and r0 >= tz:
+            init = None  # the intrinsic initialises (its body, or reset + update)
+        if init is not None:
+            stmt: Stmt = init
+            init_pos = {iv: k for k, iv in enumerate(leaves)}
+            for iv in reversed(init_leaves):
+                for d, c in gdepth:
+                    if d == init_pos[iv]:
+                        stmt = IfThenElse(c, stmt)
+                stmt = self._loop(info, iv, stmt)
+            init = stmt
+
+        def build(level: int) -> Stmt:
+            if tz is not None and level == tz:
+                return self._tensorized(info, tz, r0 < tz, gdepth)
+            if level == len(leaves):
+                return innermost
+            iv = leaves[level]
+            inner = build(level + 1)
+            if init is not None and level + 1 == r0:
+                inner = seq(init, inner)
+            for d, c in gdepth:
+                if d == level:
+                    inner = IfThenElse(c, inner)
+            for att in reversed(self.attachments(info, iv)):
+                inner = self._realize(att, seq(self.stage_nest(att), inner))
+            return self._loop(info, iv, inner)
+
+        out = build(0)
+        if init is not None and r0 == 0:
+            out = seq(init, out)
+        top = [c for d, c in gdepth if d < 0]
+        for c in top:
+            out = IfThenElse(c, out)
+        return out
+
+    def _realize(self, att: StageInfo, body: Stmt) -> Stmt:
+        if att.external:
+            return body
+        op = att.stage.op
+        return ProducerRealize(att.tensor, [att.root[iv] for iv in op.axis], body, att.stage.scope)
+
+    def _reduce_derived(self, st: Stage, reduce_ivs: set[IterVar]) -> set[IterVar]:
+        out = set(reduce_ivs)
+        for rel in st.relations:
+            if isinstance(rel, Split) and rel.parent in out:
+                out |= {rel.outer, rel.inner}
+            elif isinstance(rel, Fuse) and (rel.outer in out or rel.inner in out):
+                out.add(rel.fused)
+        return out
+
+    def _loop(self, info: StageInfo, iv: IterVar, body: Stmt) -> Stmt:
+        attrs = info.stage.iter_var_attrs.get(iv, {})
+        kind = _KIND.get(attrs.get("kind", ""), "serial")
+        ext = info.ext[iv]
+        tag = None
+        if kind == "thread_binding":
+            tag = attrs["thread"].thread_tag
+        if kind in ("vectorized", "unrolled") and not isinstance(simplify_expr(ext), IntImm):
+            raise self.err(
+                info.stage, f"axis {iv.name!r} is marked {attrs['kind']} but its extent {ext} is not a constant"
+            )
+        loop: Stmt = For(iv.var, make_const(0, ext.dtype), ext, kind, body, tag)
+        for key, value in attrs.get("pragmas", []):
+            loop = AttrStmt("pragma_" + key, value, loop)
+        return loop
+
+    def _tensorized(self, info: StageInfo, p: int, reduce_outside: bool, gdepth: list[tuple[int, Expr]]) -> Stmt:
+        st = info.stage
+        leaves = st.leaf_iter_vars
+        iv = leaves[p]
+        intrin = st.tensorize_intrin[iv]
+        ranges: dict[Var, tuple[int | None, int | None]] = {}
+        cur: Stage | None = st
+        while cur is not None and cur in self.infos:
+            for leaf in cur.leaf_iter_vars:
+                e = simplify_expr(self.infos[cur].ext.get(leaf, make_const(0, "int32")))
+                if isinstance(e, IntImm):
+                    ranges[leaf.var] = (0, e.value - 1)
+            cur = cur.attach_stage if cur.attach_type == "scope" else None
+        for d, c in gdepth:
+            c2 = simplify_expr(c, ranges)
+            if d >= p and not (isinstance(c2, IntImm) and c2.value):
+                raise self.err(
+                    st, f"tensorize at axis {iv.name!r}: the loops inside need a guard ({c}); use splits that divide"
+                )
+        for inner in leaves[p:]:
+            if self.attachments(info, inner):
+                raise self.err(
+                    st, f"tensorize at axis {iv.name!r}: a stage is computed at loop {inner.name!r} inside it"
+                )
+        absv = {
+            riv: simplify_expr(BinOp("add", info.root[riv][0], info.val[riv], info.root[riv][0].dtype))
+            for riv in info.root
+        }
+        op = st.op
+        assert isinstance(op, ComputeOp)
+        stmt = tensorize_loops(
+            st.name, op, info.body, info.tensor, iv, list(leaves[p:]), info.ext, absv, intrin, reduce_outside
+        )
+        return AttrStmt("tensorized", intrin.name, stmt)
+
+
+def schedule_to_stmt(sch: Schedule, args: list[Any]) -> Stmt:
+    """Lower a schedule to a loop nest over multi-dimensional tensors."""
+    low = _Lowering(sch, args)
+    low.prepare()
+    low.infer_bounds()
+    return low.build()
