@@ -6,6 +6,8 @@ package maps to the same place below the new one (``vdla.compiler.passes.simplif
 itself (so classes are identical) and a ``DeprecationWarning`` naming the new path,
 except for the few old paths listed in ``SILENT`` that remain public. The finder is
 installed by ``vdla/__init__.py``; nothing else in vdla imports an old path.
+``MOVED_NAMES`` does the same for public names that left a module that stays (a
+module's ``__getattr__ = moved_names(__name__)`` looks them up when first used).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import importlib.machinery
 import sys
 import types
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 #: old path -> new path (the most specific entry wins)
 ALIASES: dict[str, str] = {
@@ -31,6 +35,15 @@ ALIASES: dict[str, str] = {
     "vdla.compiler.codegen": "vdla.compiler.targets.llvm",
     "vdla.compiler.codegen.llvm": "vdla.compiler.targets.llvm.codegen",
     "vdla.compiler.vdla": "vdla.compiler.targets.vdla",
+    "vdla.compiler.graph.cpu_llvm": "vdla.compiler.targets.llvm.strategy",
+}
+
+#: (module, name) -> module that holds the name now, for public names that moved out of a module that stays
+MOVED_NAMES: dict[tuple[str, str], str] = {
+    **{("vdla.compiler.topi", name): "vdla.compiler.targets.llvm.schedules" for name in (
+        "schedule_conv2d_nchw", "schedule_conv2d_NCHWc", "NCHWcConfig", "schedule_depthwise_conv2d_nchw",
+        "schedule_conv2d_transpose_nchw", "schedule_dense", "schedule_injective", "schedule_matmul_cpu",
+        "MatmulConfig", "schedule_pool", "schedule_global_pool", "schedule_softmax")},
 }
 
 #: old paths that stay without a warning (VTA's ``vta.get_env()`` is written this way)
@@ -41,6 +54,20 @@ def new_path(old: str) -> str | None:
     """Where the module once imported as ``old`` lives now (None: it did not move)."""
     best = max((a for a in ALIASES if old == a or old.startswith(a + ".")), key=len, default=None)
     return None if best is None else ALIASES[best] + old[len(best):]
+
+
+def moved_names(module: str) -> Callable[[str], Any]:
+    """A module-level ``__getattr__`` for ``module`` that finds its moved names (``MOVED_NAMES``)."""
+
+    def __getattr__(name: str) -> Any:
+        home = MOVED_NAMES.get((module, name))
+        if home is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} is deprecated: use {home}.{name} (the old name goes in the next release)",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(home), name)
+
+    return __getattr__
 
 
 def _caller_stacklevel() -> int:

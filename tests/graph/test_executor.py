@@ -64,7 +64,7 @@ def test_save_load_runs_without_recompiling(resnet_model, tmp_path, monkeypatch)
 
 
 def test_llvm_cpu_kernels_shared_and_optional(resnet_model):
-    from vdla.compiler.graph import cpu_llvm
+    from vdla.compiler.targets.llvm import strategy as cpu_llvm
 
     g = resnet_model.graph
     cache = cpu_llvm.LlvmCache()

@@ -18,7 +18,7 @@ integer semantics, see there), built with ``vdla.build(..., target="vdla")`` and
 any :class:`~vdla.runtime.Device` (fsim, pysim, verilator). Every other node — and any
 ``vdla`` node the templates cannot express, which falls back with the reason recorded —
 runs on the host: on the ``llvm`` target when its op (or fused chain) maps onto the topi
-operators (:mod:`.cpu_llvm`: float32 conv2d/dense/pooling/softmax with element-wise tails;
+operators (:mod:`vdla.compiler.targets.llvm.strategy`: float32 conv2d/dense/pooling/softmax with element-wise tails;
 one JIT-built function per distinct signature), else on the ``cpu`` target, the numpy
 kernels of :mod:`.ops` (int8 exact), with the reason it was not mapped recorded
 (``Kernel.cpu_reason``, shown in the layer records as ``numpy: ...``). An ``llvm`` node's
@@ -849,7 +849,7 @@ def compile_model(
 def compile_llvm(graph: Graph, kernels: Mapping[str, Kernel], *, llvm: bool = True) -> float:
     """Put every ``cpu`` node that maps onto topi on the ``llvm`` target (one build per
     signature); the rest keep numpy with ``cpu_reason`` set. Returns the seconds spent."""
-    from .cpu_llvm import LlvmCache
+    from ..targets.llvm.strategy import LlvmCache
 
     t0 = time.perf_counter()
     cache = LlvmCache()

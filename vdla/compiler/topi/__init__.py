@@ -1,28 +1,31 @@
-"""Operator library: tensor-expression declarations with default CPU schedules (TVM's topi).
+"""Operator library: target-independent tensor-expression declarations (TVM's topi).
 
-Each operator is a function returning a :class:`~vdla.compiler.te.Tensor`; each
-``schedule_*`` takes the output tensor(s) and returns a schedule for ``vdla.build``::
+Each operator is a function returning a :class:`~vdla.compiler.te.Tensor`; how it runs
+fast is a target's business: the CPU schedules are in
+:mod:`vdla.compiler.targets.llvm.schedules`, the accelerator's templates in
+:mod:`vdla.compiler.targets.vdla`::
 
     from vdla.compiler import topi
+    from vdla.compiler.targets.llvm import schedules
     y = topi.relu(topi.conv2d_nchw(x, w, stride=1, padding=1))
-    s = topi.schedule_conv2d_nchw(y)
+    s = schedules.schedule_conv2d_nchw(y)
+
+:mod:`.util` holds what declarations and schedules share (padding, shape helpers,
+``traverse_inline``). The ``schedule_*`` names once exported here still resolve, with a
+``DeprecationWarning`` (see :mod:`vdla._deprecated`).
 """
 
+from ..._deprecated import moved_names
 from .conv2d import (
-    NCHWcConfig,
     conv2d_nchw,
     conv2d_NCHWc,
     conv2d_transpose_nchw,
     depthwise_conv2d_nchw,
     pack_kernel,
     pack_nchwc,
-    schedule_conv2d_nchw,
-    schedule_conv2d_NCHWc,
-    schedule_conv2d_transpose_nchw,
-    schedule_depthwise_conv2d_nchw,
     unpack_nchwc,
 )
-from .dense import dense, schedule_dense
+from .dense import dense
 from .elemwise import (
     add,
     batch_norm_inference,
@@ -35,16 +38,16 @@ from .elemwise import (
     minimum,
     multiply,
     relu,
-    schedule_injective,
     subtract,
 )
-from .matmul import matmul, schedule_matmul_cpu
-from .pooling import global_pool, pool2d, schedule_global_pool, schedule_pool
-from .softmax import schedule_softmax, softmax
+from .matmul import matmul
+from .pooling import global_pool, pool2d
+from .softmax import softmax
 from .util import pad
 
+__getattr__ = moved_names(__name__)  # topi.schedule_* -> targets.llvm.schedules, for one release
+
 __all__ = [
-    "NCHWcConfig",
     "add",
     "batch_norm_inference",
     "bias_add",
@@ -67,16 +70,6 @@ __all__ = [
     "pad",
     "pool2d",
     "relu",
-    "schedule_conv2d_NCHWc",
-    "schedule_conv2d_nchw",
-    "schedule_conv2d_transpose_nchw",
-    "schedule_dense",
-    "schedule_depthwise_conv2d_nchw",
-    "schedule_global_pool",
-    "schedule_injective",
-    "schedule_matmul_cpu",
-    "schedule_pool",
-    "schedule_softmax",
     "softmax",
     "subtract",
     "unpack_nchwc",

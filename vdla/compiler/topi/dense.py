@@ -8,14 +8,11 @@ local cache, k split and unrolled, column panels in parallel).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from .. import te
-from ..schedule.primitives import Schedule
 from ..tir.nodes import Expr
-from .util import INJECTIVE, as_list, const_shape, traverse_inline
+from .util import INJECTIVE, const_shape
 
-__all__ = ["dense", "schedule_dense"]
+__all__ = ["dense"]
 
 
 def dense(
@@ -56,49 +53,3 @@ def dense(
     return te.compute((b, o), lambda i, j: out[i, j] + bias[j].astype(out_dtype), name="dense_bias", tag=INJECTIVE)
 
 
-def schedule_dense(outs: te.Tensor | Sequence[te.Tensor], mr: int = 4, ku: int = 4) -> Schedule:
-    """Default CPU schedule of :func:`dense` (with an optional fused injective tail)."""
-    outs = as_list(outs)
-    s = te.create_schedule([t.op for t in outs])
-    found: list[te.ComputeOp] = []
-    packs: list[te.ComputeOp] = []
-
-    def cb(op: te.ComputeOp) -> None:
-        if op.tag == "dense":
-            found.append(op)
-        elif op.tag == "dense_pack":
-            packs.append(op)
-
-    traverse_inline(s, outs, cb)
-    if len(found) != 1:
-        raise ValueError("schedule_dense: expected one dense operation among the outputs' producers")
-    d = found[0]
-    ot = d.output(0)
-    bn = d.attrs["bn"] if packs else 16
-    nb, no = const_shape(ot)
-    if d in {t.op for t in outs}:
-        acc = s[s.cache_write(ot, "local")]
-        out = s[d]
-    else:
-        out, acc = s[outs[0]], s[d]
-    i, j = out.op.axis
-    jo, ji = out.split(j, factor=bn)
-    io, ii = out.split(i, factor=mr)
-    out.reorder(jo, io, ii, ji)
-    out.vectorize(ji)
-    out.unroll(ii)
-    out.parallel(jo)
-    acc.compute_at(out, io)
-    ic, jc = acc.op.axis
-    (r,) = acc.op.reduce_axis
-    ko, ki = acc.split(r, factor=ku)
-    acc.reorder(ko, ki, ic, jc)
-    acc.vectorize(jc)
-    acc.unroll(ic)
-    acc.unroll(ki)
-    for p in packs:
-        x, _, z = s[p].op.axis
-        s[p].vectorize(z)
-        s[p].parallel(x)
-    del nb, no
-    return s

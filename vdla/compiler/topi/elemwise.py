@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import te
-from ..schedule.primitives import Schedule
 from ..tir.nodes import Expr, IntImm, convert
-from .util import INJECTIVE, as_list, const_int, traverse_inline
+from .util import INJECTIVE
 
 __all__ = [
     "relu",
@@ -28,7 +27,6 @@ __all__ = [
     "minimum",
     "bias_add",
     "batch_norm_inference",
-    "schedule_injective",
 ]
 
 
@@ -175,33 +173,3 @@ def batch_norm_inference(
     return te.compute(x.shape, f, name="batch_norm", tag=INJECTIVE)
 
 
-def schedule_injective(outs: te.Tensor | Sequence[te.Tensor], lanes: int = 16, min_parallel: int = 4096) -> Schedule:
-    """Default CPU schedule of injective outputs: inline injective producers, fuse all axes,
-    vectorise an inner split of ``lanes`` and run the outer loop in parallel when large."""
-    outs = as_list(outs)
-    s = te.create_schedule([t.op for t in outs])
-    traverse_inline(s, outs, lambda op: None)
-    for t in outs:
-        _schedule_injective_stage(s, t, lanes, min_parallel)
-    return s
-
-
-def _schedule_injective_stage(s: Schedule, t: te.Tensor, lanes: int, min_parallel: int) -> None:
-    st = s[t]
-    axes = list(st.op.axis)
-    if not axes:
-        return
-    fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
-    total = 1
-    for x in t.shape:
-        try:
-            total *= const_int(x)
-        except ValueError:
-            total = None  # type: ignore[assignment]
-            break
-    if total is not None and total < lanes:
-        return
-    outer, inner = st.split(fused, factor=lanes)
-    st.vectorize(inner)
-    if total is None or total >= min_parallel:
-        st.parallel(outer)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import te
-from ..schedule.primitives import Schedule
 from ..tir.nodes import Expr
 from .conv2d import conv_out_size
-from .util import INJECTIVE, as_list, const_shape, pad, padding4, pair, traverse_inline
+from .util import INJECTIVE, const_shape, pad, padding4, pair
 
-__all__ = ["pool2d", "global_pool", "schedule_pool", "schedule_global_pool"]
+__all__ = ["pool2d", "global_pool"]
 
 
 def pool2d(
@@ -82,37 +81,3 @@ def global_pool(data: te.Tensor, pool_type: str = "avg") -> te.Tensor:
     )
 
 
-def schedule_pool(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
-    """Default CPU schedule of :func:`pool2d`: padding inlined, the window sum computed per
-    output row, ``(n, c)`` fused and run in parallel."""
-    outs = as_list(outs)
-    s = te.create_schedule([t.op for t in outs])
-    reds: list[te.ComputeOp] = []
-    traverse_inline(s, outs, lambda op: reds.append(op) if op.tag in ("pool_max", "pool_sum") else None)
-    for t in outs:
-        st = s[t]
-        n, c, y, x = st.op.axis
-        par = st.fuse(n, c)
-        st.parallel(par)
-        for red in reds:
-            if red is not t.op:
-                s[red].compute_at(st, y)
-    return s
-
-
-def schedule_global_pool(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
-    """Default CPU schedule of :func:`global_pool`: ``(n, c)`` in parallel, the plane
-    reduction computed per channel."""
-    outs = as_list(outs)
-    s = te.create_schedule([t.op for t in outs])
-    reds: list[te.ComputeOp] = []
-    traverse_inline(s, outs, lambda op: reds.append(op) if op.tag == "global_pool" else None)
-    for t in outs:
-        st = s[t]
-        n, c, _, _ = st.op.axis
-        par = st.fuse(n, c)
-        st.parallel(par)
-        for red in reds:
-            if red is not t.op:
-                s[red].compute_at(st, par)
-    return s

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import te
-from ..schedule.primitives import Schedule
 from ..tir.nodes import Expr
-from .util import as_list
 
-__all__ = ["softmax", "schedule_softmax"]
+__all__ = ["softmax"]
 
 
 def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
@@ -40,31 +38,3 @@ def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
     )
 
 
-def schedule_softmax(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
-    """Default CPU schedule: the exponentials at root with the row max computed per row,
-    then the output with the row sum computed per row; rows run in parallel and the last
-    axis is vectorised when it is the softmax axis."""
-    outs = as_list(outs)
-    s = te.create_schedule([t.op for t in outs])
-    for t in outs:
-        op = t.op
-        if not isinstance(op, te.ComputeOp) or op.tag != "softmax_output":
-            raise ValueError(f"schedule_softmax: {t.name!r} is not a softmax output")
-        ax = op.attrs["axis"]
-        ex, sm = op.input_tensors()[:2]
-        if ex.op.tag != "softmax_exp":
-            ex, sm = sm, ex
-        mx = [u for u in ex.op.input_tensors() if u.op.tag == "softmax_max"][0]
-        for st, red in ((s[ex], mx), (s[t], sm)):
-            axes = list(st.op.axis)
-            others = [a for d, a in enumerate(axes) if d != ax]
-            if not others:
-                continue
-            st.reorder(*others, axes[ax])
-            row = st.fuse(*others) if len(others) > 1 else others[0]
-            st.parallel(row)
-            s[red].compute_at(st, row)
-            if ax == len(axes) - 1:
-                _, vi = st.split(axes[ax], factor=16)
-                st.vectorize(vi)
-    return s

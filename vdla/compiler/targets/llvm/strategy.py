@@ -1,7 +1,8 @@
-"""CPU nodes on the ``llvm`` target: graph nodes (or fused chains) lowered onto :mod:`vdla.compiler.topi`.
+"""The CPU strategy: graph nodes (or fused chains) lowered onto :mod:`vdla.compiler.topi` for ``llvm``.
 
-:func:`lower` maps one node onto topi operators, or returns why it cannot be (the node then
-runs on the numpy kernels of :mod:`.ops`, with that reason recorded). Mapped today, all in
+:func:`lower` maps one node onto topi operators and this target's schedules
+(:mod:`.schedules`), or returns why it cannot be (the node then runs on the graph's numpy
+kernels, with that reason recorded). The graph executor calls it for every CPU node. Mapped today, all in
 float32 (the CPU part of a quantised model: the first conv, the pools, the classifier):
 
 * ``conv2d`` (groups 1, any stride/padding/dilation, optional bias) -> ``topi.conv2d_nchw``
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Graph, Node
+from ...graph.ir import Graph, Node
 
 __all__ = ["LlvmKernel", "LlvmCache", "lower", "signature"]
 
@@ -114,8 +115,9 @@ def signature(node: Node, graph: Graph) -> str:
 
 def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     """Build ``node`` for the host with llvm, or return why it is not mapped."""
-    from .. import te, topi
-    from ..build import build
+    from ... import te, topi
+    from ...driver import build
+    from . import schedules
 
     why = check(node, graph)
     if why is not None:
@@ -174,7 +176,7 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     out = env[outs[0]]
     anchor = nodes[0].op
     try:
-        sched = getattr(topi, _SCHEDULE.get(anchor, "schedule_injective"))(out)
+        sched = getattr(schedules, _SCHEDULE.get(anchor, "schedule_injective"))(out)
         func = build(sched, placeholders + [out], target="llvm", name=name)
     except Exception as e:  # a schedule or codegen limit: numpy it is
         return f"llvm build failed: {type(e).__name__}: {e}"

@@ -1,0 +1,37 @@
+"""CPU operator schedules (TVM's ``topi.x86``): how the operator library's declarations run fast on a CPU.
+
+One module per operator family, beside the declarations in :mod:`vdla.compiler.topi`::
+
+    from vdla.compiler import topi
+    from vdla.compiler.targets.llvm import schedules
+    y = topi.relu(topi.conv2d_nchw(x, w, stride=1, padding=1))
+    s = schedules.schedule_conv2d_nchw(y)
+"""
+
+from .conv2d import (
+    NCHWcConfig,
+    schedule_conv2d_nchw,
+    schedule_conv2d_NCHWc,
+    schedule_conv2d_transpose_nchw,
+    schedule_depthwise_conv2d_nchw,
+)
+from .dense import schedule_dense
+from .elemwise import schedule_injective
+from .matmul import MatmulConfig, schedule_matmul_cpu
+from .pooling import schedule_global_pool, schedule_pool
+from .softmax import schedule_softmax
+
+__all__ = [
+    "MatmulConfig",
+    "NCHWcConfig",
+    "schedule_conv2d_NCHWc",
+    "schedule_conv2d_nchw",
+    "schedule_conv2d_transpose_nchw",
+    "schedule_dense",
+    "schedule_depthwise_conv2d_nchw",
+    "schedule_global_pool",
+    "schedule_injective",
+    "schedule_matmul_cpu",
+    "schedule_pool",
+    "schedule_softmax",
+]

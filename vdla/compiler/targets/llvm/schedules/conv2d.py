@@ -1,0 +1,199 @@
+"""CPU schedules of the 2-D convolutions (NCHW, NCHW[x]c as TVM's x86 schedules, depthwise, transposed).
+
+The declarations are in :mod:`vdla.compiler.topi.conv2d`; each ``schedule_*`` takes the output
+tensor(s) and returns a :class:`~vdla.compiler.schedule.primitives.Schedule` for ``vdla.build(..., "llvm")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .... import te
+from ....schedule.primitives import Schedule, Stage
+from ....topi.util import as_list, const_shape, traverse_inline, vector_split
+
+
+def _find(outs: Sequence[te.Tensor], tag: str) -> te.ComputeOp:
+    found: list[te.ComputeOp] = []
+    todo = [t.op for t in outs]
+    seen: set[Any] = set()
+    while todo:
+        op = todo.pop()
+        if op in seen or not isinstance(op, te.ComputeOp):
+            continue
+        seen.add(op)
+        if op.tag == tag:
+            found.append(op)
+        todo.extend(t.op for t in op.input_tensors())
+    if len(found) != 1:
+        raise ValueError(f"schedule: expected one {tag!r} operation among the outputs' producers, found {len(found)}")
+    return found[0]
+
+
+def _tail(s: Schedule, outs: Sequence[te.Tensor], conv: te.ComputeOp) -> tuple[Stage, Stage | None]:
+    """(the stage writing the result, the accumulator stage) with injective tails inlined."""
+    traverse_inline(s, outs, lambda op: None)
+    if conv in {t.op for t in outs}:
+        return s[conv], None
+    if len(outs) != 1:
+        raise ValueError("schedule: a fused conv2d tail must have exactly one output")
+    return s[outs[0]], s[conv]
+
+
+def _inline_pad(s: Schedule, conv: te.ComputeOp) -> None:
+    for t in conv.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
+            s[t.op].compute_inline()
+
+
+def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule: output rows vectorised along ``x``, 4 output channels unrolled,
+    ``(n, f.outer)`` in parallel, padding inlined."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = _find(outs, "conv2d_nchw")
+    out, acc = _tail(s, outs, conv)
+    _inline_pad(s, conv)
+    ow = const_shape(conv.output(0))[3]
+    vw = min(16, ow)
+    if acc is None:
+        st = out
+        n, f, y, x = st.op.axis
+        rc, ry, rx = st.op.reduce_axis
+        fo, fi = st.split(f, factor=4)
+        xo, xi = st.split(x, factor=vw)
+        st.reorder(n, fo, y, xo, rc, ry, rx, fi, xi)
+        st.unroll(fi)
+        st.vectorize(xi)
+        st.parallel(st.fuse(n, fo))
+        return s
+    n, f, y, x = out.op.axis
+    fo, fi = out.split(f, factor=4)
+    xo, xi = out.split(x, factor=vw)
+    out.reorder(n, fo, y, xo, fi, xi)
+    out.vectorize(xi)
+    out.parallel(out.fuse(n, fo))
+    acc.compute_at(out, xo)
+    _, fa, _, xa = acc.op.axis
+    rc, ry, rx = acc.op.reduce_axis
+    acc.reorder(rc, ry, rx, fa, xa)
+    acc.vectorize(xa)
+    return s
+
+
+@dataclass
+class NCHWcConfig:
+    """Knobs of :func:`schedule_conv2d_NCHWc` (None: chosen from the shape)."""
+
+    reg_n: int | None = None  # output columns per register tile (accumulators = reg_n vectors)
+    unroll_kw: bool = False
+    parallel: bool = True
+
+
+def _reg_n(ow: int, cap: int = 14) -> int:
+    for r in range(min(cap, ow), 0, -1):
+        if ow % r == 0 and (r >= 4 or r == ow):
+            return r
+    return min(cap, ow)
+
+
+def schedule_conv2d_NCHWc(  # noqa: N802
+    outs: te.Tensor | Sequence[te.Tensor], cfg: NCHWcConfig | None = None
+) -> Schedule:
+    """TVM's x86 NCHWc schedule: a register tile of ``reg_n`` output columns x one ``ob``
+    vector accumulated in a local cache over (c.outer, ky, kx, c.inner); rows and output
+    channel blocks in parallel; padding computed once at root (parallel, vectorised)."""
+    cfg = cfg or NCHWcConfig()
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = _find(outs, "conv2d_NCHWc")
+    out, acc = _tail(s, outs, conv)
+    ct = conv.output(0)
+    _, _, oh, ow, ob = const_shape(ct)
+    reg_n = cfg.reg_n or _reg_n(ow)
+    if acc is None:
+        acc_t = s.cache_write(ct, "local")
+        acc = s[acc_t]
+        out = s[conv] if conv in s.stage_map else s[ct]
+    n, f, y, x, fb = out.op.axis
+    xo, xi = out.split(x, factor=reg_n)
+    out.reorder(n, f, y, xo, xi, fb)
+    par = out.fuse(n, f, y)
+    if cfg.parallel:
+        out.parallel(par)
+    out.vectorize(fb)
+    out.unroll(xi)
+    acc.compute_at(out, xo)
+    _, _, _, xa, fa = acc.op.axis
+    rco, ry, rx, rci = acc.op.reduce_axis
+    acc.reorder(rco, ry, rx, rci, xa, fa)
+    acc.vectorize(fa)
+    acc.unroll(xa)
+    acc.unroll(rci)
+    if cfg.unroll_kw:
+        acc.unroll(rx)
+    for t in conv.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
+            ps = s[t.op]
+            ps.compute_root()
+            pn, pc, py, px, pcb = ps.op.axis
+            ps.vectorize(pcb)
+            if cfg.parallel:
+                ps.parallel(ps.fuse(pn, pc, py))
+    return s
+
+
+def schedule_depthwise_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule: rows vectorised along ``x`` with the kernel window unrolled,
+    ``(n, f)`` in parallel, padding inlined."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = _find(outs, "depthwise_conv2d_nchw")
+    out, acc = _tail(s, outs, conv)
+    _inline_pad(s, conv)
+    ow = const_shape(conv.output(0))[3]
+    vw = min(16, ow)
+    n, f, y, x = out.op.axis
+    xo, xi = out.split(x, factor=vw)
+    out.vectorize(xi)
+    out.parallel(out.fuse(n, f))
+    st = out if acc is None else acc
+    if acc is not None:
+        acc.compute_at(out, xo)
+        xi = acc.op.axis[3]
+        acc.vectorize(xi)
+    ry, rx = st.op.reduce_axis
+    st.reorder(ry, rx, xi)
+    st.unroll(rx)
+    return s
+
+
+def schedule_conv2d_transpose_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule: the dilated/padded input at root (parallel), the convolution
+    vectorised along ``x`` with ``(n, f)`` in parallel."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = _find(outs, "conv2d_transpose_nchw")
+    out, acc = _tail(s, outs, conv)
+    for t in conv.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
+            ps = s[t.op]
+            ps.compute_root()
+            ps.parallel(ps.fuse(ps.op.axis[0], ps.op.axis[1]))
+    ow = const_shape(conv.output(0))[3]
+    vw = vector_split(ow) if ow >= 16 else ow
+    n, f, y, x = out.op.axis
+    xo, xi = out.split(x, factor=vw)
+    out.vectorize(xi)
+    out.parallel(out.fuse(n, f))
+    st = out
+    if acc is not None:
+        acc.compute_at(out, xo)
+        st = acc
+        xi = acc.op.axis[3]
+        acc.vectorize(xi)
+    rc, ry, rx = st.op.reduce_axis
+    st.reorder(rc, ry, rx, xi)
+    return s
