@@ -2,7 +2,7 @@
 
 Each layer is declared with ``topi.conv2d_NCHWc`` (16-channel blocks in and out, the
 layout TVM's x86 schedules use; inputs are pre-packed, as in the paper's operator
-benchmarks) and scheduled with ``topi.schedule_conv2d_NCHWc``.  numpy's convolution is
+benchmarks) and scheduled with ``schedules.schedule_conv2d_NCHWc``.  numpy's convolution is
 measured in the same run: zero padding + im2col + one BLAS matmul (float32), timed as a
 whole.  The vdla output is checked against it.
 
@@ -36,8 +36,8 @@ from bench_cpu_matmul import best_time, threads  # noqa: E402
 from bench_cpu_peak import computed_peak, measure_clock_ghz  # noqa: E402
 
 from vdla.compiler import build, te, topi  # noqa: E402
-from vdla.compiler.targets.llvm import jit  # noqa: E402
-from vdla.compiler.targets.vdla.resnet import RESNET18 as LAYERS  # noqa: E402  (the C1-C12 table
+from vdla.compiler.targets.llvm import jit, schedules  # noqa: E402
+from vdla.compiler.targets.vdla.resnet import RESNET18 as LAYERS  # noqa: E402  (the C1-C12 table)
 from vdla.compiler.targets.vdla.resnet import ConvLayer as Layer  # noqa: E402
 
 # ---------------------------------------------------------------------------- numpy reference
@@ -63,7 +63,7 @@ def bench_layer(layer: Layer, repeat: int, thread_counts: list[int], block: int 
     w = te.placeholder((layer.oc // ob, layer.ic // cb, layer.k, layer.k, cb, ob), name="kernel")
     t0 = time.perf_counter()
     y = topi.conv2d_NCHWc(x, w, layer.stride, layer.pad)
-    s = topi.schedule_conv2d_NCHWc(y)
+    s = schedules.schedule_conv2d_NCHWc(y)
     f = build(s, [x, w, y], name=f"conv_{layer.name}")
     compile_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)

@@ -25,7 +25,8 @@ from llvmlite import ir
 
 from vdla.compiler import build, get_num_threads, set_num_threads
 from vdla.compiler.targets.llvm import jit
-from vdla.compiler.topi.matmul import MatmulConfig, matmul, schedule_matmul_cpu
+from vdla.compiler.targets.llvm.schedules import MatmulConfig, schedule_matmul_cpu
+from vdla.compiler.topi.matmul import matmul
 
 # ---------------------------------------------------------------------------- numpy BLAS threads
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import check
+from support.compile import check
 
 from vdla.compiler import te
 
@@ -450,7 +450,8 @@ def sigmoid_vectorized_exp():
 
 @case
 def topi_matmul_default_schedule():
-    from vdla.compiler.topi.matmul import MatmulConfig, matmul, schedule_matmul_cpu
+    from vdla.compiler.targets.llvm.schedules import MatmulConfig, schedule_matmul_cpu
+    from vdla.compiler.topi.matmul import matmul
 
     A, B, C = matmul(20, 128, 37)
     return schedule_matmul_cpu(C, MatmulConfig(mr=4, kc=16, ku=4)), [A, B], [C], _mm_ref

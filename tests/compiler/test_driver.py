@@ -1,4 +1,4 @@
-"""build(): calling convention, argument checking, symbolic shapes, threads, generated code."""
+"""The driver: build()'s calling convention, argument checking, symbolic shapes, threads, generated code; lower()'s pass trace."""
 
 from __future__ import annotations
 
@@ -185,3 +185,19 @@ def test_large_and_symbolic_intermediates_use_heap() -> None:
     c2 = np.zeros_like(a2)
     f2(a2, c2)
     np.testing.assert_allclose(c2, np.ones_like(a2), rtol=1e-5)
+
+
+def test_lower_prints_each_pass(capsys) -> None:  # type: ignore[no-untyped-def]
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    s[B].vectorize(xi)
+    f = lower(s, [A, B], print_passes=True)
+    out = capsys.readouterr().out
+    for name in ("schedule_ops", "storage_flatten", "simplify", "vectorize", "unroll"):
+        assert f"after {name}" in out
+    text = str(f)
+    assert text.startswith("primfn main(A: float32[10], B: float32[10])")
+    # the non-divisible split keeps a guard; the guarded vector loop falls back to a hinted scalar loop
+    assert "if (((i.outer * 4) + i.inner) < 10)" in text

@@ -11,6 +11,7 @@ import struct
 import pytest
 
 from vdla.compiler import CrossModule, build, te, topi
+from vdla.compiler.targets.llvm import schedules
 from vdla.compiler.targets.llvm.target import AARCH64, RISCV64, Target
 
 EM_AARCH64, EM_RISCV = 183, 243
@@ -39,14 +40,14 @@ def elf_info(obj: bytes) -> tuple[int, dict[str, int]]:
 
 def _kernels():  # type: ignore[no-untyped-def]
     A, B, C = topi.matmul(32, 128, 48)
-    yield "matmul", topi.schedule_matmul_cpu(C), [A, B, C]
+    yield "matmul", schedules.schedule_matmul_cpu(C), [A, B, C]
     x = te.placeholder((1, 2, 10, 10, 8), name="x")
     w = te.placeholder((2, 2, 3, 3, 8, 8), name="w")
     y = topi.conv2d_NCHWc(x, w, 1, 1)
-    yield "conv2d", topi.schedule_conv2d_NCHWc(y), [x, w, y]
+    yield "conv2d", schedules.schedule_conv2d_NCHWc(y), [x, w, y]
     a = te.placeholder((100,), name="a")
     r = topi.relu(a)
-    yield "relu", topi.schedule_injective(r), [a, r]
+    yield "relu", schedules.schedule_injective(r), [a, r]
 
 
 @pytest.mark.parametrize(
