@@ -98,10 +98,10 @@ def slow(session: nox.Session) -> None:
 def fuzz(session: nox.Session) -> None:
     """Differential fuzz on Verilator: 10,000 random programs (small and default configs)
     against the golden simulator, bit-exact; a mismatch prints the seed and the first
-    differing address. posargs go to ``python -m vdla.runtime.fuzz`` (``-- --count N``,
+    differing address. posargs go to ``python -m vdla.fuzz`` (``-- --count N``,
     ``--configs``, ``--seed``, ``--jobs``, ``--device pysim``)."""
     _install_project(session, ["sim"])
-    session.run("python", "-m", "vdla.runtime.fuzz", *session.posargs, env=_tool_env(session))
+    session.run("python", "-m", "vdla.fuzz", *session.posargs, env=_tool_env(session))
 
 
 @nox.session

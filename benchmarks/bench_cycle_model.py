@@ -6,7 +6,7 @@ running with the test memory of `vdla.hardware.testbench` (read latency
 cycle counts and the golden model's error; the target is within 10%.
 
 Programs: the blocked matmul and the ALU-only example at small sizes, and random valid
-programs (`vdla.runtime.randprog`), on the small and default configs.
+programs (`vdla.fuzz.randprog`), on the small and default configs.
 
 Run: python benchmarks/bench_cycle_model.py [--random 8]
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from vdla.config import PRESETS
+from vdla.fuzz.randprog import random_program
 from vdla.runtime import Device
-from vdla.runtime.randprog import random_program
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -4,7 +4,7 @@ For the default and small configs, the same programs run on ``Device("verilator"
 (the AXI top, Verilated, driven by its C++ harness) and on ``Device("pysim")`` (the core
 in Amaranth's simulator), measured in the same run:
 
-- random: random valid programs (`vdla.runtime.randprog`), loads/GEMM/ALU/stores mixed;
+- random: random valid programs (`vdla.fuzz.randprog`), loads/GEMM/ALU/stores mixed;
 - gemm: one long GEMM instruction (steady state: one uop-iteration per cycle);
 - matmul: the blocked matmul of examples/blocked_matmul.py (64x64x64).
 
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from vdla.config import Config, preset
+from vdla.fuzz.randprog import random_program
 from vdla.runtime import CommandStream, Device, Loop, Mem, Program, Stage, UopKernel
-from vdla.runtime.randprog import random_program
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAM = 1 << 20
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     args = p.parse_args(argv)
     try:
-        from vdla.runtime import verilator
+        from vdla.simulator.rtl import verilator
     except ImportError as e:  # pragma: no cover - the sim extra is missing
         print(f"skipped: {e}")
         return 0

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     lo, hi = -128, 127
 
     if args.device.startswith("serial:"):
-        import vdla.runtime.serial  # noqa: F401  (registers Device("serial:PORT"))
+        import vdla.runtime.backends.serial  # noqa: F401  (registers Device("serial:PORT"))
     dev = Device(args.device, config=c, **({"dram_size": args.dram} if args.dram else {}))
     a_buf = dev.array(pack(a, c.batch, c.block_in), "A")
     w_buf = dev.array(pack(w, c.block_out, c.block_in), "W")

@@ -62,7 +62,8 @@ def test_public_paths_need_no_alias() -> None:
     """What users write today keeps working without a warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
-        from vdla import build, lower, te  # noqa: F401
         from vdla.compiler.vdla.env import get_env
+
+        from vdla import build, lower, te  # noqa: F401
 
         assert get_env().BATCH >= 1

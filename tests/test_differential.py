@@ -1,4 +1,4 @@
-"""Differential tests over random valid programs (vdla.runtime.randprog).
+"""Differential tests over random valid programs (vdla.fuzz.randprog).
 
 A correct program's results must not depend on timing: the golden simulator run with
 very different cycle-model parameters and queue depths has to leave identical DRAM.
@@ -15,8 +15,8 @@ import pytest
 
 from vdla import isa
 from vdla.config import PRESETS, Timing
+from vdla.fuzz.randprog import random_program
 from vdla.runtime import Device, Program
-from vdla.runtime.randprog import random_program
 from vdla.simulator import SimulatorError
 
 SEEDS = range(40)

@@ -36,6 +36,11 @@ ALIASES: dict[str, str] = {
     "vdla.compiler.codegen.llvm": "vdla.compiler.targets.llvm.codegen",
     "vdla.compiler.vdla": "vdla.compiler.targets.vdla",
     "vdla.compiler.graph.cpu_llvm": "vdla.compiler.targets.llvm.strategy",
+    "vdla.runtime.pysim": "vdla.runtime.backends.pysim",
+    "vdla.runtime.verilator": "vdla.simulator.rtl.verilator",
+    "vdla.runtime.serial": "vdla.runtime.backends.serial",
+    "vdla.runtime.fuzz": "vdla.fuzz.campaign",
+    "vdla.runtime.randprog": "vdla.fuzz.randprog",
 }
 
 #: (module, name) -> module that holds the name now, for public names that moved out of a module that stays

@@ -18,12 +18,12 @@ from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 from amaranth.utils import ceil_log2
 
+from vdla.fuzz.randprog import random_program
 from vdla.hardware import Core
 from vdla.hardware.boards import board_config
 from vdla.hardware.boards.soc import MemoryArbiter
 from vdla.runtime import Device
 from vdla.runtime.device import register_backend
-from vdla.runtime.randprog import random_program
 from vdla.simulator import Report
 
 DRAM = 64 << 10

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from uartsim import UartPort
 
+from vdla.fuzz.randprog import random_program
 from vdla.hardware.boards import BOARDS, board, board_config, config_id
 from vdla.hardware.boards.soc import COUNTER_BASE, REGISTERS, STATUS_DONE
 from vdla.hardware.core import COUNTER_NAMES
 from vdla.runtime import Device
-from vdla.runtime.device import BACKENDS, DeviceError
-from vdla.runtime.randprog import random_program
-from vdla.runtime.serial import BOARD_REGS, LinkError, SerialLink, board_backend
+from vdla.runtime.backends.serial import BOARD_REGS, LinkError, SerialLink, board_backend
+from vdla.runtime.device import DeviceError, backend_factory
 
 ROOT = Path(__file__).resolve().parents[2]
 DIV = 4  # clock cycles per UART bit in simulation
@@ -51,7 +51,7 @@ def test_boards_fit_their_parts_on_paper():
         assert b.dsp_macs + b.lut_macs == c.macs_per_cycle
         assert b.mem_size >= 16 << 10 or b.memory == "spram"
     assert board_config("ulx3s-85f").macs_per_cycle == 256  # VTA's 1x16x16
-    assert "serial" in BACKENDS and BOARD_REGS.config_id == REGISTERS["config_id"]
+    assert backend_factory("serial") is board_backend and BOARD_REGS.config_id == REGISTERS["config_id"]
     with pytest.raises(KeyError, match="boards are"):
         board("de10-nano")
 

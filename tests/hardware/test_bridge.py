@@ -31,7 +31,7 @@ from vdla.hardware.bridge_protocol import (
     parse_ping,
 )
 from vdla.hardware.uart import UARTRx, UARTTx, divisor_for
-from vdla.runtime.serial import NakError, SerialLink
+from vdla.runtime.backends.serial import NakError, SerialLink
 
 DIV = 4  # clock cycles per bit
 BYTE = 10 * DIV

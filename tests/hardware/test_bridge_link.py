@@ -1,4 +1,4 @@
-"""The host side of the bridge (`vdla.runtime.serial`) against `BridgeModel` behind a fake serial port.
+"""The host side of the bridge (`vdla.runtime.backends.serial`) against `BridgeModel` behind a fake serial port.
 
 `FakePort` is a byte stream whose far end is the protocol's device model; it can damage
 frames in either direction, drop responses, or play dead, to exercise the retries and
@@ -14,11 +14,19 @@ import numpy as np
 import pytest
 
 from vdla.config import preset
+from vdla.fuzz.randprog import random_program
 from vdla.hardware.bridge_protocol import BridgeModel, Status
 from vdla.runtime import Device
+from vdla.runtime.backends.serial import (
+    LinkError,
+    LinkTimeout,
+    NakError,
+    RegisterMap,
+    SerialBackend,
+    SerialLink,
+    open_port,
+)
 from vdla.runtime.device import DeviceError
-from vdla.runtime.randprog import random_program
-from vdla.runtime.serial import LinkError, LinkTimeout, NakError, RegisterMap, SerialBackend, SerialLink, open_port
 from vdla.simulator import ProgramError
 from vdla.simulator import run as golden_run
 

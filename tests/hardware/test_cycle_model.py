@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from vdla.config import PRESETS
+from vdla.fuzz.randprog import random_program
 from vdla.runtime import Device
-from vdla.runtime.randprog import random_program
 
 SMALL = PRESETS["small"]
 TOLERANCE = 0.10

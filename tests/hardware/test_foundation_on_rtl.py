@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from vdla.runtime import BACKENDS
+from vdla.runtime.device import BUILTIN_BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif("verilator" not in BACKENDS, reason="Device('verilator') is not registered")
+pytestmark = pytest.mark.skipif("verilator" not in BUILTIN_BACKENDS, reason="Device('verilator') is not registered")
 
 
 def _replay(selection: str, backend: str = "verilator") -> subprocess.CompletedProcess:

@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import vdla.runtime.pysim  # noqa: F401  (registers the backend)
+import vdla.simulator.rtl.pysim  # noqa: F401  (registers the backend)
 from vdla import isa
 from vdla.config import PRESETS, Config
+from vdla.fuzz.randprog import random_program
 from vdla.hardware.fetch import ErrorCode
 from vdla.hardware.testbench import CoreSim
 from vdla.runtime import AluOp, CommandStream, Device, Loop, Mem, Program, Stage, UopKernel
-from vdla.runtime.pysim import PysimBackend
-from vdla.runtime.randprog import random_program
+from vdla.runtime.backends.pysim import PysimBackend
 from vdla.simulator import DeadlockError, ProgramError
 
 ROOT = Path(__file__).resolve().parents[2]

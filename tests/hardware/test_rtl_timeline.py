@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-import vdla.runtime.pysim  # noqa: F401  (registers the backend)
+import vdla.simulator.rtl.pysim  # noqa: F401  (registers the backend)
 from vdla.config import PRESETS, Config
 from vdla.hardware.stage import State
 from vdla.hardware.testbench import TRACE_FIELDS

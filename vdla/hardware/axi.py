@@ -59,7 +59,7 @@ done (and error, if set) then stay set until the next start. ``irq`` is done.
 INSN_ADDR/INSN_COUNT may be rewritten while the core runs; the new values take effect at
 the next start.
 
-This map is compatible with `vdla.runtime.serial.RegisterMap`: start=0x00, done=0x04
+This map is compatible with `vdla.runtime.backends.serial.RegisterMap`: start=0x00, done=0x04
 (mask 1), insn_addr=0x08, insn_count=0x0C, cycles=0x10, error=0x04 (mask 4),
 error_index=0x18.
 """

@@ -2,7 +2,7 @@
 
 This module is the protocol's specification and its pure-Python codec. It holds the
 constants the gateware (`vdla.hardware.bridge`) is built from, the frame encoder/decoder
-the host (`vdla.runtime.serial`) speaks, and `BridgeModel`, an executable model of the
+the host (`vdla.runtime.backends.serial`) speaks, and `BridgeModel`, an executable model of the
 device side that behaves byte-for-byte like the gateware. It imports nothing from
 Amaranth or the runtime.
 
@@ -84,7 +84,7 @@ Device behaviour
    are always executed (reads must have no side effects on the register port).
 7. Bytes arriving while the device executes or responds are discarded.
 
-Host behaviour (`vdla.runtime.serial.SerialLink`)
+Host behaviour (`vdla.runtime.backends.serial.SerialLink`)
 -------------------------------------------------
 Start a session with PING (it is always executed and sets the device's last SEQ), then
 give each new command the next SEQ (mod 256) and keep it for that command's retries.

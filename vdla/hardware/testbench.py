@@ -14,7 +14,7 @@ no uop-iteration) for ``watchdog`` cycles and raises `Stuck`, naming each stage'
 and the queue levels. With ``trace=True`` a run also records, every cycle, each stage's
 state and retired-instruction count (`TRACE_FIELDS`) in ``RunResult.trace``: a timeline
 from which per-instruction start/end cycles follow. Nothing here knows the golden
-simulator: `vdla.runtime.pysim` turns a `RunResult` into a Report.
+simulator: `vdla.simulator.rtl.pysim` turns a `RunResult` into a Report.
 """
 
 from __future__ import annotations

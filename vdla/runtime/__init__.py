@@ -3,10 +3,15 @@
 A hardware engineer writes programs by hand with `CommandStream` (VTA runtime level:
 2D loads/stores, uop kernels, dependency push/pop, finish) and runs them on a
 `Device`; the compiler produces the same `Program`s.
+
+Modules: :mod:`.device` (Device and the backend registry), :mod:`.dram` (buffers and the
+allocator), :mod:`.kernel` (micro-op kernels), :mod:`.stream` (CommandStream),
+:mod:`.program` (Program and its file format), :mod:`.container` (the one binary file
+container). The device backends are in :mod:`.backends`, loaded by name when a Device
+first uses them, so importing the runtime loads no RTL.
 """
 
 from ..isa import AluOp, Mem, Stage
-from . import pysim, serial, verilator  # noqa: F401  (importing them registers Device("pysim"), Device("serial:PORT"), Device("verilator"))
 from .device import BACKENDS, Device, DeviceError, register_backend
 from .dram import Allocator, Buffer, BufferError_, OutOfMemoryError
 from .kernel import KernelError, Loop, UopKernel

@@ -6,23 +6,25 @@
     result = c.read(np.int8, (m, n))
 
 A backend executes an instruction stream already placed in the device's DRAM and
-returns a `vdla.simulator.Report`. Backends register by name in `BACKENDS`; the
-hardware simulators (pysim, verilator) and boards (serial) plug in the same way.
+returns a `vdla.simulator.Report`. The built-in backends live in `vdla.runtime.backends`
+(fsim, pysim, verilator, serial) and are imported when a Device first names them; others
+register by name with `register_backend`.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 import numpy as np
 
 from ..config import Config, preset
 from ..isa import INSN_BYTES, decode_one, encode_one
-from ..simulator import Machine, Report, run
+from ..simulator import Report
 from .dram import Allocator, Buffer
 from .program import Program
 
-__all__ = ["Device", "DeviceError", "BACKENDS", "register_backend"]
+__all__ = ["Device", "DeviceError", "BACKENDS", "BUILTIN_BACKENDS", "register_backend", "backend_factory"]
 
 DEFAULT_DRAM = 256 << 20
 
@@ -31,19 +33,17 @@ class DeviceError(RuntimeError):
     """The device cannot run what it was given (unknown backend, config mismatch)."""
 
 
-class FsimBackend:
-    """The golden functional + cycle simulator. On-chip state persists across runs."""
+#: Backends registered at run time (`register_backend`): name -> factory(device, arg).
+BACKENDS: dict[str, Callable[..., object]] = {}
 
-    name = "fsim"
-
-    def __init__(self, device: Device, arg: str = "") -> None:
-        self.machine = Machine(device.config)
-
-    def execute(self, device: Device, insn_addr: int, count: int, strict: bool = True) -> Report:
-        return run(device.config, device.dram, insn_addr, count, machine=self.machine, strict=strict)
-
-
-BACKENDS: dict[str, Callable[..., object]] = {"fsim": FsimBackend}
+#: The built-in backends, imported when a Device first names them: each module's ``BACKEND``
+#: is its factory. Loading them lazily keeps ``import vdla`` free of the RTL and its simulators.
+BUILTIN_BACKENDS: dict[str, str] = {
+    "fsim": "vdla.runtime.backends.fsim",
+    "pysim": "vdla.runtime.backends.pysim",
+    "verilator": "vdla.runtime.backends.verilator",
+    "serial": "vdla.runtime.backends.serial",
+}
 
 
 def register_backend(name: str, factory: Callable[..., object]) -> None:
@@ -51,11 +51,24 @@ def register_backend(name: str, factory: Callable[..., object]) -> None:
     BACKENDS[name] = factory
 
 
+def backend_factory(kind: str) -> Callable[..., object]:
+    """The factory of backend ``kind``: a registered one, else a built-in one (imported now)."""
+    if kind not in BACKENDS and kind in BUILTIN_BACKENDS:
+        BACKENDS[kind] = importlib.import_module(BUILTIN_BACKENDS[kind]).BACKEND
+    if kind not in BACKENDS:
+        names = sorted(set(BACKENDS) | set(BUILTIN_BACKENDS))
+        raise DeviceError(f"unknown device {kind!r}; available: {', '.join(names)}")
+    return BACKENDS[kind]
+
+
 class Device:
     def __init__(self, backend: str = "fsim", config: Config | str | None = None, dram_size: int = DEFAULT_DRAM) -> None:
         kind, _, arg = backend.partition(":")
-        if kind not in BACKENDS:
-            raise DeviceError(f"unknown device {backend!r}; available: {', '.join(sorted(BACKENDS))}")
+        try:
+            factory = backend_factory(kind)
+        except DeviceError:
+            names = sorted(set(BACKENDS) | set(BUILTIN_BACKENDS))
+            raise DeviceError(f"unknown device {backend!r}; available: {', '.join(names)}") from None
         if config is None:  # "fsim:small", "pysim:small": the text after ':' names a preset
             config = preset(arg) if arg and kind in ("fsim", "pysim", "verilator") else preset("default")
         self.config = preset(config) if isinstance(config, str) else config
@@ -63,7 +76,7 @@ class Device:
         big = max(self.config.wgt_elem_bytes, self.config.acc_elem_bytes, 4096)
         self.allocator = Allocator(dram_size, align=1 << (big - 1).bit_length())
         self.name = backend
-        self.backend = BACKENDS[kind](self, arg)
+        self.backend = factory(self, arg)
         self.last_report: Report | None = None
 
     def __repr__(self) -> str:

@@ -4,7 +4,8 @@ A :class:`Graph` has named inputs (with a static :class:`TensorType`), named con
 tensors (numpy arrays: weights, biases, shapes), a list of :class:`Node` s and a list of
 output value names. Every node computes exactly one value, named like the node, from
 values named in ``node.inputs`` (graph inputs, constants or other nodes). Operators, their
-attributes, shape inference and numpy semantics live in :mod:`.ops`.
+attributes, shape inference and numpy semantics live in :mod:`.ops`; value types and
+the error class in :mod:`.types`, below both.
 
 ``graph.infer_types()`` checks the graph (unknown names, cycles, duplicate names, bad
 attributes or shapes) and fills ``node.type``; errors are :class:`GraphError` s naming
@@ -23,45 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from .types import DTYPES, GraphError, TensorType
+
 __all__ = ["GraphError", "TensorType", "Node", "Graph", "DTYPES"]
-
-#: Tensor element types the graph level knows.
-DTYPES = ("float32", "int8", "uint8", "int32")
-
-
-class GraphError(ValueError):
-    """A malformed graph, attribute or input; the message names the node or input."""
-
-
-@dataclass(frozen=True)
-class TensorType:
-    """Static shape and element type of a value."""
-
-    shape: tuple[int, ...]
-    dtype: str
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
-        if self.dtype not in DTYPES:
-            raise GraphError(f"unsupported dtype {self.dtype!r}; the graph level knows {', '.join(DTYPES)}")
-        if any(s < 0 for s in self.shape):
-            raise GraphError(f"negative dimension in shape {self.shape}")
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * np.dtype(self.dtype).itemsize
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
-
-    @classmethod
-    def of(cls, a: np.ndarray) -> TensorType:
-        return cls(a.shape, str(a.dtype))
-
 
 @dataclass
 class Node:
@@ -133,7 +98,7 @@ class Graph:
 
     def add_node(self, op: str, inputs: Sequence[str], name: str | None = None, **attrs: Any) -> str:
         """Append a node (its type inferred at once) and return its value name."""
-        from .ops import normalize_attrs
+        from .ops.registry import normalize_attrs  # the registry's op modules build on this one
 
         name = self.fresh(name or op)
         node = Node(name, op, list(inputs), normalize_attrs(op, attrs, name))
@@ -223,7 +188,7 @@ class Graph:
 
     # -- checking -------------------------------------------------------------------
     def _infer_node(self, n: Node) -> TensorType:
-        from .ops import get_op
+        from .ops.registry import get_op
 
         opdef = get_op(n.op, n.name)
         in_types = []

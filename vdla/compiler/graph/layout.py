@@ -1,4 +1,5 @@
-"""VDLA's packed layouts: numpy pack/unpack helpers and the layout-transformation pass.
+"""VDLA's packed layouts at the graph level: the layout-transformation pass (the numpy packing
+itself is :mod:`vdla.compiler.targets.vdla.packing`).
 
 Layouts (VTA's ``graph_pack``; ``b`` = ``Config.batch``, ``i`` = ``Config.block_in``,
 ``o`` = ``Config.block_out``):
@@ -36,90 +37,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import Config
-from .ir import Graph, GraphError, Node, TensorType
+from ..targets.vdla.packing import pack_channel_const, pack_transpose_weight, pack_weight
+from .ir import Graph, Node, TensorType
 
 __all__ = [
-    "round_up",
-    "packed_shape",
-    "pack_activation",
-    "unpack_activation",
-    "pack_weight",
-    "unpack_weight",
-    "pack_channel_const",
     "group_merge",
     "merge_group_weight",
-    "pack_transpose_weight",
-    "unpack_transpose_weight",
     "VdlaPlan",
     "vdla_plan",
     "to_packed_layout",
 ]
-
-
-def round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
-def packed_shape(shape: Sequence[int], batch: int, block: int) -> tuple[int, ...]:
-    """Packed shape of an NCHW (or NC) activation."""
-    n, c, *hw = shape
-    return (round_up(n, batch) // batch, round_up(c, block) // block, *hw, batch, block)
-
-
-def _pad_axes(a: np.ndarray, multiples: dict[int, int]) -> np.ndarray:
-    pads = [(0, 0)] * a.ndim
-    for ax, m in multiples.items():
-        pads[ax] = (0, round_up(a.shape[ax], m) - a.shape[ax])
-    return np.pad(a, pads) if any(p[1] for p in pads) else a
-
-
-def pack_activation(x: np.ndarray, batch: int, block: int) -> np.ndarray:
-    """``(N, C, H, W) -> (N/b, C/c, H, W, b, c)`` or ``(N, C) -> (N/b, C/c, b, c)``, zero-padded."""
-    if x.ndim not in (2, 4):
-        raise GraphError(f"pack_activation needs a 2-D or 4-D array, got shape {x.shape}")
-    x = _pad_axes(x, {0: batch, 1: block})
-    n, c, *hw = x.shape
-    y = x.reshape(n // batch, batch, c // block, block, *hw)
-    perm = (0, 2, 4, 5, 1, 3) if x.ndim == 4 else (0, 2, 1, 3)
-    return np.ascontiguousarray(y.transpose(perm))
-
-
-def unpack_activation(xp: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-    """Inverse of :func:`pack_activation`; ``shape`` is the original (unpadded) shape."""
-    shape = tuple(shape)
-    if xp.ndim == 6:
-        nb, cb, h, w, b, c = xp.shape
-        x = xp.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, cb * c, h, w)
-    elif xp.ndim == 4:
-        nb, cb, b, c = xp.shape
-        x = xp.transpose(0, 2, 1, 3).reshape(nb * b, cb * c)
-    else:
-        raise GraphError(f"unpack_activation needs a 4-D or 6-D array, got shape {xp.shape}")
-    return np.ascontiguousarray(x[tuple(slice(0, s) for s in shape)])
-
-
-def pack_weight(w: np.ndarray, block_out: int, block_in: int) -> np.ndarray:
-    """``(O, I, KH, KW) -> (O/o, I/i, KH, KW, o, i)`` or ``(M, K) -> (M/o, K/i, o, i)``, zero-padded."""
-    if w.ndim not in (2, 4):
-        raise GraphError(f"pack_weight needs a 2-D or 4-D array, got shape {w.shape}")
-    w = _pad_axes(w, {0: block_out, 1: block_in})
-    o, i, *k = w.shape
-    y = w.reshape(o // block_out, block_out, i // block_in, block_in, *k)
-    perm = (0, 2, 4, 5, 1, 3) if w.ndim == 4 else (0, 2, 1, 3)
-    return np.ascontiguousarray(y.transpose(perm))
-
-
-def unpack_weight(wp: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-    """Inverse of :func:`pack_weight`."""
-    return unpack_activation(wp, shape)  # same index algebra
-
-
-def pack_channel_const(c: np.ndarray, block: int, rank: int) -> np.ndarray:
-    """A per-channel constant broadcastable against a packed tensor of ``rank`` 6 or 4."""
-    v = np.asarray(c).reshape(-1)
-    v = np.pad(v, (0, round_up(v.size, block) - v.size))
-    shape = (1, v.size // block, 1, 1, 1, block) if rank == 6 else (1, v.size // block, 1, block)
-    return np.ascontiguousarray(v.reshape(shape))
 
 
 def group_merge(cin: int, cout: int, groups: int, block_in: int, block_out: int) -> int | str:
@@ -160,31 +87,6 @@ def merge_group_weight(w: np.ndarray, groups: int, merge: int) -> np.ndarray:
         j = g % merge
         out[g * og : (g + 1) * og, j * cg : (j + 1) * cg] = w[g * og : (g + 1) * og]
     return out
-
-
-def pack_transpose_weight(w: np.ndarray, stride: int, padding: int, block_out: int, block_in: int) -> np.ndarray:
-    """IOHW ``(I, O, k, k)`` -> the VDLA template's per-phase sub-kernels
-    ``(s, s, O/o, I/i, J, J, o, i)`` (``J = ceil(k / s)``), channels zero-padded to blocks."""
-    from ..targets.vdla.topi_ext import pack_conv2d_transpose_weight
-
-    if w.ndim != 4:
-        raise GraphError(f"pack_transpose_weight needs a 4-D IOHW array, got shape {w.shape}")
-    return pack_conv2d_transpose_weight(_pad_axes(w, {0: block_in, 1: block_out}), stride, padding, block_out, block_in)
-
-
-def unpack_transpose_weight(wp: np.ndarray, kernel: int, padding: int) -> np.ndarray:
-    """Inverse of :func:`pack_transpose_weight` (channels stay padded): the IOHW ``(I, O, k, k)``
-    weight. Tap ``(ky, kx)`` sits in phase ``((ky - p) mod s, (kx - p) mod s)`` at sub-kernel
-    index ``(J - 1 - ky // s, J - 1 - kx // s)``."""
-    s, _, ob, ib, jt, _, bo, bi = wp.shape
-    sub = unpack_weight(wp.reshape(s * s * ob, ib, jt, jt, bo, bi), (s * s * ob * bo, ib * bi, jt, jt))
-    sub = sub.reshape(s, s, ob * bo, ib * bi, jt, jt)
-    woi = np.zeros((ob * bo, ib * bi, kernel, kernel), wp.dtype)
-    for ky in range(kernel):
-        for kx in range(kernel):
-            ry, rx = (ky % s - padding) % s, (kx % s - padding) % s
-            woi[:, :, ky, kx] = sub[ry, rx, :, :, jt - 1 - ky // s, jt - 1 - kx // s]
-    return np.ascontiguousarray(woi.transpose(1, 0, 2, 3))
 
 
 @dataclass(frozen=True)
@@ -343,12 +245,12 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
                 x = packed_as(n.inputs[0], bi)
                 wc, a = g.consts[n.inputs[1]], n.attrs
                 if plan.op == "conv2d_transpose_packed":
-                    wp = pack_transpose_weight(wc, a["strides"][0], a["padding"][0], bo, bi)
+                    wp = pack_transpose_weight(wc, a["strides"][0], a["padding"][0], bo, bi, pad=True)
                     attrs = {"strides": a["strides"], "padding": a["padding"], "kernel": wc.shape[2:]}
                 else:
                     if n.op == "conv2d":
                         wc = merge_group_weight(wc, a["groups"], plan.merge)
-                    wp = pack_weight(wc, bo, bi)
+                    wp = pack_weight(wc, bo, bi, pad=True)
                     attrs = {"strides": a["strides"], "padding": a["padding"]} if n.op == "conv2d" else {}
                     if plan.groups > 1:
                         attrs["groups"] = plan.groups

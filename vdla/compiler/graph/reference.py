@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .ir import Graph, GraphError, TensorType
-from .ops import get_op
+from .ops.registry import get_op
 
 __all__ = ["run", "check_inputs"]
 

@@ -9,16 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tir import dtypes
-from ..tir.nodes import (
-    Call,
-    Expr,
-    Logic,
-    Select,
-    as_bool,
-    binary,
-    convert,
-    make_const,
-)
+from ..tir.nodes import Call, Expr, Logic, Select, as_bool, binary, convert, make_const
 
 
 def if_then_else(cond: Any, t: Any, f: Any) -> Expr:

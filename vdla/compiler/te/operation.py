@@ -18,17 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tir import dtypes
-from ..tir.nodes import (
-    Expr,
-    ExprOp,
-    IntImm,
-    IRError,
-    Reduce,
-    TensorRead,
-    Var,
-    convert,
-    make_const,
-)
+from ..tir.nodes import Expr, ExprOp, IntImm, IRError, Reduce, TensorRead, Var, convert, make_const
 from ..tir.visitor import walk
 
 

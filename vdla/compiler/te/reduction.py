@@ -10,16 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..tir import dtypes
-from ..tir.nodes import (
-    Expr,
-    ExprOp,
-    Reduce,
-    Var,
-    as_bool,
-    binary,
-    convert,
-    make_const,
-)
+from ..tir.nodes import Expr, ExprOp, Reduce, Var, as_bool, binary, convert, make_const
 from .operation import IterVar, TensorError
 
 

@@ -26,6 +26,15 @@ from ...schedule.primitives import Schedule, Stage
 from ...tir.nodes import Expr
 from ...topi.util import const_shape, pad, padding4, pair
 from .env import Env, VDLAError, get_env, shift_left, shift_right
+from .packing import (
+    pack_bias,
+    pack_data,
+    pack_dense_data,
+    pack_dense_weight,
+    pack_weight,
+    unpack_data,
+    unpack_dense_data,
+)
 
 __all__ = [
     "Knobs", "Tail", "conv2d_packed", "schedule_conv2d_packed", "dense_packed", "schedule_dense_packed",
@@ -479,50 +488,6 @@ def schedule_dense_packed(out: te.Tensor, knobs: Knobs | None = None, config: An
 
 
 # ---------------------------------------------------------------------------- host-side layouts
-
-
-def pack_data(x: np.ndarray, b: int, c: int) -> np.ndarray:
-    """NCHW -> NCHW{b}n{c}c = (N/b, C/c, H, W, b, c)."""
-    n, ch, h, w = x.shape
-    if n % b or ch % c:
-        raise ValueError(f"pack_data: shape {x.shape} is not a multiple of batch {b} / block {c}")
-    return np.ascontiguousarray(x.reshape(n // b, b, ch // c, c, h, w).transpose(0, 2, 4, 5, 1, 3))
-
-
-def unpack_data(x: np.ndarray) -> np.ndarray:
-    nb, cb, h, w, b, c = x.shape
-    return np.ascontiguousarray(x.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, cb * c, h, w))
-
-
-def pack_weight(wt: np.ndarray, co: int, ci: int) -> np.ndarray:
-    """OIHW -> OIHW{co}o{ci}i = (O/co, I/ci, KH, KW, co, ci)."""
-    o, i, kh, kw = wt.shape
-    if o % co or i % ci:
-        raise ValueError(f"pack_weight: shape {wt.shape} is not a multiple of blocks {co} x {ci}")
-    return np.ascontiguousarray(wt.reshape(o // co, co, i // ci, ci, kh, kw).transpose(0, 2, 4, 5, 1, 3))
-
-
-def pack_bias(bias: np.ndarray, b: int, co: int) -> np.ndarray:
-    """(O,) int32 -> (O/co, b, co), repeated over the batch rows of an accumulator element."""
-    o = bias.shape[0]
-    return np.ascontiguousarray(np.broadcast_to(bias.reshape(o // co, 1, co), (o // co, b, co))).astype(np.int32)
-
-
-def pack_dense_data(x: np.ndarray, b: int, c: int) -> np.ndarray:
-    """(N, K) -> (N/b, K/c, b, c)."""
-    n, k = x.shape
-    return np.ascontiguousarray(x.reshape(n // b, b, k // c, c).transpose(0, 2, 1, 3))
-
-
-def unpack_dense_data(x: np.ndarray) -> np.ndarray:
-    nb, kb, b, c = x.shape
-    return np.ascontiguousarray(x.transpose(0, 2, 1, 3).reshape(nb * b, kb * c))
-
-
-def pack_dense_weight(wt: np.ndarray, co: int, ci: int) -> np.ndarray:
-    """(O, K) -> (O/co, K/ci, co, ci)."""
-    o, k = wt.shape
-    return np.ascontiguousarray(wt.reshape(o // co, co, k // ci, ci).transpose(0, 2, 1, 3))
 
 
 def _apply_tail(acc: np.ndarray, tail: Tail, bias: np.ndarray | None, residual: np.ndarray | None) -> np.ndarray:

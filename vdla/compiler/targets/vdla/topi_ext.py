@@ -48,6 +48,9 @@ from ... import te
 from ...schedule.primitives import Schedule
 from ...topi.util import const_shape, pad, pair
 from .env import Env, VDLAError, get_env
+from .packing import (
+    pack_conv2d_transpose_weight,
+)
 from .topi import (
     Knobs,
     Tail,
@@ -64,7 +67,6 @@ from .topi import (
     _stages,
     _tail_inputs,
     conv_cost,
-    pack_weight,
 )
 
 __all__ = [
@@ -97,34 +99,6 @@ def transpose_geometry(h: int, w: int, k: int, stride: int, padding: int) -> dic
     pad_right = max(0, q_w - 1 + jt - 1 + dmax - (w - 1))
     return {"oh": oh, "ow": ow, "q_h": q_h, "q_w": q_w, "taps": jt, "d0": d0, "pad_top": pad_top,
             "pad_bot": pad_bot, "pad_right": pad_right}
-
-
-def pack_conv2d_transpose_weight(wt: np.ndarray, stride: int, padding: int, co: int, ci: int) -> np.ndarray:
-    """IOHW ``(I, O, k, k)`` -> per-phase sub-kernels ``(s, s, O/co, I/ci, J, J, co, ci)``:
-    phase ``(ry, rx)`` tap ``(j, jx)`` is ``w[:, :, by + s(J-1-j), bx + s(J-1-jx)]`` (zero past the kernel)."""
-    i, o, kh, kw = wt.shape
-    if kh != kw:
-        raise ValueError(f"pack_conv2d_transpose_weight: square kernels only, got {kh}x{kw}")
-    if o % co or i % ci:
-        raise ValueError(f"pack_conv2d_transpose_weight: shape {wt.shape} is not a multiple of blocks {co} x {ci}")
-    s, k = stride, kh
-    jt = -(-k // s)
-    out = np.zeros((s, s, o, i, jt, jt), wt.dtype)
-    woi = wt.transpose(1, 0, 2, 3)  # (O, I, k, k)
-    for ry in range(s):
-        by = (ry + padding) % s
-        for rx in range(s):
-            bx = (rx + padding) % s
-            for j in range(jt):
-                ky = by + s * (jt - 1 - j)
-                if ky >= k:
-                    continue
-                for jx in range(jt):
-                    kx = bx + s * (jt - 1 - jx)
-                    if kx < k:
-                        out[ry, rx, :, :, j, jx] = woi[:, :, ky, kx]
-    # each phase's sub-kernel is an OIHW kernel: block them all as conv2d's weights
-    return pack_weight(out.reshape(s * s * o, i, jt, jt), co, ci).reshape(s, s, o // co, i // ci, jt, jt, co, ci)
 
 
 def conv2d_transpose_packed(

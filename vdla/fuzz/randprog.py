@@ -20,11 +20,11 @@ import numpy as np
 
 from ..config import Config
 from ..isa import AluOp, Mem, Stage, buffer_depth, elem_bytes
+from ..runtime.device import Device
+from ..runtime.kernel import Loop, UopKernel
+from ..runtime.program import Program
+from ..runtime.stream import CommandStream
 from ..simulator import Report
-from .device import Device
-from .kernel import Loop, UopKernel
-from .program import Program
-from .stream import CommandStream
 
 __all__ = ["RandomCase", "random_program"]
 

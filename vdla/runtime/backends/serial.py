@@ -37,8 +37,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..config import Config
-from ..hardware.bridge_protocol import (
+from ...config import Config
+from ...hardware.bridge_protocol import (
     PING_BYTES,
     REG_BYTES,
     RETRYABLE,
@@ -54,10 +54,10 @@ from ..hardware.bridge_protocol import (
     encode_command,
     parse_ping,
 )
-from ..isa import INSN_BYTES, Mem, decode, elem_bytes
-from ..isa import Op as InsnOp
-from ..simulator import ProgramError, Report
-from .device import Device, DeviceError, register_backend
+from ...isa import INSN_BYTES, Mem, decode, elem_bytes
+from ...isa import Op as InsnOp
+from ...simulator import ProgramError, Report
+from ..device import Device, DeviceError
 
 __all__ = [
     "ByteStream", "LinkError", "LinkTimeout", "NakError", "SerialLink", "open_port", "RegisterMap", "SerialBackend",
@@ -409,8 +409,8 @@ class SerialBackend:
 
 
 def _board_regs() -> RegisterMap:
-    from ..hardware.boards.soc import COUNTER_BASE, REGISTERS
-    from ..hardware.core import COUNTER_NAMES
+    from ...hardware.boards.soc import COUNTER_BASE, REGISTERS
+    from ...hardware.core import COUNTER_NAMES
 
     def counter(name: str) -> int:
         return COUNTER_BASE + 4 * COUNTER_NAMES.index(name)
@@ -428,12 +428,12 @@ BOARD_REGS = _board_regs()
 
 
 def _check_config(config: Config, board_id: int, port: str) -> None:
-    from ..hardware.boards.soc import config_id
+    from ...hardware.boards.soc import config_id
 
     if board_id == config_id(config):
         return
     try:
-        from ..hardware.boards import BOARDS
+        from ...hardware.boards import BOARDS
 
         names = [b.name for b in BOARDS.values() if config_id(b.config) == board_id]
     except ImportError:  # amaranth-boards not installed: no names to offer
@@ -449,4 +449,4 @@ def board_backend(device: Device, arg: str = "", **kw) -> SerialBackend:
     return SerialBackend(device, arg, regs=BOARD_REGS, **kw)
 
 
-register_backend("serial", board_backend)
+BACKEND = board_backend

@@ -1,4 +1,4 @@
-"""The ``verilator`` device: the AXI top of the core (`vdla.hardware.top.AxiTop`) compiled by Verilator.
+"""The AXI top of the core (`vdla.hardware.top.AxiTop`) compiled by Verilator: the runner behind ``Device("verilator")``.
 
     dev = Device("verilator", config="small")     # or Device("verilator:small")
     report = dev.run(program)                     # same API and Report as Device("fsim") / ("pysim")
@@ -33,7 +33,7 @@ debug registers; then the design is reset (buffers keep their contents) and the 
 stays usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
 
 Waveforms: ``Device("verilator", ...)`` with ``VDLA_WAVES=path.fst`` (or ``=1``: the build folder) in the environment
-(or ``VerilatorBackend(device, waves="path.fst")``) builds a tracing variant
+(or ``vdla.runtime.backends.verilator.VerilatorBackend(device, waves="path.fst")``) builds a tracing variant
 (``sim_build/<config>-waves``) and writes the trace there. FST needs zlib and lz4 headers
 (Verilator's FST writer compiles against them); without them the trace is VCD
 (`wave_format` says which; the file name's suffix is adjusted).
@@ -56,24 +56,22 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import PRESETS, Config
-from ..hardware.axi import COUNTER_BASE, REGISTERS, STATUS_BITS
-from ..hardware.core import COUNTER_NAMES, QUEUES, STAGES
-from ..hardware.fetch import ErrorCode
-from ..hardware.stage import State
-from ..hardware.testbench import MemoryFault, RunResult, Stuck
-from ..simulator import Report
-from .device import Device, DeviceError, register_backend
-from .pysim import deadlock_error, report_from_run
+from ...config import PRESETS, Config
+from ...hardware.axi import COUNTER_BASE, REGISTERS, STATUS_BITS
+from ...hardware.core import COUNTER_NAMES, QUEUES, STAGES
+from ...hardware.fetch import ErrorCode
+from ...hardware.stage import State
+from ...hardware.testbench import MemoryFault, RunResult, Stuck
+from ..errors import SimulatorError
 
 __all__ = [
-    "VerilatorBackend", "VerilatorModel", "VerilatorBuildError", "build_model", "build_library", "write_verilog",
+    "VerilatorModel", "VerilatorError", "VerilatorBuildError", "build_model", "build_library", "write_verilog",
     "build_root", "build_dir", "tool_env", "file_lock", "TOP_NAME",
 ]
 
 TOP_NAME = "vdla_axi_top"
 HARNESS = Path(__file__).with_name("verilator_harness.cpp")
-HW_DIR = Path(__file__).resolve().parents[1] / "hardware"
+HW_DIR = Path(__file__).resolve().parents[2] / "hardware"
 #: Verilator options for the generated Verilog (Amaranth's output trips width/unused lints).
 VERILATOR_FLAGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast", "--noassert"]
 _DONE, _STUCK, _LIMIT, _FAULT = 0, 1, 2, 3
@@ -81,7 +79,11 @@ _DONE, _STUCK, _LIMIT, _FAULT = 0, 1, 2, 3
 _MARKS = [n for n in COUNTER_NAMES if n.endswith(("_insns", "_iters"))]
 
 
-class VerilatorBuildError(DeviceError):
+class VerilatorError(SimulatorError):
+    """The Verilated model cannot run: it could not be built, or its control port did not answer."""
+
+
+class VerilatorBuildError(VerilatorError):
     """Verilator or the C++ compiler is missing, or the build failed (the message has the log)."""
 
 
@@ -228,7 +230,7 @@ def write_verilog(config: Config, folder: Path | None = None) -> Path:
             return path
         from amaranth.back import verilog
 
-        from ..hardware.top import AxiTop
+        from ...hardware.top import AxiTop
 
         text = verilog.convert(AxiTop(config), name=TOP_NAME, emit_src=False)
         tmp = path.with_suffix(".tmp")
@@ -400,12 +402,12 @@ class VerilatorModel:
     def read_reg(self, offset: int) -> int:
         v = ctypes.c_uint32()
         if self._lib.vdla_reg_read(self._h, offset, ctypes.byref(v)):
-            raise DeviceError(f"verilator: no AXI4-Lite response reading register {offset:#x}")
+            raise VerilatorError(f"verilator: no AXI4-Lite response reading register {offset:#x}")
         return v.value
 
     def write_reg(self, offset: int, value: int) -> None:
         if self._lib.vdla_reg_write(self._h, offset, value & 0xFFFF_FFFF):
-            raise DeviceError(f"verilator: no AXI4-Lite response writing register {offset:#x}")
+            raise VerilatorError(f"verilator: no AXI4-Lite response writing register {offset:#x}")
 
     def debug(self) -> dict[str, int]:
         """Stage states and queue levels from the debug registers (`debug` of `Core`)."""
@@ -473,39 +475,3 @@ def describe(dbg: dict[str, int]) -> str:
     parts.append("fetch: " + ("busy" if dbg["fetch_busy"] else "idle"))
     parts.append("tokens " + ", ".join(f"{q}={dbg[q]}" for q in QUEUES))
     return "; ".join(parts)
-
-
-# -- the Device backend ----------------------------------------------------------------------------------
-
-
-class VerilatorBackend:
-    """Runs programs on the Verilated AxiTop; see the module docstring."""
-
-    name = "verilator"
-
-    def __init__(self, device: Device, arg: str = "", *, watchdog: int = 20000, latency: int | None = None,
-                 waves: str | None = None) -> None:
-        self.config = device.config
-        self.watchdog, self.latency = watchdog, latency
-        if waves is None and os.environ.get("VDLA_WAVES", "") not in ("", "0"):
-            waves = os.environ["VDLA_WAVES"]
-            if waves.lower() in ("1", "true", "yes"):
-                waves = str(build_dir(self.config, True) / "verilator.fst")
-        self.waves = waves
-        self._model: VerilatorModel | None = None
-
-    @property
-    def model(self) -> VerilatorModel:
-        if self._model is None:
-            self._model = VerilatorModel(self.config, latency=self.latency, waves=self.waves)
-        return self._model
-
-    def execute(self, device: Device, insn_addr: int, count: int, strict: bool = True) -> Report:
-        try:
-            res = self.model.run(device.dram, insn_addr, count, watchdog=self.watchdog)
-        except Stuck as e:
-            raise deadlock_error(e, "verilator") from None
-        return report_from_run(self.config, res, count, strict, "verilator")
-
-
-register_backend("verilator", VerilatorBackend)

@@ -1,8 +1,8 @@
 """Differential fuzzing: random valid programs on an RTL device against the golden simulator.
 
-    python -m vdla.runtime.fuzz --device verilator --configs small,default --count 10000 --jobs 4
+    python -m vdla.fuzz --device verilator --configs small,default --count 10000 --jobs 4
 
-Each program comes from `vdla.runtime.randprog.random_program(config, seed)`; it runs on
+Each program comes from `vdla.fuzz.randprog.random_program(config, seed)`; it runs on
 ``Device("fsim")`` and on the device under test, each from the same DRAM image. The final
 output bytes must agree bit-exactly, and so must the golden counters (bytes moved per
 buffer, GEMM and ALU uop-iterations). A mismatch prints the config, the seed and the first
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import preset
-from .device import Device
+from ..runtime.device import Device
 from .randprog import random_program
 
 __all__ = ["CaseResult", "check_case", "first_difference", "main"]
@@ -78,7 +78,7 @@ def _work(args: tuple[str, str, int]) -> CaseResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m vdla.runtime.fuzz", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m vdla.fuzz", description=__doc__.splitlines()[0])
     p.add_argument("--device", default="verilator", help="device under test (verilator, pysim)")
     p.add_argument("--configs", default="small,default", help="comma-separated presets, alternated")
     p.add_argument("--count", type=int, default=10_000, help="programs in all")
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     if args.device == "verilator":
-        from . import verilator
+        from ..simulator.rtl import verilator
 
         for name in configs:  # build before forking, once per config
             verilator.build_library(preset(name), verbose=True)
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.device} vs fsim: {len(work) - len(failures)}/{len(work)} random programs agree bit-exactly "
           f"(configs {', '.join(configs)}, seeds {args.seed}..{args.seed + (len(work) - 1) // len(configs)})")
     for res in failures[:20]:
-        print(f"  rerun: python -m vdla.runtime.fuzz --device {args.device} --configs {res.config} --seed {res.seed} "
+        print(f"  rerun: python -m vdla.fuzz --device {args.device} --configs {res.config} --seed {res.seed} "
               f"--count 1 --jobs 1")
     return 1 if failures else 0
 

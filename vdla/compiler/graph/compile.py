@@ -1,0 +1,85 @@
+"""Compiling a prepared graph (see :func:`.passes.prepare`): a kernel per node.
+
+Every ``vdla`` node becomes a VDLA kernel through the target's strategy
+(:mod:`vdla.compiler.targets.vdla.top.strategy`), shared between nodes of equal shape and
+tail, or falls back to the CPU with the reason recorded; CPU nodes go on ``llvm`` where
+they map onto topi (:func:`.kernels.compile_llvm`), else numpy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ...config import Config
+from ..targets.vdla.packing import pack_bias
+from ..targets.vdla.top.strategy import alu_chain, build_kernel
+from .ir import Graph
+from .kernels import Kernel, compile_llvm, count_macs
+from .run import CompiledModel
+
+__all__ = ["compile_model"]
+
+
+def compile_model(
+    graph: Graph,
+    config: Config | None = None,
+    *,
+    vthreads: int = 2,
+    llvm: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> CompiledModel:
+    """Compile every ``vdla`` node of a prepared graph (see :func:`.passes.prepare`) into a
+    VDLA kernel (shared between nodes of equal shape and tail); other nodes run on the CPU:
+    built for ``llvm`` where they map onto topi (see :func:`compile_llvm`; ``llvm=False``
+    keeps them all on numpy), else numpy."""
+    from ..targets.vdla.env import VDLAError
+
+    cfg = config or Config()
+    g = graph.copy().infer_types()
+    kernels: dict[str, Kernel] = {}
+    functions: list[Any] = []
+    cache: dict[tuple, int] = {}
+    t0 = time.perf_counter()
+    order = g.topo_order()
+    todo = [n for n in order if n.target == "vdla"]
+    done = 0
+    for n in order:
+        macs = count_macs(n, g)
+        if n.target != "vdla":
+            kernels[n.name] = Kernel(n.name, "cpu", n.notes.get("reason", ""), macs=macs)
+            continue
+        ch = alu_chain(n, g)
+        if isinstance(ch, str):
+            kernels[n.name] = Kernel(n.name, "cpu", f"fallback: {ch}", macs=macs)
+            continue
+        if ch.bias is not None:
+            blk = g.type_of(n.name).shape[-1]
+            if ch.bias.size % blk:
+                kernels[n.name] = Kernel(n.name, "cpu", "fallback: bias does not fill the blocks", macs=macs)
+                continue
+        key = ch.key(g)
+        done += 1
+        if key not in cache:
+            if progress:
+                progress(f"compiling {done}/{len(todo)} {n.name} ({n.attrs.get('pattern', n.op)})")
+            func = None
+            err = ""
+            for vt in dict.fromkeys((vthreads, 1)):
+                try:
+                    func = build_kernel(ch, g, cfg, vt, n.name.replace(".", "_"))
+                    break
+                except VDLAError as e:
+                    err = str(e)
+            if func is None:
+                kernels[n.name] = Kernel(n.name, "cpu", f"fallback: {err}", macs=macs)
+                continue
+            cache[key] = len(functions)
+            functions.append(func)
+        bias = None if ch.bias is None else pack_bias(ch.bias, cfg.batch, g.type_of(n.name).shape[-1])
+        kernels[n.name] = Kernel(n.name, "vdla", "", cache[key], ch, bias, macs)
+    info = {"compile_s": time.perf_counter() - t0, "kernels": len(functions)}
+    info["llvm_compile_s"] = compile_llvm(g, kernels, llvm=llvm)
+    info["compile_s"] = time.perf_counter() - t0
+    return CompiledModel(g, cfg, kernels, functions, info)

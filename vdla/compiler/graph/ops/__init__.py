@@ -1,0 +1,20 @@
+"""Graph operators: each an :class:`~.registry.OpDef` with attributes, shape/dtype
+inference and numpy semantics, registered by name.
+
+:mod:`.registry` holds the table and its look-ups (``get_op``, ``normalize_attrs``,
+``op_kind``); one module per family defines and registers its operators:
+:mod:`.elemwise`, :mod:`.nn` (conv, dense), :mod:`.pooling`, :mod:`.shape`, :mod:`.packed`
+(VDLA's packed layouts) and :mod:`.fused`. Importing this package registers them all
+(``vdla.compiler.graph`` does so on import, so the graph IR always finds every op).
+"""
+
+from . import elemwise, fused, nn, packed, pooling, shape  # noqa: F401  (each registers its operators)
+from .elemwise import shift_round
+from .nn import conv2d_nchw, conv2d_transpose_nchw, conv_out, exact_matmul
+from .registry import OPS, OpDef, get_op, normalize_attrs, op_kind, register
+from .shape import reshape_target
+
+__all__ = [
+    "OpDef", "OPS", "get_op", "normalize_attrs", "register", "op_kind", "reshape_target", "shift_round",
+    "conv2d_nchw", "conv2d_transpose_nchw", "conv_out", "exact_matmul",
+]

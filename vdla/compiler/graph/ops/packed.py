@@ -1,0 +1,145 @@
+"""Operators on VDLA's packed layouts: pack/unpack and the packed conv2d, conv2d_transpose and dense the accelerator runs.
+
+Each op registers itself (:func:`.registry.register`) when this module is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...targets.vdla.packing import pack_activation, packed_shape, unpack_activation, unpack_transpose_weight
+from ..ir import TensorType
+from .nn import conv2d_nchw, conv2d_transpose_nchw, conv_out, exact_matmul
+from .registry import _REQUIRED, _err, _wrap32, register
+
+
+def _pack_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    s = ts[0].shape
+    if len(s) not in (2, 4):
+        raise _err(f"pack needs an NCHW or NC tensor, got {ts[0]}")
+    return TensorType(packed_shape(s, at["batch"], at["block"]), ts[0].dtype)
+
+
+def _pack(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    return pack_activation(xs[0], at["batch"], at["block"], pad=True)
+
+
+def _unpack_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    shape = at["shape"]
+    s = ts[0].shape
+    b, c = (s[-2], s[-1]) if len(s) in (4, 6) else (0, 0)
+    if len(s) not in (4, 6) or packed_shape(shape, b, c) != s:
+        raise _err(f"unpack: {ts[0]} is not a packed form of shape {shape}")
+    return TensorType(shape, ts[0].dtype)
+
+
+def _unpack(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    return unpack_activation(xs[0], at["shape"])
+
+
+register("pack", "injective", (1, 1), {"batch": _REQUIRED, "block": _REQUIRED})((_pack_infer, _pack))
+register("unpack", "injective", (1, 1), {"shape": _REQUIRED})((_unpack_infer, _unpack))
+
+
+def _conv_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, w = ts
+    if len(x.shape) != 6 or len(w.shape) != 6:
+        raise _err(f"conv2d_packed needs NCHW{{b}}n{{c}}c data and OIHW{{o}}o{{i}}i weight, got {x} and {w}")
+    nb, cb, h, wd, b, ci = x.shape
+    ob, wcb, kh, kw, co, wci = w.shape
+    g = at.get("groups", 1)
+    if cb != wcb * g or ci != wci:
+        raise _err(f"conv2d_packed: data {x.shape} and weight {w.shape} disagree on input-channel blocks"
+                   + (f" ({g} groups)" if g != 1 else ""))
+    if g < 1 or ob % g:
+        raise _err(f"conv2d_packed: {ob} output-channel blocks do not split into {g} groups")
+    if x.dtype not in ("int8", "uint8") or w.dtype != "int8":
+        raise _err(f"conv2d_packed needs int8 operands, got {x.dtype} x {w.dtype}")
+    (sh, sw), (pt, pl, pb, pr) = at["strides"], at["padding"]
+    oh, ow = conv_out(h, kh, sh, pt, pb), conv_out(wd, kw, sw, pl, pr)
+    if oh <= 0 or ow <= 0:
+        raise _err("conv2d_packed: input smaller than kernel")
+    return TensorType((nb, ob, oh, ow, b, co), "int32")
+
+
+def _to_nchw(x: np.ndarray) -> np.ndarray:
+    """A packed ``(N/b, C/c, H, W, b, c)`` tensor as NCHW (channels and batch still padded)."""
+    nb, cb, h, wd, b, c = x.shape
+    return x.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, cb * c, h, wd)
+
+
+def _from_nchw(acc: np.ndarray, batch: int, block: int) -> np.ndarray:
+    n, c, h, wd = acc.shape
+    return acc.reshape(n // batch, batch, c // block, block, h, wd).transpose(0, 2, 4, 5, 1, 3)
+
+
+def _conv_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    # Direct on the packed layout: window over H, W; contract over (C/c, KH, KW, c) per group.
+    x, w = xs
+    ob, wcb, kh, kw, co, wci = w.shape
+    wn = w.transpose(0, 4, 1, 5, 2, 3).reshape(ob * co, wcb * wci, kh, kw)
+    acc = conv2d_nchw(_to_nchw(x), wn, at["strides"], at["padding"], groups=at.get("groups", 1))
+    return _wrap32(_from_nchw(acc, x.shape[4], co))
+
+
+register("conv2d_packed", "complex", (2, 2), {"strides": (1, 1), "padding": (0, 0, 0, 0), "groups": 1})(
+    (_conv_packed_infer, _conv_packed)
+)
+
+
+def _convt_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, w = ts
+    (s, s2), pad, (k, k2) = at["strides"], at["padding"], at["kernel"]
+    if len(x.shape) != 6 or len(w.shape) != 8:
+        raise _err(f"conv2d_transpose_packed needs NCHW{{b}}n{{c}}c data and a per-phase packed weight, got {x} and {w}")
+    if s != s2 or k != k2 or len(set(pad)) != 1:
+        raise _err(f"conv2d_transpose_packed takes one stride, kernel size and padding, got {at}")
+    nb, cb, h, wd, b, ci = x.shape
+    jt = -(-k // s)
+    if w.shape[:2] != (s, s) or w.shape[3] != cb or w.shape[4:6] != (jt, jt) or w.shape[7] != ci:
+        raise _err(f"conv2d_transpose_packed: weight {w.shape} is not the per-phase packing (s, s, O/o, I/i, J, J, o, i) "
+                   f"= ({s}, {s}, O/o, {cb}, {jt}, {jt}, o, {ci}) of a {k}x{k} stride-{s} kernel")
+    if x.dtype not in ("int8", "uint8") or w.dtype != "int8":
+        raise _err(f"conv2d_transpose_packed needs int8 operands, got {x.dtype} x {w.dtype}")
+    p = pad[0]
+    oh, ow = (h - 1) * s - 2 * p + k, (wd - 1) * s - 2 * p + k
+    if oh <= 0 or ow <= 0:
+        raise _err("conv2d_transpose_packed: padding leaves an empty output")
+    return TensorType((nb, w.shape[2], oh, ow, b, w.shape[6]), "int32")
+
+
+def _convt_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    # The IOHW weight gathered back from its phases, then the scatter-form reference.
+    x, w = xs
+    wt = unpack_transpose_weight(w, at["kernel"][0], at["padding"][0])
+    acc = conv2d_transpose_nchw(_to_nchw(x), wt, at["strides"], at["padding"])
+    return _wrap32(_from_nchw(acc, x.shape[4], w.shape[6]))
+
+
+register("conv2d_transpose_packed", "complex", (2, 2), {"strides": (1, 1), "padding": (0, 0, 0, 0), "kernel": _REQUIRED})(
+    (_convt_packed_infer, _convt_packed)
+)
+
+
+def _dense_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, w = ts
+    if len(x.shape) != 4 or len(w.shape) != 4 or x.shape[1] != w.shape[1] or x.shape[3] != w.shape[3]:
+        raise _err(f"dense_packed needs data[N/b,K/c,b,c] and weight[M/o,K/c,o,c], got {x} and {w}")
+    if x.dtype not in ("int8", "uint8") or w.dtype != "int8":
+        raise _err(f"dense_packed needs int8 operands, got {x.dtype} x {w.dtype}")
+    return TensorType((x.shape[0], w.shape[0], x.shape[2], w.shape[2]), "int32")
+
+
+def _dense_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    x, w = xs
+    nb, kb, b, ci = x.shape
+    mb, _, co, _ = w.shape
+    acc = exact_matmul(
+        x.transpose(0, 2, 1, 3).reshape(nb * b, kb * ci), w.transpose(1, 3, 0, 2).reshape(kb * ci, mb * co)
+    )
+    return _wrap32(acc.reshape(nb, b, mb, co).transpose(0, 2, 1, 3))
+
+
+register("dense_packed", "complex", (2, 2))((_dense_packed_infer, _dense_packed))

@@ -1,0 +1,7 @@
+"""``python -m vdla.fuzz``: the differential fuzz campaign (see :mod:`vdla.fuzz.campaign`)."""
+
+import sys
+
+from .campaign import main
+
+sys.exit(main())

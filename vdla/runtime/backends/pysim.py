@@ -1,0 +1,63 @@
+"""The ``pysim`` device: the Amaranth RTL of the core, run in Amaranth's simulator.
+
+    dev = Device("pysim", config="small")      # or Device("pysim:small")
+    report = dev.run(program)                  # same API and Report as Device("fsim")
+
+The backend elaborates `vdla.hardware.Core` for the device's Config once and keeps one
+simulation alive (on-chip buffers persist across runs, as on hardware and in fsim). Memory
+requests are served from ``device.dram``; see `vdla.hardware.testbench` for the memory
+timing and `vdla.simulator.rtl.pysim` for how a run becomes a Report or an error. With
+``device.backend.trace = True`` the Report's ``trace`` holds, as fsim's does, (instruction,
+module, start, end) per instruction (start: first cycle executing, after its pops; end: the
+cycle its retire shows), derived from the per-cycle stage states and retire counts kept in
+``report.rtl_trace`` (`vdla.hardware.testbench.TRACE_FIELDS`).
+
+Device name arguments: ``pysim:PRESET`` picks a config preset (like fsim).
+"""
+
+from __future__ import annotations
+
+from ...hardware.testbench import CoreSim, Stuck, instruction_timeline
+from ...isa import decode, stage_of
+from ...simulator import Report
+from ...simulator.rtl.pysim import MODULE_OF_STAGE, PysimReport, deadlock_error, report_from_run
+from ..device import Device
+
+__all__ = ["PysimBackend", "PysimReport", "BACKEND"]
+
+
+class PysimBackend:
+    """Runs programs on the core's RTL in Amaranth's simulator."""
+
+    name = "pysim"
+
+    def __init__(self, device: Device, arg: str = "", *, watchdog: int = 20000, latency: int | None = None) -> None:
+        self.config = device.config
+        self.watchdog, self.latency = watchdog, latency
+        self.trace = False  # record a per-cycle timeline in the next runs' reports
+        self._sim: CoreSim | None = None
+
+    @property
+    def sim(self) -> CoreSim:
+        if self._sim is None:
+            self._sim = CoreSim(self.config, latency=self.latency, watchdog=self.watchdog)
+        return self._sim
+
+    def execute(self, device: Device, insn_addr: int, count: int, strict: bool = True) -> Report:
+        c = self.config
+        try:
+            self.sim.trace = self.trace
+            res = self.sim.run(device.dram, insn_addr, count)
+        except Stuck as e:
+            self._sim = None  # the simulation is mid-instruction: start afresh next time
+            raise deadlock_error(e, "pysim") from None
+        rep = report_from_run(c, res, count, strict, "pysim")
+        if res.trace is not None:
+            words = device.dram[insn_addr : insn_addr + 16 * count]
+            stages = [MODULE_OF_STAGE[stage_of(x)] for x in decode(words.tobytes(), c)]
+            rep.rtl_trace = res.trace
+            rep.trace = instruction_timeline(res.trace, stages)
+        return rep
+
+
+BACKEND = PysimBackend

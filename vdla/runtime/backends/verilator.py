@@ -1,0 +1,56 @@
+"""The ``verilator`` device: the core's AXI top compiled by Verilator, driven from ``device.dram``.
+
+    dev = Device("verilator", config="small")     # or Device("verilator:small")
+    report = dev.run(program)                     # same API and Report as Device("fsim") / ("pysim")
+
+The build, the C++ harness, memory timing, failures and waveforms are described in
+`vdla.simulator.rtl.verilator`; this backend keeps one model per Device. Waveforms:
+``VDLA_WAVES=path.fst`` (or ``=1``: the build folder) in the environment, or
+``VerilatorBackend(device, waves="path.fst")``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ...hardware.testbench import Stuck
+from ...simulator import Report
+from ...simulator.rtl.pysim import deadlock_error, report_from_run
+from ...simulator.rtl.verilator import VerilatorModel, build_dir
+from ..device import Device
+
+__all__ = ["VerilatorBackend", "BACKEND"]
+
+
+class VerilatorBackend:
+    """Runs programs on the Verilated AxiTop (`vdla.simulator.rtl.verilator`)."""
+
+    name = "verilator"
+
+    def __init__(self, device: Device, arg: str = "", *, watchdog: int = 20000, latency: int | None = None,
+                 waves: str | None = None) -> None:
+        self.config = device.config
+        self.watchdog, self.latency = watchdog, latency
+        if waves is None and os.environ.get("VDLA_WAVES", "") not in ("", "0"):
+            waves = os.environ["VDLA_WAVES"]
+            if waves.lower() in ("1", "true", "yes"):
+                waves = str(build_dir(self.config, True) / "verilator.fst")
+        self.waves = waves
+        self._model: VerilatorModel | None = None
+
+    @property
+    def model(self) -> VerilatorModel:
+        if self._model is None:
+            self._model = VerilatorModel(self.config, latency=self.latency, waves=self.waves)
+        return self._model
+
+    def execute(self, device: Device, insn_addr: int, count: int, strict: bool = True) -> Report:
+        try:
+            res = self.model.run(device.dram, insn_addr, count, watchdog=self.watchdog)
+        except Stuck as e:
+            raise deadlock_error(e, "verilator") from None
+        return report_from_run(self.config, res, count, strict, "verilator")
+
+
+
+BACKEND = VerilatorBackend
