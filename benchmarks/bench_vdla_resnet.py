@@ -26,7 +26,7 @@ from vdla import Device, preset
 from vdla.compiler import te
 from vdla.compiler.targets.vdla import build
 from vdla.compiler.targets.vdla.resnet import OFFLOADED
-from vdla.compiler.targets.vdla.topi import (
+from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,
     conv2d_packed,

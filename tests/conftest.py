@@ -5,17 +5,22 @@ With VDLA_RTL_REPLAY=verilator (or pysim), every program the tests run through
 initial DRAM, on that RTL device, and its final DRAM must equal the golden model's
 byte for byte. Programs the golden model rejects (bad input, deadlocks, underflow) are
 not replayed: the RTL's own error handling has tests of its own.
-tests/hardware/test_foundation_on_rtl.py runs the simulator tests this way.
+tests/simulator/rtl/test_replay.py runs the simulator tests this way, and checks the
+closing line "RTL replay: N programs" that this plugin prints.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPLAY = os.environ.get("VDLA_RTL_REPLAY", "")
+SIMULATOR_TESTS = Path(__file__).resolve().parent / "simulator"
+_replayed_total = [0]
 
 
 @pytest.fixture(autouse=True)
@@ -45,8 +50,18 @@ def _rtl_replay(monkeypatch, request):
                         f"(RTL {dev.dram[addr]:#04x}, golden {dram[addr]:#04x}), program {replayed[0]}")
         return report
 
-    for name in ("test_simulator", "simhelpers"):
-        mod = request.module if request.module.__name__ == name else __import__("sys").modules.get(name)
+    # the golden-simulator tests call `run` directly or through the helpers of support.sim
+    here = Path(str(request.module.__file__)).resolve()
+    targets = [sys.modules.get("support.sim")]
+    if SIMULATOR_TESTS in here.parents:
+        targets.append(request.module)
+    for mod in targets:
         if mod is not None and hasattr(mod, "run"):
             monkeypatch.setattr(mod, "run", run)
     yield
+    _replayed_total[0] += replayed[0]
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if REPLAY:
+        terminalreporter.write_line(f"RTL replay: {_replayed_total[0]} programs on {REPLAY}")

@@ -8,19 +8,17 @@ packing rule (fields in order; one that would straddle bit 64 starts word 1).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import REPO
 
 from vdla import isa
 from vdla.config import PRESETS, Config, ConfigError
 
 DEFAULT = Config()
 KiB = 1024
-REPO = Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------------------------
 # Literal reference tables: name -> (bit, width[, signed])

@@ -5,15 +5,15 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from pathlib import Path
 
 import numpy as np
+from support import REPO
 
 from vdla import isa
 from vdla.config import Config
 from vdla.runtime import Device, Program
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (REPO / "README.md").read_text()
 
 
 def _blocks(lang: str) -> list[str]:

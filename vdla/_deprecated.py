@@ -36,6 +36,8 @@ ALIASES: dict[str, str] = {
     "vdla.compiler.codegen.llvm": "vdla.compiler.targets.llvm.codegen",
     "vdla.compiler.vdla": "vdla.compiler.targets.vdla",
     "vdla.compiler.graph.cpu_llvm": "vdla.compiler.targets.llvm.strategy",
+    "vdla.compiler.targets.vdla.topi": "vdla.compiler.targets.vdla.top",
+    "vdla.compiler.targets.vdla.topi_ext": "vdla.compiler.targets.vdla.top",
     "vdla.runtime.pysim": "vdla.runtime.backends.pysim",
     "vdla.runtime.verilator": "vdla.simulator.rtl.verilator",
     "vdla.runtime.serial": "vdla.runtime.backends.serial",
@@ -57,8 +59,14 @@ SILENT: frozenset[str] = frozenset({"vdla.compiler.vdla", "vdla.compiler.vdla.en
 
 def new_path(old: str) -> str | None:
     """Where the module once imported as ``old`` lives now (None: it did not move)."""
-    best = max((a for a in ALIASES if old == a or old.startswith(a + ".")), key=len, default=None)
-    return None if best is None else ALIASES[best] + old[len(best):]
+    path, seen = old, set()
+    while path not in seen:  # an old path may point at one that moved again (vdla.compiler.vdla.topi)
+        seen.add(path)
+        best = max((a for a in ALIASES if path == a or path.startswith(a + ".")), key=len, default=None)
+        if best is None:
+            break
+        path = ALIASES[best] + path[len(best):]
+    return None if path == old else path
 
 
 def moved_names(module: str) -> Callable[[str], Any]:

@@ -15,7 +15,7 @@ from amaranth import Elaboratable, Module, Signal
 from amaranth.back import rtlil, verilog
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
-from uartsim import UartPort
+from support.uart import UartPort
 
 from vdla.hardware.bridge import SerialBridge, connect_sram
 from vdla.hardware.bridge_protocol import (

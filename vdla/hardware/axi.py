@@ -32,24 +32,10 @@ AXI4 master
 AXI4-Lite control slave: register map
 -------------------------------------
 
-32-bit registers at byte offsets (``REGISTERS``; the address bus is ``ctrl_addr_width``
-bits, 8 by default; unknown offsets read 0 and ignore writes; responses are OKAY)::
-
-    0x00  CONTROL      W   bit 0: write 1 to start (ignored while running). Reads 0.
-    0x04  STATUS       R   bit 0 done, bit 1 running, bit 2 error, bit 3 bus_error
-    0x08  INSN_ADDR    RW  byte address of the instruction stream (16-byte aligned)
-    0x0C  INSN_COUNT   RW  number of instructions
-    0x10  CYCLES       R   cycles since the last start (stops when done)
-    0x14  ERROR_CODE   R   `vdla.hardware.fetch.ErrorCode` of the instruction that stopped the core
-    0x18  ERROR_INDEX  R   its index in the stream
-    0x1C  MAGIC        R   0x56444C41 ("VDLA")
-    0x20  VERSION      R   register map version (1)
-    0x24  DEBUG_STATE  R   [1:0] load, [3:2] compute, [5:4] store `State`; bit 8 fetch busy
-    0x28  DEBUG_LQ     R   [15:0] l2g, [31:16] g2l token queue levels
-    0x2C  DEBUG_SQ     R   [15:0] g2s, [31:16] s2g token queue levels
-    0x30  DEBUG_CMDQ   R   [15:0] load, [31:16] compute command queue levels
-    0x34  DEBUG_CMDQ_S R   [15:0] store command queue level
-    0x40 + 4*i         R   counter ``COUNTER_NAMES[i]`` (0x40 cycles ... 0x84 out_elems)
+The registers are :mod:`vdla.hardware.regmap`'s (``REGISTERS`` is its AXI view: control,
+status, instruction address and count, cycles, error code and index, MAGIC/VERSION, debug
+registers, counters from 0x40); the address bus is ``ctrl_addr_width`` bits, 8 by
+default; responses are OKAY.
 
 Start/done handshake: a write of 1 to CONTROL latches INSN_ADDR and INSN_COUNT and pulses
 the core's start in the cycle the write response is issued. From that cycle on STATUS
@@ -58,10 +44,6 @@ that polls STATUS after its write completes can never see the previous run's don
 done (and error, if set) then stay set until the next start. ``irq`` is done.
 INSN_ADDR/INSN_COUNT may be rewritten while the core runs; the new values take effect at
 the next start.
-
-This map is compatible with `vdla.runtime.backends.serial.RegisterMap`: start=0x00, done=0x04
-(mask 1), insn_addr=0x08, insn_count=0x0C, cycles=0x10, error=0x04 (mask 4),
-error_index=0x18.
 """
 
 from __future__ import annotations
@@ -73,6 +55,7 @@ from amaranth.lib.wiring import In, Out
 from ..config import Config
 from .core import COUNTER_NAMES, QUEUES, STAGES
 from .interfaces import ADDR_WIDTH, read_master, write_master
+from .regmap import AXI, COUNTER_BASE, MAGIC, STATUS_BITS, VERSION, registers
 
 __all__ = [
     "axi4_signature", "axi4_lite_signature", "AxiMaster", "AxiLiteControl", "REGISTERS", "COUNTER_BASE",
@@ -82,17 +65,8 @@ __all__ = [
 ID_WIDTH = 2
 #: Read ports in ARID order.
 READ_PORTS = ("fetch", "load", "compute")
-MAGIC = 0x56444C41
-VERSION = 1
-COUNTER_BASE = 0x40
-#: Register name -> byte offset (see the module docstring); counters follow at COUNTER_BASE.
-REGISTERS = {
-    "control": 0x00, "status": 0x04, "insn_addr": 0x08, "insn_count": 0x0C, "cycles": 0x10,
-    "error_code": 0x14, "error_index": 0x18, "magic": 0x1C, "version": 0x20,
-    "debug_state": 0x24, "debug_lq": 0x28, "debug_sq": 0x2C, "debug_cmdq": 0x30, "debug_cmdq_s": 0x34,
-    **{f"counter_{name}": COUNTER_BASE + 4 * i for i, name in enumerate(COUNTER_NAMES)},
-}
-STATUS_BITS = {"done": 0, "running": 1, "error": 2, "bus_error": 3}
+#: Register name -> byte offset of the AXI4-Lite slave (`vdla.hardware.regmap`, counters included).
+REGISTERS = registers(AXI)
 
 
 def axi4_signature(addr_width: int, data_width: int, id_width: int = ID_WIDTH) -> wiring.Signature:

@@ -17,7 +17,7 @@ from ..targets.vdla.packing import pack_bias
 from ..targets.vdla.top.strategy import alu_chain, build_kernel
 from .ir import Graph
 from .kernels import Kernel, compile_llvm, count_macs
-from .run import CompiledModel
+from .model import CompiledModel
 
 __all__ = ["compile_model"]
 

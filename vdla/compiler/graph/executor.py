@@ -17,15 +17,15 @@ of :mod:`.ops`. ``pack`` / ``unpack`` nodes inserted by :mod:`.layout` are the t
 between the two.
 
 The jobs live in their own modules: :mod:`.compile` (``compile_model``), :mod:`.kernels`
-(the kernel table, CPU nodes onto llvm), :mod:`.run` (``CompiledModel`` and running it)
+(the kernel table, CPU nodes onto llvm), :mod:`.model` (``CompiledModel`` and running it)
 and :mod:`.model_file` (the file format). This module gathers their public names.
 """
 
 from ..targets.vdla.top.strategy import AluChain, alu_chain
 from .compile import compile_model
 from .kernels import Kernel, compile_llvm
+from .model import FP32_RTOL, CompiledModel, ExecutorError, LayerRecord, RunResult
 from .model_file import MAGIC, VERSION, ModelFileError, is_model_file
-from .run import FP32_RTOL, CompiledModel, ExecutorError, LayerRecord, RunResult
 
 __all__ = [
     "ExecutorError", "ModelFileError", "AluChain", "alu_chain", "CompiledModel", "LayerRecord", "RunResult",

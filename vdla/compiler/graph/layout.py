@@ -143,7 +143,7 @@ def vdla_plan(node: Node, graph: Graph, config: Config | None = None) -> VdlaPla
         return VdlaPlan("conv2d_packed", g // m, m)
     if op == "conv2d_transpose":
         from ..targets.vdla.env import VDLAError
-        from ..targets.vdla.topi_ext import transpose_geometry
+        from ..targets.vdla.top.conv2d_transpose import transpose_geometry
 
         _, _, kh, kw = ws
         if kh != kw:

@@ -10,7 +10,7 @@ function's own versioned bytes). :func:`decode` checks magic, version, size and 
 (the framing shared with the other formats, :mod:`vdla.runtime.container`) and rebuilds no
 VDLA kernel: the instruction streams are loaded as built. The ``llvm`` CPU kernels are JIT
 functions that cannot be serialised: loading recompiles them (cheap: well under a second
-for ResNet-18's few CPU nodes). :class:`.run.CompiledModel` saves and loads through here.
+for ResNet-18's few CPU nodes). :class:`.model.CompiledModel` saves and loads through here.
 """
 
 from __future__ import annotations

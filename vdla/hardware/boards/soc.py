@@ -25,24 +25,10 @@ waiting it is set aside where it stands and resumed once nothing else is (otherw
 full queue would keep the stage that empties it from memory: a deadlock). Byte addresses are taken modulo the
 memory's size (the runtime checks programs against it before they run).
 
-Control registers (32 bits, byte offsets on the bridge's register port; see `REGISTERS`):
-
-======  ============  ==================================================================
-offset  name          meaning
-======  ============  ==================================================================
-0x00    START         write 1: start the core at INSN_ADDR on INSN_COUNT instructions
-                      (ignored while it runs); reads 0
-0x04    STATUS        bit 0 done, bit 1 running, bit 2 error (done stays set until START)
-0x08    INSN_ADDR     byte address of the first instruction (16-byte aligned)
-0x0C    INSN_COUNT    number of instructions
-0x10    CYCLES        cycles of the current/last run
-0x14    ERROR_CODE    `vdla.hardware.fetch.ErrorCode` of the stop (0: none)
-0x18    ERROR_INDEX   index of the instruction that stopped the core
-0x1C    CONFIG_ID     `config_id` of the Config the core was built for
-0x20    MEM_SIZE      bytes of memory behind the bridge and the core
-0x40+   counters      the core's `COUNTER_NAMES`, 4 bytes apart, in order
-======  ============  ==================================================================
-
+Control registers: :mod:`vdla.hardware.regmap`'s board view (``REGISTERS``): control
+(write 1 to start), status, instruction address and count, cycles, error code and index,
+CONFIG_ID (the `config_id` of the Config the core was built for), MEM_SIZE (bytes of
+memory behind the bridge and the core) and the counters from 0x40.
 Reads have no side effects (the bridge may repeat them).
 """
 
@@ -62,21 +48,17 @@ from ...config import Config
 from ..bridge import SerialBridge
 from ..core import COUNTER_NAMES, Core
 from ..interfaces import read_master, write_master
+from ..regmap import BOARD, COUNTER_BASE, STATUS_BITS, registers
 from ..uart import divisor_for
 
 __all__ = [
     "REGISTERS", "COUNTER_BASE", "config_id", "ram_signature", "BlockRam", "Spram", "MemoryArbiter", "BoardTop",
 ]
 
-#: Control register byte offsets (see the module docstring).
-REGISTERS = {
-    "start": 0x00, "status": 0x04, "insn_addr": 0x08, "insn_count": 0x0C, "cycles": 0x10,
-    "error_code": 0x14, "error_index": 0x18, "config_id": 0x1C, "mem_size": 0x20,
-}
-#: Offset of the first counter register; counter k of `COUNTER_NAMES` is at COUNTER_BASE + 4k.
-COUNTER_BASE = 0x40
+#: Control register byte offsets of the board (`vdla.hardware.regmap`, counters included).
+REGISTERS = registers(BOARD)
 REG_ADDR_WIDTH = 8
-STATUS_DONE, STATUS_RUNNING, STATUS_ERROR = 1, 2, 4
+STATUS_DONE, STATUS_RUNNING, STATUS_ERROR = (1 << STATUS_BITS[b] for b in ("done", "running", "error"))
 
 
 def config_id(config: Config) -> int:
@@ -366,7 +348,7 @@ class BoardTop(Elaboratable):
         m.d.comb += core.start.eq(start)
         with m.If(reg.we):
             with m.Switch(reg.addr):
-                with m.Case(REGISTERS["start"]):
+                with m.Case(REGISTERS["control"]):
                     m.d.sync += start.eq(reg.wdata[0])
                 with m.Case(REGISTERS["insn_addr"]):
                     m.d.sync += insn_addr.eq(reg.wdata)

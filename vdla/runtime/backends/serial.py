@@ -409,17 +409,14 @@ class SerialBackend:
 
 
 def _board_regs() -> RegisterMap:
-    from ...hardware.boards.soc import COUNTER_BASE, REGISTERS
-    from ...hardware.core import COUNTER_NAMES
+    from ...hardware.regmap import BOARD, counter_offset, registers
 
-    def counter(name: str) -> int:
-        return COUNTER_BASE + 4 * COUNTER_NAMES.index(name)
-
+    regs = registers(BOARD)
     return RegisterMap(
-        start=REGISTERS["start"], done=REGISTERS["status"], insn_addr=REGISTERS["insn_addr"],
-        insn_count=REGISTERS["insn_count"], cycles=REGISTERS["cycles"], done_mask=1,
-        error=REGISTERS["error_code"], error_index=REGISTERS["error_index"], config_id=REGISTERS["config_id"],
-        counters=(("gemm_counter", counter("gemm_iters")), ("alu_counter", counter("alu_iters"))),
+        start=regs["control"], done=regs["status"], insn_addr=regs["insn_addr"],
+        insn_count=regs["insn_count"], cycles=regs["cycles"], done_mask=1,
+        error=regs["error_code"], error_index=regs["error_index"], config_id=regs["config_id"],
+        counters=(("gemm_counter", counter_offset("gemm_iters")), ("alu_counter", counter_offset("alu_iters"))),
     )
 
 

@@ -57,9 +57,9 @@ from pathlib import Path
 import numpy as np
 
 from ...config import PRESETS, Config
-from ...hardware.axi import COUNTER_BASE, REGISTERS, STATUS_BITS
 from ...hardware.core import COUNTER_NAMES, QUEUES, STAGES
 from ...hardware.fetch import ErrorCode
+from ...hardware.regmap import AXI, COUNTER_BASE, STATUS_BITS, registers
 from ...hardware.stage import State
 from ...hardware.testbench import MemoryFault, RunResult, Stuck
 from ..errors import SimulatorError
@@ -75,6 +75,8 @@ HW_DIR = Path(__file__).resolve().parents[2] / "hardware"
 #: Verilator options for the generated Verilog (Amaranth's output trips width/unused lints).
 VERILATOR_FLAGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast", "--noassert"]
 _DONE, _STUCK, _LIMIT, _FAULT = 0, 1, 2, 3
+#: The AXI4-Lite register offsets the harness and the model use (`vdla.hardware.regmap`).
+REGISTERS = registers(AXI)
 #: Counters the watchdog watches while the memory bus is quiet.
 _MARKS = [n for n in COUNTER_NAMES if n.endswith(("_insns", "_iters"))]
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-import topi_ref as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.compile import check
 
 from vdla.compiler import te, topi
 from vdla.compiler.targets.llvm import schedules
+from vdla.compiler.topi import testing as ref
 
 Case = Callable[[], tuple[Any, list[te.Tensor], list[te.Tensor], Callable[..., Any]]]
 CASES: dict[str, Case] = {}

@@ -11,9 +11,10 @@ Pipeline (after the core's schedule_ops / storage_flatten / simplify)::
 Modules: env (scopes, GEMM intrinsic from a Config), passes (the phase-1 pass list),
 one module per lowering pass (dma, alu, gemm; kernel holds the micro-op kernel spec,
 util the loop helpers they share), sync (dependency tokens), codegen (tasks ->
-CommandStream -> Program), module (the built function and its file format), topi
-(packed dense/conv2d templates), topi_ext (conv2d_transpose and grouped conv2d
-templates). The driver (:mod:`vdla.compiler.driver`) runs them; ``lower``/``build``
+CommandStream -> Program), module (the built function and its file format), packing
+(host packing of every layout), top/ (one module per operator template, their numpy
+references, and the strategy that turns a fused graph node into a kernel) and
+resnet (the ResNet-18 convolution layer table). The driver (:mod:`vdla.compiler.driver`) runs them; ``lower``/``build``
 here are VTA's ``vta.lower``/``vta.build``: the driver's with ``target="vdla"``.
 """
 

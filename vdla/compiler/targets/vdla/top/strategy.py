@@ -5,7 +5,7 @@ A node the partitioner placed on ``vdla`` whose (fused) body is a packed ``conv2
 integer ops becomes an :class:`AluChain` (:func:`alu_chain`): the anchor, its operands and
 the tail as one chain of tensor-ALU operations on the accumulator, exact against the
 graph's integer semantics (or the reason it cannot be). :func:`build_kernel` declares the
-matching template (:mod:`..topi`, :mod:`..topi_ext`), schedules it and builds it for
+matching template (:mod:`.conv2d`, :mod:`.group_conv2d`, :mod:`.conv2d_transpose`, :mod:`.dense`), schedules it and builds it for
 ``vdla``. The graph's compiler (:mod:`vdla.compiler.graph.compile`) calls both.
 """
 
@@ -19,9 +19,12 @@ import numpy as np
 from .....config import Config
 from .... import te
 from ....graph.ir import Graph, Node
-from .. import topi as vt
-from .. import topi_ext as vx
 from ..env import shift_left, shift_right
+from .common import Knobs, Tail
+from .conv2d import conv2d_packed, schedule_conv2d_packed
+from .conv2d_transpose import conv2d_transpose_packed, schedule_conv2d_transpose_packed
+from .dense import dense_packed, schedule_dense_packed
+from .group_conv2d import group_conv2d_packed, schedule_group_conv2d_packed
 
 __all__ = ["AluChain", "alu_chain", "build_kernel", "IMM_MIN", "IMM_MAX"]
 
@@ -268,19 +271,19 @@ def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: s
     xt, wt = graph.type_of(ch.data), graph.type_of(ch.weight)
     D = te.placeholder(xt.shape, "int8", name="data")
     K = te.placeholder(wt.shape, "int8", name="weight")
-    tail = vt.Tail(clip=None)
+    tail = Tail(clip=None)
     if ch.anchor == "conv2d_packed" and ch.groups > 1:
-        base = vx.group_conv2d_packed(D, K, ch.groups, ch.strides, ch.padding[0], tail, config=cfg, name=name)
-        sched = vx.schedule_group_conv2d_packed
+        base = group_conv2d_packed(D, K, ch.groups, ch.strides, ch.padding[0], tail, config=cfg, name=name)
+        sched = schedule_group_conv2d_packed
     elif ch.anchor == "conv2d_packed":
-        base = vt.conv2d_packed(D, K, ch.strides, ch.padding, tail, config=cfg, name=name)
-        sched = vt.schedule_conv2d_packed
+        base = conv2d_packed(D, K, ch.strides, ch.padding, tail, config=cfg, name=name)
+        sched = schedule_conv2d_packed
     elif ch.anchor == "conv2d_transpose_packed":
-        base = vx.conv2d_transpose_packed(D, K, ch.strides[0], ch.padding[0], ch.kernel, tail, config=cfg, name=name)
-        sched = vx.schedule_conv2d_transpose_packed
+        base = conv2d_transpose_packed(D, K, ch.strides[0], ch.padding[0], ch.kernel, tail, config=cfg, name=name)
+        sched = schedule_conv2d_transpose_packed
     else:
-        base = vt.dense_packed(D, K, tail, config=cfg, name=name)
-        sched = vt.schedule_dense_packed
+        base = dense_packed(D, K, tail, config=cfg, name=name)
+        sched = schedule_dense_packed
     acc = base.op.input_tensors()[0].op.input_tensors()[0]
     shape = tuple(int(getattr(s, "value", s)) for s in acc.shape)
     nd = len(shape)
@@ -328,5 +331,5 @@ def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: s
     alu = te.compute(shape, f, name=f"{name}_alu", tag="vdla_alu")
     out = te.compute(shape, lambda *i: alu[i].astype("int8"), name=f"{name}_out", tag="vdla_out")
     args.append(out)
-    s = sched(out, vt.Knobs(vthreads=vthreads), config=cfg)
+    s = sched(out, Knobs(vthreads=vthreads), config=cfg)
     return build(s, args, target="vdla", name=name, config=cfg)
