@@ -150,7 +150,7 @@ def bitstreams(session: nox.Session) -> None:
     _install_project(session, ["fpga", "test"])
     boards = list(session.posargs) or ["all"]
     before = {p.parent.name: _json.loads(p.read_text()) for p in (ROOT / "bitstreams").glob("*/report.json")}
-    session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/test_bitstreams.py",
+    session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/boards/test_bitstreams.py",
                 env={"VDLA_CHECK_BITSTREAMS": "1"}, success_codes=[0, 1])
     session.run("vdla", "synth", *boards)
     changed = []
@@ -163,5 +163,5 @@ def bitstreams(session: nox.Session) -> None:
                     f"bitstream {'reproduced' if new['bitstream']['sha256'] == old['bitstream']['sha256'] else 'new'}")
     if changed:
         session.error(f"not reproducible: {', '.join(changed)} gave a different bitstream from unchanged sources")
-    session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/test_bitstreams.py",
+    session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/boards/test_bitstreams.py",
                 env={"VDLA_CHECK_BITSTREAMS": "1"})

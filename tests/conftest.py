@@ -51,8 +51,9 @@ def _rtl_replay(monkeypatch, request):
         return report
 
     # the golden-simulator tests call `run` directly or through the helpers of support.sim
+    # and support.simref (the reference model's program builder)
     here = Path(str(request.module.__file__)).resolve()
-    targets = [sys.modules.get("support.sim")]
+    targets = [sys.modules.get("support.sim"), sys.modules.get("support.simref")]
     if SIMULATOR_TESTS in here.parents:
         targets.append(request.module)
     for mod in targets:

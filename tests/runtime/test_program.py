@@ -1,10 +1,5 @@
-"""Tests of the runtime (vdla.runtime): DRAM allocator and buffers, CommandStream dependency
-flags and uop caching against VTA's runtime rules (/work/shared/reference/vta.md §5.3-5.5),
-kernel rules, program files, devices, and end-to-end programs checked against numpy.
+"""Program files (vdla.runtime.program): round trip and corruption detected."""
 
-Expected flag sequences are literal tables worked out by hand from VTA's `DepPush`,
-`DepPop`, `CommitPendingPop` and `Synchronize` (runtime.cc), not from the code under test.
-"""
 from __future__ import annotations
 
 import struct

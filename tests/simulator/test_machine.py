@@ -1,15 +1,7 @@
-"""Tests of the golden simulator (vdla.simulator) against an independent reference model.
+"""The golden simulator's instruction semantics (vdla.simulator.machine): LOAD (2D strides and
+padding, every memory type), STORE and GEMM, each against the independent reference model
+`support.simref.Ref`."""
 
-`Ref` below re-implements the ISA semantics of /work/shared/reference/vta.md §1 and
-`vdla.isa.SEMANTIC_CHOICES` with plain Python loops over elements and uop-iterations
-(numpy only for int64 element-wise arithmetic and one exact integer dot product per
-uop-iteration). It shares no code with `vdla.simulator`: micro-ops are packed and
-unpacked by hand (`simhelpers.pack_uops`), element sizes come from `simhelpers.Geometry`.
-
-The second half checks the scheduler: counters, the cycle model (formulas from
-`vdla/simulator/timing.py`'s docstring, recomputed here), and that deadlocks, token
-underflow, leftover tokens, races and bad programs are reported precisely and never hang.
-"""
 from __future__ import annotations
 
 import zlib

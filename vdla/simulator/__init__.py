@@ -4,6 +4,8 @@
 executor (the Amaranth simulation, Verilator, a board, the compiler) is checked against
 bit-exactly. `machine` holds the on-chip state and instruction semantics, `alu` the
 tensor-ALU operations, `timing` the cycle model, `check` the static program rules.
+`rtl` holds the runners of the Amaranth RTL (Amaranth's simulator, Verilator) whose runs
+map onto the same Report and errors.
 """
 
 from .errors import DeadlockError, ExecutionError, ProgramError, RaceError, SimulatorError, TokenError

@@ -17,7 +17,7 @@ Why a C++ harness: the harness serves the AXI4 memory port from ``device.dram`` 
 (the numpy array is passed by pointer, nothing is copied) and drives the AXI4-Lite
 control registers, so a run never returns to Python per cycle. Simulation speed is
 then Verilator's: ``benchmarks/bench_verilator_speed.py`` measures it against pysim.
-cocotb tests of the same Verilog (tests/hardware/test_verilator.py) drive it with
+cocotb tests of the same Verilog (tests/simulator/rtl/test_verilator.py) drive it with
 cocotbext-axi instead.
 
 Memory timing: read data follows ``latency`` cycles (default ``config.timing.dram_latency``)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.vdla import conv_case
+from support.templates import conv_case
 
 from vdla import preset
 from vdla.compiler.targets.vdla.resnet import OFFLOADED

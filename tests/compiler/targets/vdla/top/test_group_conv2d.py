@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.vdla import conv_operands
+from support.templates import conv_operands
 
 from vdla import Device, preset
 from vdla.compiler import te

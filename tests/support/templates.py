@@ -1,4 +1,4 @@
-"""VDLA target test helpers: Build-and-run helpers for the VDLA back-end tests."""
+"""VDLA template test helpers: build a template for a layer, run it, compare with the numpy reference."""
 
 from __future__ import annotations
 
