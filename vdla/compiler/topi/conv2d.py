@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import te
 from ..tir.nodes import Expr
-from .util import const_shape, pad, padding4, pair
+from .util import const_shape, conv_out, pad, padding4, pair
 
 __all__ = [
     "conv2d_nchw",
@@ -36,8 +36,7 @@ __all__ = [
 
 
 def conv_out_size(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int = 1) -> int:
-    dk = (k - 1) * dilation + 1
-    out = (size + pad_lo + pad_hi - dk) // stride + 1
+    out = conv_out(size, k, stride, pad_lo, pad_hi, dilation)
     if out <= 0:
         raise ValueError(f"conv2d: input size {size} is too small for kernel {k} (dilation {dilation}, pad {pad_lo})")
     return out

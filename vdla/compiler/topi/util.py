@@ -29,6 +29,13 @@ def const_shape(t: te.Tensor) -> tuple[int, ...]:
     return tuple(const_int(s, f"shape of {t.name!r}") for s in t.shape)
 
 
+def conv_out(size: int, k: int, stride: int, pad_lo: int, pad_hi: int, dilation: int = 1) -> int:
+    """Output extent of a convolution or pooling window along one axis: the one formula every
+    operator, template and shape inference uses (<= 0 when the input is too small: callers
+    say why in their own terms)."""
+    return (size + pad_lo + pad_hi - ((k - 1) * dilation + 1)) // stride + 1
+
+
 def pair(v: int | Sequence[int], what: str) -> tuple[int, int]:
     if isinstance(v, int):
         return v, v

@@ -10,12 +10,9 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...topi.util import conv_out
 from ..ir import TensorType
 from .registry import _err, _wrap32, register
-
-
-def conv_out(size: int, k: int, stride: int, lo: int, hi: int, dil: int = 1) -> int:
-    return (size + lo + hi - ((k - 1) * dil + 1)) // stride + 1
 
 
 def _mm_dtype(xd: str, wd: str, op: str) -> str:

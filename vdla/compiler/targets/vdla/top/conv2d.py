@@ -12,7 +12,7 @@ from typing import Any
 
 from .... import te
 from ....schedule.primitives import Schedule
-from ....topi.util import const_shape, pad, padding4, pair
+from ....topi.util import const_shape, conv_out, pad, padding4, pair
 from ..env import Env, VDLAError, get_env
 from .common import (
     Knobs,
@@ -58,8 +58,7 @@ def conv2d_packed(
     _check_tail_inputs("conv2d_packed", tail, bias, residual)
     sh, sw = pair(stride, "stride")
     pt, pl, pb, pr = padding4(padding)
-    oh = (h + pt + pb - kh) // sh + 1
-    ow = (w + pl + pr - kw) // sw + 1
+    oh, ow = conv_out(h, kh, sh, pt, pb), conv_out(w, kw, sw, pl, pr)
     dp = pad(data, [0, 0, pt, pl, 0, 0], [0, 0, pb, pr, 0, 0], name=f"{name}_pad")
     ric, rky, rkx, rci = _conv_reduce_axes(cb, kh, kw, ci)
     adt = env.acc_dtype

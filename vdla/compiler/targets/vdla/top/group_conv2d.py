@@ -13,7 +13,7 @@ from typing import Any
 
 from .... import te
 from ....schedule.primitives import Schedule
-from ....topi.util import const_shape, pad, pair
+from ....topi.util import const_shape, conv_out, pad, pair
 from ..env import VDLAError, get_env
 from .common import Knobs, Tail, _blocks_match, _check_tail_inputs, _conv_reduce_axes, _epilogue
 from .conv2d import _schedule_outer
@@ -50,8 +50,7 @@ def group_conv2d_packed(
         )
     _check_tail_inputs("group_conv2d_packed", tail, bias, residual)
     sh, sw = pair(stride, "stride")
-    oh = (h + 2 * padding - kh) // sh + 1
-    ow = (w + 2 * padding - kw) // sw + 1
+    oh, ow = conv_out(h, kh, sh, padding, padding), conv_out(w, kw, sw, padding, padding)
     ogb = ob // groups
     dp = pad(data, [0, 0, padding, padding, 0, 0], name=f"{name}_pad")
     ric, rky, rkx, rci = _conv_reduce_axes(gcb, kh, kw, ci)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....topi.util import conv_out
 from .common import Tail
 
 __all__ = ["conv2d_reference", "dense_reference", "conv2d_transpose_reference", "group_conv2d_reference"]
@@ -30,8 +31,7 @@ def _conv_sums(x: np.ndarray, wt: np.ndarray, stride: int, padding: int) -> np.n
     n, _, h, w = x.shape
     o, _, kh, kw = wt.shape
     xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    oh = (h + 2 * padding - kh) // stride + 1
-    ow = (w + 2 * padding - kw) // stride + 1
+    oh, ow = conv_out(h, kh, stride, padding, padding), conv_out(w, kw, stride, padding, padding)
     acc = np.zeros((n, o, oh, ow), np.int64)
     wl = wt.astype(np.int64)
     for ky in range(kh):
