@@ -79,6 +79,8 @@ def compile_model(
             functions.append(func)
         bias = None if ch.bias is None else pack_bias(ch.bias, cfg.batch, g.type_of(n.name).shape[-1])
         kernels[n.name] = Kernel(n.name, "vdla", "", cache[key], ch, bias, macs)
+        if ch.shifts is not None:
+            kernels[n.name].shifts_packed = pack_bias(ch.shifts, cfg.batch, g.type_of(n.name).shape[-1])
     info = {"compile_s": time.perf_counter() - t0, "kernels": len(functions)}
     info["llvm_compile_s"] = compile_llvm(g, kernels, llvm=llvm)
     info["compile_s"] = time.perf_counter() - t0

@@ -5,6 +5,7 @@
     vdla build resnet18 -o resnet18.vdla        # compile once ...
     vdla run resnet18.vdla --device fsim        # ... run without recompiling
     vdla run model.onnx                         # an ONNX file (float, or QDQ-quantised)
+    vdla run digits --device fsim               # the trained digits CNN: fp32 and int8 accuracy
 
 :func:`load_model` builds a built-in model (:data:`.models.MODELS`, weights from a seed)
 or imports an ONNX file, with the per-model quantisation and partition settings
@@ -62,6 +63,13 @@ SETTINGS: dict[str, Settings] = {
         size_arg=None,
     ),
     "dcgan_generator": Settings({}, {"ngf": 8}, size_arg=None),
+    # the trained digits CNN (:mod:`.digits`): every conv and dense on VDLA, per-channel
+    # weight scales, calibrated on training images; full: the whole held-out set as one batch
+    "digits": Settings(
+        {}, {"batch": 60},
+        QConfig(skip_conv=(), skip_dense=False, per_channel=True, calibration="percentile"),
+        PartitionPolicy(skip_first_conv=False, offload_dense=True), size_arg=None,
+    ),
 }
 
 
@@ -76,10 +84,16 @@ class ModelSpec:
     description: str
     source: dict[str, Any] = field(default_factory=dict)  # how to rebuild it (kept in the model file)
     qdq: bool = False
+    #: Calibration inputs (default: synthetic ones, :func:`.models.sample_input`).
+    calibration: list[dict[str, np.ndarray]] | None = None
+    #: A labelled evaluation batch (inputs, labels): the job runs it and reports accuracy.
+    evaluation: tuple[dict[str, np.ndarray], np.ndarray] | None = None
 
 
 def load_model(model: str, *, reduced: bool = False, size: int | None = None) -> ModelSpec:
     """A built-in model by name, or an ONNX file (QDQ models keep their own scales)."""
+    if model == "digits":
+        return _digits_spec(reduced)
     if model in SETTINGS:
         st = SETTINGS[model]
         kw = dict(st.reduced if reduced else st.full)
@@ -108,6 +122,22 @@ def load_model(model: str, *, reduced: bool = False, size: int | None = None) ->
     )
 
 
+def _digits_spec(reduced: bool) -> ModelSpec:
+    """The trained digits CNN at the evaluation batch: the held-out set (the first
+    ``reduced`` batch of it with ``--reduced``), calibrated on training images."""
+    from . import digits
+
+    st = SETTINGS["digits"]
+    xtr, _, xte, yte = digits.load_split()
+    n = int(st.reduced["batch"]) if reduced else len(xte)
+    g = digits.digits_cnn(n)
+    cal = [{"image": xtr[i : i + n]} for i in range(0, len(xtr) - n + 1, n)][: max(1, 1200 // n)]
+    desc = f"digits CNN (trained), {'first ' if reduced else ''}{n} held-out images as one batch {n}x1x8x8"
+    return ModelSpec("digits", g, st.qconfig, st.policy, desc,
+                     {"model": "digits", "reduced": int(reduced), "size": 0},
+                     calibration=cal, evaluation=({"image": xte[:n]}, yte[:n]))
+
+
 def build_model(spec: ModelSpec, config: Config, *, calib: int = 1, seed: int = 100,
                 progress: Progress | None = None) -> CompiledModel:
     """Quantise (calibrating on ``calib`` synthetic inputs), partition, pack, fuse, compile."""
@@ -119,7 +149,7 @@ def build_model(spec: ModelSpec, config: Config, *, calib: int = 1, seed: int = 
 
         g = passes.prepare(qdq_to_int(passes.simplify(spec.graph)), None, config, policy=spec.policy)
     else:
-        cal = models.sample_input(spec.graph, seed, count=calib)
+        cal = spec.calibration or models.sample_input(spec.graph, seed, count=calib)
         g = passes.prepare(spec.graph, cal, config, spec.qconfig, spec.policy)
     t1 = time.perf_counter()
     m = compile_model(g, config, progress=progress)
@@ -169,6 +199,8 @@ class JobResult:
     run_s: float
     compiled_from_file: bool = False
     kernels: int = 0
+    #: (float value, int8 scale, SNR dB) of every int8 tensor against fp32 (see quantize.layer_snr)
+    snr: list[tuple[str, float, float]] = field(default_factory=list)
 
     # -- totals -------------------------------------------------------------------------
     @property
@@ -211,6 +243,7 @@ class JobResult:
             "cpu_nodes_s": self.cpu_seconds, "offloaded_cpu_path_s": self.offload_cpu_seconds,
             "speedup": self.speedup, "compile_s": self.compile_s, "run_s": self.run_s, "kernels": self.kernels,
             "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in self.checks],
+            "snr_db": [{"value": v, "scale": sc, "snr_db": db} for v, sc, db in self.snr],
             "ok": self.ok,
         }
 
@@ -256,6 +289,12 @@ class JobResult:
                          f"(numpy int8 on this host) -> speedup {self.speedup:.1f}x")
         lines.append(f"end-to-end latency (VDLA at {c.clock_mhz:g} MHz + CPU nodes): "
                      f"{(self.vdla_seconds + self.cpu_seconds) * 1e3:.2f} ms")
+        if self.snr:
+            worst = min(self.snr, key=lambda t: t[2])
+            lines.append(f"per-layer int8 vs fp32 SNR ({len(self.snr)} int8 tensors; lowest {worst[2]:.1f} dB "
+                         f"at {worst[0]}):")
+            for v, sc, db in self.snr:
+                lines.append(f"     {v[:40]:<40} scale 2^{int(np.log2(sc)):<4} {db:6.1f} dB")
         lines += [ck.line() for ck in self.checks]
         lines.append(f"result: {'PASS' if self.ok else 'FAIL'}")
         return "\n".join(lines)
@@ -296,6 +335,7 @@ def run_job(
     fp32: Graph | None = None
     onnx_file: str | None = None
     from_file = False
+    spec: ModelSpec | None = None
     if isinstance(model, CompiledModel):
         m = model
     elif is_model_file(model):
@@ -312,7 +352,8 @@ def run_job(
     compile_s = time.perf_counter() - t0
     cfg = m.config
     dev = Device(device, config=cfg)
-    x = models.sample_input(m.graph, seed)
+    evaluation = spec.evaluation if spec is not None else None
+    x = evaluation[0] if evaluation else models.sample_input(m.graph, seed)
     if progress:
         progress(f"running {m.graph.name} on {dev.name} ({sum(k.target == 'vdla' for k in m.kernels.values())} "
                  "VDLA nodes), checking every node against the int8 numpy reference")
@@ -334,10 +375,35 @@ def run_job(
                         detail if exact else f"differs at {', '.join(bad[:5]) or 'the output'}"))
     if check_fp32:
         checks.append(_fp32_check(fp32, x, onnx_file, res.outputs, progress))
+    if evaluation is not None and fp32 is not None:
+        checks.append(_accuracy_check(fp32, x, evaluation[1], res.outputs[0]))
+    snr = []
+    if spec is not None and not spec.qdq and spec.qconfig is not None and fp32 is not None:
+        if progress:
+            progress("per-layer int8 vs fp32 SNR")
+        from .quantize import layer_snr, quantize
+
+        simple = passes.simplify(fp32)
+        cal = spec.calibration or models.sample_input(spec.graph, 100, count=calib)
+        snr = layer_snr(simple, quantize(simple, cal, spec.qconfig), x)
     name = m.info.get("name") or m.graph.name
     desc = m.info.get("description") or m.graph.name
     return JobResult(str(name), str(desc), dev.name, cfg, res.layers, checks, compile_s, run_s, from_file,
-                     len(m.functions))
+                     len(m.functions), snr)
+
+
+#: The accuracy floor: int8 on VDLA may lose at most this much against fp32 (a fraction).
+ACCURACY_FLOOR = 0.01
+
+
+def _accuracy_check(fp32: Graph, x: dict[str, np.ndarray], labels: np.ndarray, int8_out: np.ndarray) -> Check:
+    from .digits import accuracy
+
+    a_fp = accuracy(reference_run(fp32, x, check=False)[0], labels)
+    a_q = accuracy(int8_out, labels)
+    return Check(f"accuracy on {len(labels)} held-out images (int8 on VDLA within {100 * ACCURACY_FLOOR:g} point "
+                 "of fp32)", a_q >= a_fp - ACCURACY_FLOOR - 1e-12,
+                 f"fp32 {100 * a_fp:.2f}%, int8 on VDLA {100 * a_q:.2f}%, difference {100 * (a_q - a_fp):+.2f} points")
 
 
 def _fp32_check(fp32: Graph | None, x: dict[str, np.ndarray], onnx_file: str | None, int8_out: list[np.ndarray],

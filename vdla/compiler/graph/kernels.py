@@ -38,6 +38,8 @@ class Kernel:
     macs: int = 0
     cpu_reason: str = ""
     llvm: Any = field(default=None, repr=False, compare=False)
+    #: per-channel SHR amounts, packed as the bias (kernels with a ``shrv`` in their chain)
+    shifts_packed: np.ndarray | None = None
 
     @property
     def record_reason(self) -> str:

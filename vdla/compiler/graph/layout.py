@@ -174,7 +174,7 @@ def _per_channel(t: TensorType, act: TensorType) -> bool:
     return s[1] == c and all(d == 1 for i, d in enumerate(s) if i != 1)
 
 
-_ELEMWISE_PACKABLE = {"add", "sub", "mul", "relu", "clip", "shift", "requantize", "cast"}
+_ELEMWISE_PACKABLE = {"add", "sub", "mul", "relu", "clip", "shift", "channel_shift", "requantize", "cast"}
 
 
 def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequence[str] = ("vdla",)) -> Graph:

@@ -173,6 +173,8 @@ class CompiledModel:
         arrays = [np.ascontiguousarray(env[ch.data]), np.ascontiguousarray(env[ch.weight])]
         if k.bias_packed is not None:
             arrays.append(k.bias_packed)
+        if k.shifts_packed is not None:
+            arrays.append(k.shifts_packed)
         if ch.residual is not None:
             arrays.append(np.ascontiguousarray(env[ch.residual]))
         out_t = n.type

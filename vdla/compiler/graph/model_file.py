@@ -46,6 +46,8 @@ def encode(model: Any) -> bytes:
     for name, k in model.kernels.items():
         if k.bias_packed is not None:
             consts[f"__bias__/{name}"] = k.bias_packed
+        if k.shifts_packed is not None:
+            consts[f"__shifts__/{name}"] = k.shifts_packed
     np.savez(buf, **{f"c{i}": a for i, a in enumerate(consts.values())})
     blobs.append(buf.getvalue())
     for f in model.functions:
@@ -192,7 +194,9 @@ def _kernel_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) ->
         ch = AluChain(c["anchor"], c["data"], c["weight"], c["residual"], None,
                       [(o, v) for o, v in c["ops"]], tuple(c["strides"]), tuple(c["padding"]),
                       int(c.get("groups", 1)), int(c.get("kernel", 0)))
-    return Kernel(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0), d.get("cpu_reason", ""))
+    k = Kernel(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0), d.get("cpu_reason", ""))
+    k.shifts_packed = consts.get(f"__shifts__/{d['node']}")
+    return k
 
 
 def _config_from_json(head: Mapping[str, Any]) -> Config:

@@ -32,7 +32,7 @@ __all__ = ["PartitionPolicy", "partition", "report", "UNSUPPORTED"]
 _GEMM_OPS = ("conv2d", "conv2d_packed", "conv2d_transpose", "conv2d_transpose_packed", "dense", "dense_packed")
 #: The reason of a GEMM whose shape fits no VDLA template starts with this.
 UNSUPPORTED = "unsupported on VDLA: "
-_ALU_OPS = ("add", "relu", "clip", "shift", "requantize", "cast", "max_pool2d")
+_ALU_OPS = ("add", "relu", "clip", "shift", "channel_shift", "requantize", "cast", "max_pool2d")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class PartitionPolicy:
     #: Keep the first convolution of the graph on the CPU (shallow, 3 input channels).
     skip_first_conv: bool = True
     #: Element-wise integer ops VDLA's ALU runs after a VDLA producer.
-    alu_ops: tuple[str, ...] = ("add", "relu", "clip", "shift", "requantize", "cast")
+    alu_ops: tuple[str, ...] = ("add", "relu", "clip", "shift", "channel_shift", "requantize", "cast")
     #: Run grouped/depthwise convolutions on VDLA (as grouped GEMMs) or keep them on the CPU.
     offload_grouped: bool = True
     cpu_nodes: frozenset[str] = field(default_factory=frozenset)

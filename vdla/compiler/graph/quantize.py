@@ -4,12 +4,15 @@ VDLA requantises with a shift (VTA's realisation: add ``2**(n-1)``, shift right 
 clip, cast), so every scale is a power of two: a float tensor ``x`` is represented by
 ``q = clip(round(x / s))`` with ``s = 2**k``.
 
-:func:`quantize` calibrates on a list of inputs (the max |value| of every tensor gives its
-scale) and rewrites the graph (:func:`quantize_graph`):
+:func:`quantize` calibrates on a list of inputs (max |value|, a percentile of |value|, or
+the least KL divergence of every tensor gives its scale; :func:`calibrate`) and rewrites the graph (:func:`quantize_graph`):
 
 * conv2d / conv2d_transpose / dense with constant weights: int8 data (``quantize`` from
   float, or a ``requantize`` of an int32 value), int8 weights (per-tensor power-of-two
-  scale), int32 accumulation at scale ``s_x * s_w``; the bias becomes an int32 ``add``;
+  scale, or with ``QConfig.per_channel`` one per output channel), int32 accumulation at
+  scale ``s_x * s_w``; the bias becomes an int32 ``add``; per-channel scales are then
+  aligned to the layer's coarsest one by a per-channel rounding shift (``channel_shift``,
+  which VDLA runs as SHR with a tensor operand);
 * ReLU / clip run on the integers (clip bounds scaled); a residual ``add`` aligns both
   operands to the finer scale with a left ``shift`` and adds in int32; max-pool runs on int8;
 * an int32 value is requantised to int8 (``requantize``, rounding shift + clip to
@@ -40,6 +43,7 @@ from .reference import run
 
 __all__ = [
     "QConfig",
+    "CALIBRATIONS",
     "pow2_scale",
     "calibrate",
     "quantize_graph",
@@ -48,6 +52,7 @@ __all__ = [
     "qdq_to_int",
     "Agreement",
     "agreement",
+    "layer_snr",
 ]
 
 _GEMM = ("conv2d", "conv2d_transpose", "dense")
@@ -74,6 +79,14 @@ class QConfig:
     #: downsample shortcut), as VTA does, so both convolutions can run on VDLA (whose
     #: kernels store int8). Off: the shortcut stays int32 (more precise, CPU-only).
     int8_shortcut: bool = False
+    #: Weight scales per output channel (conv2d, dense): each channel's int32 accumulator is
+    #: brought to the layer's common scale by a per-channel rounding shift (``channel_shift``,
+    #: SHR with a tensor operand on VDLA). Off: one power-of-two scale per weight tensor.
+    per_channel: bool = False
+    #: Activation calibration: "max" (max |x|), "percentile" (the ``percentile`` of |x|) or
+    #: "kl" (the power-of-two scale whose int8 histogram is closest in KL divergence).
+    calibration: str = "max"
+    percentile: float = 99.99
 
 
 def pow2_scale(maxabs: float, qmax: int = 127) -> float:
@@ -90,19 +103,85 @@ def is_pow2(s: float) -> bool:
     return m == 0.5
 
 
-def calibrate(graph: Graph, dataset: Sequence[Any], qmax: int = 127) -> dict[str, float]:
-    """Power-of-two scale of every float value (inputs and nodes) from max |value| over ``dataset``."""
+CALIBRATIONS = ("max", "percentile", "kl")
+_BINS = 2048
+
+
+def calibrate(graph: Graph, dataset: Sequence[Any], qmax: int = 127, method: str = "max",
+              percentile: float = 99.99) -> dict[str, float]:
+    """Power-of-two scale of every float value (inputs and nodes) over ``dataset``.
+
+    ``method`` "max": from max |value|; "percentile": from the ``percentile`` of |value|
+    (outliers clip); "kl": the power-of-two scale, from max |value|'s down to 2**-8 of it,
+    whose clipped and int8-rounded histogram of |value| has the least KL divergence from the
+    float histogram (TensorRT's entropy calibration, on VDLA's grid of shift scales). The
+    histograms (2048 bins up to max |value|) need a second pass over ``dataset``.
+    """
+    if method not in CALIBRATIONS:
+        raise GraphError(f"calibrate: unknown method {method!r} (one of {', '.join(CALIBRATIONS)})")
+    if not 0 < percentile <= 100:
+        raise GraphError(f"calibrate: percentile {percentile} is not in (0, 100]")
     if not dataset:
         raise GraphError("calibrate: the calibration set is empty")
     maxabs: dict[str, float] = {}
     for x in dataset:
-        env = run(graph, x, return_all=True, check=False)
-        for k, v in env.items():
-            if k in graph.consts or v.dtype != np.float32:
-                continue
-            m = float(np.abs(v).max(initial=0.0))
-            maxabs[k] = max(maxabs.get(k, 0.0), m)
-    return {k: pow2_scale(m, qmax) for k, m in maxabs.items()}
+        for k, v in _float_values(graph, x):
+            maxabs[k] = max(maxabs.get(k, 0.0), float(np.abs(v).max(initial=0.0)))
+    if method == "max":
+        return {k: pow2_scale(m, qmax) for k, m in maxabs.items()}
+    hists = {k: np.zeros(_BINS, np.int64) for k in maxabs}
+    for x in dataset:
+        for k, v in _float_values(graph, x):
+            if maxabs[k] > 0:
+                hists[k] += np.histogram(np.abs(v), _BINS, (0.0, maxabs[k]))[0]
+    out = {}
+    for k, m in maxabs.items():
+        h = hists[k]
+        if not m > 0 or not h.sum():
+            out[k] = pow2_scale(m, qmax)
+        elif method == "percentile":
+            i = int(np.searchsorted(np.cumsum(h), h.sum() * percentile / 100.0))
+            out[k] = pow2_scale(m * min(i + 1, _BINS) / _BINS, qmax)
+        else:
+            out[k] = _kl_scale(h, m, qmax)
+    return out
+
+
+def _float_values(graph: Graph, x: Any) -> list[tuple[str, np.ndarray]]:
+    env = run(graph, x, return_all=True, check=False)
+    return [(k, v) for k, v in env.items() if k not in graph.consts and v.dtype == np.float32]
+
+
+def _kl_scale(hist: np.ndarray, maxabs: float, qmax: int) -> float:
+    """The power-of-two scale (max |x|'s and its halvings) with the least KL(P || Q), as
+    TensorRT's entropy calibration: P is the histogram up to the clip point with the clipped
+    mass added to its last bin; Q is the same range without that mass, rounded to the int8
+    levels (each level's mass spread over the non-empty bins it covers), so clipping costs
+    what it loses. Only clip points that span at least ``qmax + 1`` bins are tried (on fewer
+    bins every level is one bin and Q would copy P)."""
+    width = maxabs / len(hist)
+    s0 = pow2_scale(maxabs, qmax)
+    centres = (np.arange(len(hist)) + 0.5) * width
+    best: tuple[float, float] | None = None
+    for j in range(12):
+        s = s0 / 2**j
+        stop = min(len(hist), int(np.ceil(qmax * s / width)))
+        if stop <= qmax and best is not None:
+            break
+        p = hist[:stop].astype(np.float64)
+        inside = p.copy()
+        p[-1] += hist[stop:].sum()
+        level = np.minimum(np.rint(centres[:stop] / s), qmax).astype(np.int64)
+        mass = np.bincount(level, weights=inside, minlength=qmax + 1)
+        nz = np.bincount(level, weights=(inside > 0).astype(np.float64), minlength=qmax + 1)
+        q = np.where(inside > 0, mass[level] / np.maximum(nz[level], 1), 0.0)
+        pn, qn = p / p.sum(), q / max(q.sum(), 1e-300)
+        m = pn > 0
+        kl = float((pn[m] * np.log(pn[m] / np.maximum(qn[m], 1e-12))).sum())
+        if best is None or kl < best[0] - 1e-12:
+            best = (kl, s)
+    assert best is not None
+    return best[1]
 
 
 def _log2_int(r: float, what: str) -> int:
@@ -162,6 +241,8 @@ class _Quantizer:
             q = self.node(
                 "requantize", [name], f"{v}.requant", shift=n, min=-self.cfg.qmax, max=self.cfg.qmax, dtype="int8"
             )
+        # which float value this int8 tensor stands for, at what scale (for :func:`layer_snr`)
+        self.out.nodes[-1].notes.update(quant_of=v, scale=target)
         self.cache_q8[v] = (q, target)
         return self.cache_q8[v]
 
@@ -206,21 +287,37 @@ class _Quantizer:
             return False
         x, sx = xq
         w = self.g.consts[n.inputs[1]].astype(np.float64)
-        sw = self.wscales.get(n.inputs[1]) or pow2_scale(float(np.abs(w).max(initial=0.0)), self.cfg.qmax)
+        shape = (1, -1, 1, 1) if n.op != "dense" else (1, -1)
+        per_channel = self.cfg.per_channel and n.op in ("conv2d", "dense") and n.inputs[1] not in self.wscales
+        if per_channel:  # output channels are axis 0 of OIHW and of dense's (M, K)
+            m = np.abs(w.reshape(w.shape[0], -1)).max(axis=1, initial=0.0)
+            sw = np.array([pow2_scale(float(v), self.cfg.qmax) for v in m])
+            if (m > 0).any():  # an all-zero channel takes the finest scale: it must not set the common one
+                sw[m == 0] = sw[m > 0].min()
+            sw = sw.reshape((-1,) + (1,) * (w.ndim - 1))
+        else:
+            sw = np.float64(self.wscales.get(n.inputs[1]) or pow2_scale(float(np.abs(w).max(initial=0.0)),
+                                                                       self.cfg.qmax))
         wq = np.clip(np.rint(w / sw), -self.cfg.qmax, self.cfg.qmax).astype(np.int8)
         wn = self.out.add_const(f"{n.inputs[1]}.q", wq)
         attrs = {k: v for k, v in n.attrs.items()}
         acc = self.node(n.op, [x, wn], n.name, **attrs)
-        sacc = sx * sw
+        sacc = sx * sw.reshape(-1)  # per output channel (one value per-tensor)
         if len(n.inputs) == 3:
             b = self.g.consts[n.inputs[2]].astype(np.float64)
             bq = np.rint(b / sacc)
             if np.abs(bq).max(initial=0) >= 2**31:
-                raise GraphError(f"quantize: bias of {n.name!r} overflows int32 at scale {sacc}")
-            shape = (1, -1, 1, 1) if n.op != "dense" else (1, -1)
+                raise GraphError(f"quantize: bias of {n.name!r} overflows int32 at scale {sacc.max()}")
             bn = self.out.add_const(f"{n.inputs[2]}.q", bq.astype(np.int32).reshape(shape))
             acc = self.node("add", [acc, bn], f"{n.name}.bias")
-        self.rep[n.name] = ("q32", acc, sacc)
+        common = float(sacc.max())
+        if sacc.min() != common:
+            # bring every channel to the coarsest channel's scale: right shifts only, and the
+            # int32 accumulator keeps far more precision than the int8 result needs
+            k = np.array([_log2_int(common / v, f"channel shift of {n.name!r}") for v in sacc], np.int32)
+            kn = self.out.add_const(f"{n.inputs[1]}.shift", k.reshape(shape))
+            acc = self.node("channel_shift", [acc, kn], f"{n.name}.chshift")
+        self.rep[n.name] = ("q32", acc, common)
         return True
 
     def elemwise(self, n: Node) -> bool:
@@ -316,7 +413,7 @@ def quantize_graph(
 def quantize(graph: Graph, calibration: Sequence[Any], config: QConfig | None = None) -> Graph:
     """Calibrate on ``calibration`` (a list of input dicts/arrays) and quantise."""
     cfg = config or QConfig()
-    return quantize_graph(graph, calibrate(graph, calibration, cfg.qmax), cfg)
+    return quantize_graph(graph, calibrate(graph, calibration, cfg.qmax, cfg.calibration, cfg.percentile), cfg)
 
 
 # --------------------------------------------------------------------------- QDQ import
@@ -424,3 +521,27 @@ def agreement(reference: Graph, quantized: Graph, dataset: Sequence[Any], output
         top1 = float((ra == qa).mean())
         classes = len(np.unique(ra))
     return Agreement(len(dataset), top1, snr, float(np.abs(r - q).max()), classes)
+
+
+def _snr_db(ref: np.ndarray, got: np.ndarray) -> float:
+    noise = float(((ref - got) ** 2).sum())
+    sig = float((ref**2).sum())
+    return float("inf") if noise == 0 else 10 * math.log10(sig / noise) if sig > 0 else float("-inf")
+
+
+def layer_snr(reference: Graph, quantized: Graph, x: Any) -> list[tuple[str, float, float]]:
+    """(float value, scale, SNR in dB) of every int8 tensor of ``quantized`` (a graph from
+    :func:`quantize_graph`) against the float value it stands for in ``reference`` (the
+    float graph it was quantised from, simplified alike), on input ``x``, in graph order."""
+    fenv = run(reference, x, return_all=True, check=False)
+    qenv = run(quantized, x, return_all=True, check=False)
+    out = []
+    for n in quantized.topo_order():
+        v = n.notes.get("quant_of")
+        if v is None or v not in fenv or n.name not in qenv:
+            continue
+        ref = fenv[v].astype(np.float64)
+        got = qenv[n.name].astype(np.float64) * float(n.notes["scale"])
+        if ref.shape == got.shape:
+            out.append((v, float(n.notes["scale"]), _snr_db(ref, got)))
+    return out

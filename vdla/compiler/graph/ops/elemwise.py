@@ -142,6 +142,31 @@ register("requantize", "elemwise", (1, 1), {"shift": _REQUIRED, "min": -127, "ma
 )
 
 
+def channel_shift_round(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """:func:`shift_round` with a shift per element of ``n`` (broadcast against ``x``): a
+    rounding right shift where ``n > 0``, a wrapping left shift where ``n < 0``."""
+    x64 = x.astype(np.int64)
+    n64 = np.broadcast_to(np.asarray(n, np.int64), x.shape)
+    right = _wrap32(x64 + np.where(n64 > 0, np.left_shift(1, np.maximum(n64 - 1, 0)), 0)) >> np.maximum(n64, 0)
+    left = _wrap32(x64 << np.maximum(-n64, 0))
+    return np.where(n64 >= 0, right, left).astype(np.int32)
+
+
+def _channel_shift_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, n = ts
+    if x.dtype != "int32" or n.dtype != "int32":
+        raise _err(f"channel_shift needs an int32 accumulator and int32 shift amounts, got {x} and {n}")
+    _bcast(ts, "channel_shift")
+    return x
+
+
+# Per-channel requantisation (per-output-channel weight scales): input 1 holds one shift per
+# channel; VDLA runs it as the rounding add (folded into the bias) then SHR with a tensor operand.
+register("channel_shift", "elemwise", (2, 2))(
+    (_channel_shift_infer, lambda at, xs: channel_shift_round(xs[0], xs[1]))
+)
+
+
 def _quantize_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
     if ts[0].dtype != "float32":
         raise _err(f"quantize needs a float32 input, got {ts[0]}")

@@ -3,7 +3,9 @@ instructions (VTA's ``InjectALUIntrin``), one per operation of its expression.
 
 The expression must be a chain on one accumulator tensor: ``((acc + bias) >> 8) ...``
 with immediates (16-bit) or other accumulator-scope tensors as second operands:
-``+``, ``-`` (immediate), ``*``, ``min``, ``max``, ``shift_right``, ``shift_left``.
+``+``, ``-`` (immediate), ``*``, ``min``, ``max``, ``shift_right``, ``shift_left``. A
+``shift_right`` by a tensor is SHR with a tensor operand: each element's amount is read
+from the operand (signed; negative shifts left), as per-channel requantisation needs.
 The stage writes in place: its buffer becomes the chain's first tensor (when both are
 indexed alike), otherwise the result is first copied (GEMM reset + ADD). Every
 instruction is one micro-op with at most two hardware loops; element loops whose
@@ -61,8 +63,12 @@ def _chain(e: Expr, what: str) -> tuple[BufferLoad, list[tuple[AluOp, Any]]]:
 
     if isinstance(e, Call) and e.name in ("shift_right", "shift_left"):
         n = leaf(e.args[1])
+        if isinstance(n, BufferLoad) and e.name == "shift_right":
+            base, ops = _chain(e.args[0], what)  # SHR reads the amounts from the tensor operand
+            return base, ops + [(AluOp.SHR, n)]
         if not isinstance(n, int):
-            raise VDLAError(f"{what}: shift amounts must be immediates, got {e.args[1]}")
+            raise VDLAError(f"{what}: shift amounts must be immediates or (shift_right) an accumulator tensor, "
+                            f"got {e.args[1]}")
         base, ops = _chain(e.args[0], what)
         return base, ops + [(AluOp.SHR, n if e.name == "shift_right" else -n)]
     if isinstance(e, BinOp) and e.op in (*_OPS, "sub"):

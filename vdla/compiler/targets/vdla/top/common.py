@@ -107,10 +107,11 @@ def _stages(out: te.Tensor) -> tuple[te.ComputeOp, te.ComputeOp, list[te.Tensor]
     return acc, alu, extra
 
 
-def _tail_inputs(extra: Sequence[te.Tensor]) -> tuple[bool, bool]:
-    """(has bias, has residual): the bias is the only 3-D tail input (``(O/c, b, c)``); the
-    residual has the output's layout, which has more dimensions."""
-    return any(len(t.shape) == 3 for t in extra), any(len(t.shape) != 3 for t in extra)
+def _tail_inputs(extra: Sequence[te.Tensor]) -> tuple[int, bool]:
+    """(per-channel vectors, has residual): the bias and the per-channel shift amounts are the
+    3-D tail inputs (``(O/c, b, c)``, one accumulator row per block each); the residual has the
+    output's layout, which has more dimensions."""
+    return sum(len(t.shape) == 3 for t in extra), any(len(t.shape) != 3 for t in extra)
 
 
 def _buffer_stages(s: Schedule, env: Env, acc_op: te.ComputeOp, alu_op: te.ComputeOp, data: te.Tensor,

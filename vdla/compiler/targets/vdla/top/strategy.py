@@ -37,7 +37,8 @@ class AluChain:
 
     ``ops`` is the tail in order, each ``(op, value)``: ``("bias", None)`` adds the bias
     tensor, ``("res", None)`` the int8 residual, ``("addi", c)``, ``("shr", n)`` (arithmetic
-    shift right), ``("shl", n)``, ``("max", c)``, ``("min", c)``, ``("muli", c)``; the
+    shift right), ``("shrv", None)`` (shift right by the per-channel ``shifts`` tensor: SHR
+    with a tensor operand; negative amounts shift left), ``("shl", n)``, ``("max", c)``, ``("min", c)``, ``("muli", c)``; the
     result is narrowed to int8.
     """
 
@@ -51,6 +52,7 @@ class AluChain:
     padding: tuple[int, int, int, int] = (0, 0, 0, 0)
     groups: int = 1  # conv2d_packed: > 1 runs on the grouped template
     kernel: int = 0  # conv2d_transpose_packed: the (square) kernel size
+    shifts: np.ndarray | None = None  # int32 per (padded) output channel, for ("shrv", None)
 
     def key(self, graph: Graph) -> tuple:
         """Two nodes with equal keys share one compiled kernel (the bias is an argument)."""
@@ -133,6 +135,7 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
     ops: list[tuple[str, Any]] = []
     bias: np.ndarray | None = None
     residual: str | None = None
+    shifts: np.ndarray | None = None
     narrowed = False
 
     def val(v: str) -> tuple:
@@ -186,6 +189,22 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
                 return f"an {o[2].dtype} residual (VDLA adds int8 residuals)"
             else:
                 return f"add operand {o[0]}"
+        elif n.op == "channel_shift":
+            (o,) = other
+            vec = _const_vector(o[1], channels) if o[0] == "const" else None
+            if vec is None or shifts is not None:
+                return "channel_shift needs one constant per-channel shift vector"
+            if np.abs(vec).max(initial=0) > 31:
+                return f"per-channel shift by {int(np.abs(vec).max())} (SHR takes -31..31)"
+            # the rounding half 2**(n-1) is a per-channel add: it joins the bias vector
+            rnd = np.where(vec > 0, np.left_shift(np.int64(1), np.maximum(vec - 1, 0)), 0)
+            if ops and ops[-1][0] != "bias":
+                return "channel_shift after other ALU operations (it must follow the GEMM or its bias)"
+            bias = rnd if bias is None else bias + rnd
+            if not ops:
+                ops.append(("bias", None))
+            ops.append(("shrv", None))
+            shifts = vec
         elif n.op == "relu":
             ops.append(("max", 0))
         elif n.op == "clip":
@@ -261,7 +280,7 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
     padding = tuple(anchor.attrs.get("padding", (0, 0, 0, 0)))
     kernel = int(anchor.attrs["kernel"][0]) if anchor.op == "conv2d_transpose_packed" else 0
     return AluChain(anchor.op, x, w, residual, bias, [(o, v) for o, v in ops], strides, padding,  # type: ignore[arg-type]
-                    groups, kernel)
+                    groups, kernel, None if shifts is None else shifts.astype(np.int32))
 
 
 def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str) -> Any:
@@ -298,10 +317,13 @@ def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: s
         return i[1] * shape[2] + i[2] if grouped else i[1]
 
     args = [D, K]
-    B = R = None
+    B = R = S = None
     if ch.bias is not None:
         B = te.placeholder((ob, b, co), "int32", name="bias")
         args.append(B)
+    if ch.shifts is not None:
+        S = te.placeholder((ob, b, co), "int32", name="shifts")
+        args.append(S)
     if ch.residual is not None:
         R = te.placeholder(shape, "int8", name="residual")
         args.append(R)
@@ -318,6 +340,8 @@ def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: s
                 t = t + v
             elif op == "muli":
                 t = t * v
+            elif op == "shrv":
+                t = shift_right(t, S[chan(i), i[nd - 2], i[nd - 1]])  # type: ignore[index]
             elif op == "shr":
                 t = shift_right(t, v)
             elif op == "shl":

@@ -54,7 +54,7 @@ def conv_cost(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], stride:
 
 
 def _pick_conv_tiles(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], stride: tuple[int, int],
-                     k: Knobs, has_bias: bool, has_res: bool) -> Knobs:
+                     k: Knobs, has_bias: int, has_res: bool) -> Knobs:
     """The tiles (that fit the buffers, one copy per virtual thread) with the lowest modelled cost."""
     c = env.config
     nb, ob, oh, ow, _, _ = shape
@@ -70,7 +70,7 @@ def _pick_conv_tiles(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], 
         for th in h_opts:
             for tw in w_opts:
                 rows = k.tile_b * tco * th * tw
-                acc = rows * (1 + int(has_res)) + (tco * k.tile_b if has_bias else 0)
+                acc = rows * (1 + int(has_res)) + tco * k.tile_b * int(has_bias)
                 if acc * nt > c.acc_depth:
                     continue
                 ih, iw = (th - 1) * sh + kh, (tw - 1) * sw + kw
@@ -111,7 +111,7 @@ def _choose_threads(k: Knobs, pick: Callable[[Knobs], _Picked], cost: Callable[[
     return min(cands, key=lambda x: x[0])[1]
 
 
-def _pick_dense_tiles(env: Env, shape: tuple[int, ...], kb: int, k: Knobs, has_bias: bool, has_res: bool) -> Knobs:
+def _pick_dense_tiles(env: Env, shape: tuple[int, ...], kb: int, k: Knobs, has_bias: int, has_res: bool) -> Knobs:
     c = env.config
     nb, ob, _, _ = shape
     nt = k.oc_nthread * k.h_nthread
@@ -123,7 +123,7 @@ def _pick_dense_tiles(env: Env, shape: tuple[int, ...], kb: int, k: Knobs, has_b
         for tco in co_opts:
             if ob % (tco * k.oc_nthread):
                 continue
-            acc = tb * tco * (1 + int(has_res)) + (tco if has_bias else 0)
+            acc = tb * tco * (1 + int(has_res)) + tco * int(has_bias)
             if acc * nt > c.acc_depth:
                 continue
             for tci in ci_opts:
