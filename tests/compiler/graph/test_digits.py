@@ -1,0 +1,48 @@
+"""The trained digits CNN: committed weights, `vdla run digits` accuracy floor and bit-exactness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+pytest.importorskip("onnx")
+
+from vdla.compiler.graph import GraphError, run  # noqa: E402
+from vdla.compiler.graph.digits import accuracy, digits_cnn, load_split, trained_weights, weight_shapes  # noqa: E402
+from vdla.compiler.graph.job import ACCURACY_FLOOR, run_job  # noqa: E402
+
+
+def test_split_and_weights():
+    xtr, ytr, xte, yte = load_split()
+    assert xtr.shape == (1437, 1, 8, 8) and xte.shape == (360, 1, 8, 8)
+    assert xte.dtype == np.float32 and 0 <= xte.min() and xte.max() <= 1
+    assert sorted(np.unique(yte)) == list(range(10))
+    w = trained_weights()
+    assert {k: v.shape for k, v in w.items()} == weight_shapes()
+
+
+def test_trained_fp32_accuracy_on_held_out():
+    _, _, xte, yte = load_split()
+    (out,) = run(digits_cnn(len(xte)), {"image": xte}, check=False)
+    assert accuracy(out, yte) >= 0.97
+
+
+def test_vdla_run_digits_reduced():
+    """int8 on VDLA (every conv and dense) within the floor of fp32, bit-exact vs the int8 reference."""
+    res = run_job("digits", "fsim", reduced=True)
+    by = {c.name.split(" (")[0].split(" on ")[0]: c for c in res.checks}
+    assert by["int8 output vs numpy int8 reference"].ok, res.table()
+    acc = next(c for c in res.checks if c.name.startswith("accuracy"))
+    assert acc.ok, acc.detail
+    fp, q = (float(t.split()[-1].rstrip("%,")) for t in acc.detail.split(", ")[:2])
+    assert q >= fp - 100 * ACCURACY_FLOOR
+    assert {r.node for r in res.layers if r.target == "vdla"} == {
+        "conv1.relu.requant", "conv2.relu.requant", "fc1.relu.requant", "fc2.requant"}
+    assert res.snr and min(db for _, _, db in res.snr) > 25
+    assert "per-layer int8 vs fp32 SNR" in res.table()
+
+
+def test_digits_cnn_rejects_bad_weights():
+    with pytest.raises(GraphError, match=r"'conv1.weight' must have shape \(16, 1, 3, 3\)"):
+        digits_cnn(1, {"conv1.weight": np.zeros((3, 3), np.float32)})
