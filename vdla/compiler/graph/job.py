@@ -5,7 +5,18 @@
     vdla build resnet18 -o resnet18.vdla        # compile once ...
     vdla run resnet18.vdla --device fsim        # ... run without recompiling
     vdla run model.onnx                         # an ONNX file (float, or QDQ-quantised)
-    vdla run digits --device fsim               # the trained digits CNN: fp32 and int8 accuracy
+    vdla run digits --device fsim               "resnet50": Settings({}, {"input_size": 32, "width": 16, "num_classes": 10}),
+    # the DQN's three conv shapes (8x8/4, 4x4/2, 3x3/1) and both dense layers on VDLA
+    "dqn": Settings(
+        {}, {"input_size": 36},
+        QConfig(skip_conv=(), skip_dense=False, per_channel=True), PartitionPolicy(skip_first_conv=False, offload_dense=True),
+    ),
+    # every gate's matmul and the decoder on VDLA; sigmoid / tanh / the cell's mul and add on the CPU
+    "lstm_lm": Settings(
+        {}, {"vocab": 100, "hidden": 32, "steps": 2},
+        QConfig(skip_dense=False, per_channel=True), PartitionPolicy(offload_dense=True), size_arg=None,
+    ),
+    # the trained digits CNN: fp32 and int8 accuracy
 
 :func:`load_model` builds a built-in model (:data:`.models.MODELS`, weights from a seed)
 or imports an ONNX file, with the per-model quantisation and partition settings
@@ -63,6 +74,17 @@ SETTINGS: dict[str, Settings] = {
         size_arg=None,
     ),
     "dcgan_generator": Settings({}, {"ngf": 8}, size_arg=None),
+    "resnet50": Settings({}, {"input_size": 32, "width": 16, "num_classes": 10}),
+    # the DQN's three conv shapes (8x8/4, 4x4/2, 3x3/1) and both dense layers on VDLA
+    "dqn": Settings(
+        {}, {"input_size": 36},
+        QConfig(skip_conv=(), skip_dense=False, per_channel=True), PartitionPolicy(skip_first_conv=False, offload_dense=True),
+    ),
+    # every gate's matmul and the decoder on VDLA; sigmoid / tanh / the cell's mul and add on the CPU
+    "lstm_lm": Settings(
+        {}, {"vocab": 100, "hidden": 32, "steps": 2},
+        QConfig(skip_dense=False, per_channel=True), PartitionPolicy(offload_dense=True), size_arg=None,
+    ),
     # the trained digits CNN (:mod:`.digits`): every conv and dense on VDLA, per-channel
     # weight scales, calibrated on training images; full: the whole held-out set as one batch
     "digits": Settings(
@@ -187,6 +209,10 @@ class Check:
         return f"{self.name}: {word} ({self.detail})"
 
 
+#: How many per-layer SNR lines the report shows at most (the lowest).
+SNR_LINES = 8
+
+
 @dataclass
 class JobResult:
     model: str
@@ -291,9 +317,14 @@ class JobResult:
                      f"{(self.vdla_seconds + self.cpu_seconds) * 1e3:.2f} ms")
         if self.snr:
             worst = min(self.snr, key=lambda t: t[2])
+            shown = self.snr
+            if len(shown) > SNR_LINES:  # the lowest ones, in graph order; --json has them all
+                cut = sorted(db for _, _, db in shown)[SNR_LINES - 1]
+                shown = [t for t in shown if t[2] <= cut][:SNR_LINES]
             lines.append(f"per-layer int8 vs fp32 SNR ({len(self.snr)} int8 tensors; lowest {worst[2]:.1f} dB "
-                         f"at {worst[0]}):")
-            for v, sc, db in self.snr:
+                         f"at {worst[0]}" + (f"; the {len(shown)} lowest shown" if len(shown) < len(self.snr) else "")
+                         + "):")
+            for v, sc, db in shown:
                 lines.append(f"     {v[:40]:<40} scale 2^{int(np.log2(sc)):<4} {db:6.1f} dB")
         lines += [ck.line() for ck in self.checks]
         lines.append(f"result: {'PASS' if self.ok else 'FAIL'}")

@@ -7,7 +7,12 @@
 * :func:`mobilenet_v1` — MobileNet v1 (depthwise-separable blocks, ReLU6 as clip);
 * :func:`mlp` — a small multi-layer perceptron;
 * :func:`dcgan_generator` — the DCGAN generator (a stack of conv2d_transpose, as in the
-  TVM paper's evaluation), 100-d noise to a 3x64x64 image.
+  TVM paper's evaluation), 100-d noise to a 3x64x64 image;
+* :func:`resnet50` — ResNet-50 v1.5 (bottleneck blocks 3-4-6-3, the stride on the 3x3);
+* :func:`dqn` — the Atari DQN (84x84x4 frames; 8x8/4, 4x4/2, 3x3/1 convs, two dense layers);
+* :func:`lstm_lm` — the LSTM language model (2 layers, hidden 650, PTB's 10,000 words),
+  unrolled over a few timesteps from dense / sigmoid / tanh / mul / add (there is no LSTM
+  op): each gate is a dense layer on ``[x_t, h_{t-1}]``, so every matmul is a GEMM.
 
 All are float32 graphs with inference-mode batch norms (fold them with
 :func:`.fold.fold_batch_norm`). Weights use He-normal initialisation and batch-norm
@@ -24,7 +29,8 @@ import numpy as np
 from .ir import Graph, GraphError
 from .reference import run
 
-__all__ = ["resnet18", "resnet_block", "mobilenet_v1", "mlp", "dcgan_generator", "MODELS", "get", "sample_input"]
+__all__ = ["resnet18", "resnet_block", "mobilenet_v1", "mlp", "dcgan_generator", "resnet50", "dqn", "lstm_lm",
+           "MODELS", "get", "sample_input"]
 
 
 class _Builder:
@@ -202,12 +208,114 @@ def dcgan_generator(nz: int = 100, ngf: int = 64, out_channels: int = 3, batch: 
     return b.g.infer_types()
 
 
+def resnet50(
+    input_size: int = 224,
+    num_classes: int = 1000,
+    batch: int = 1,
+    width: int = 64,
+    seed: int = 0,
+    centre_head: bool = False,
+) -> Graph:
+    """ResNet-50 v1.5: bottleneck blocks (1x1, 3x3 with the stage's stride, 1x1 to 4x the
+    width), 3-4-6-3 per stage, a strided 1x1 projection shortcut on each stage's first
+    block. ``width`` scales the channel counts (64 is the real network). The last batch
+    norm of every residual branch starts small (gamma 0.2-0.5) so that 16 blocks of random
+    weights keep the activations in range, as trained ResNets do."""
+    _check_size("resnet50", input_size, 32)
+    b = _Builder("resnet50", seed)
+    x = b.g.add_input("data", (batch, 3, input_size, input_size))
+    x = b.g.add_node("relu", [b.bn(b.conv(x, width, 7, 2, 3, "conv1"), width, "bn1")], name="relu1")
+    x = b.g.add_node("max_pool2d", [x], name="maxpool", kernel=3, strides=2, padding=1)
+    for stage, (blocks, mult) in enumerate(zip((3, 4, 6, 3), (1, 2, 4, 8)), start=1):
+        c = width * mult
+        for blk in range(blocks):
+            p = f"layer{stage}.{blk}"
+            stride = 2 if stage > 1 and blk == 0 else 1
+            y = b.g.add_node("relu", [b.bn(b.conv(x, c, 1, 1, 0, f"{p}.conv1"), c, f"{p}.bn1")], name=f"{p}.relu1")
+            y = b.g.add_node("relu", [b.bn(b.conv(y, c, 3, stride, 1, f"{p}.conv2"), c, f"{p}.bn2")],
+                             name=f"{p}.relu2")
+            y = b.bn(b.conv(y, 4 * c, 1, 1, 0, f"{p}.conv3"), 4 * c, f"{p}.bn3")
+            b.g.consts[f"{p}.bn3.gamma"] = b.rng.uniform(0.2, 0.5, 4 * c).astype(np.float32)
+            if blk == 0:
+                x = b.bn(b.conv(x, 4 * c, 1, stride, 0, f"{p}.downsample"), 4 * c, f"{p}.downsample.bn")
+            y = b.g.add_node("add", [y, x], name=f"{p}.add")
+            x = b.g.add_node("relu", [y], name=f"{p}.relu3")
+    x = b.g.add_node("global_avg_pool2d", [x], name="avgpool")
+    x = b.g.add_node("flatten", [x], name="flatten")
+    x = b.dense(x, num_classes, "fc", gain=1.0)
+    b.g.set_outputs(x)
+    b.g.infer_types()
+    return _centre_head(b.g, "fc", seed) if centre_head else b.g
+
+
+def dqn(input_size: int = 84, num_actions: int = 18, frames: int = 4, batch: int = 1, seed: int = 0) -> Graph:
+    """The Atari DQN (Mnih et al. 2015): ``frames`` stacked ``input_size``-square frames,
+    conv 32 8x8/4, conv 64 4x4/2, conv 64 3x3/1 (each with bias and ReLU), dense 512 + ReLU,
+    dense to one Q-value per action."""
+    _check_size("dqn", input_size, 36)
+    b = _Builder("dqn", seed)
+    x = b.g.add_input("frames", (batch, frames, input_size, input_size))
+    for i, (c, k, s) in enumerate(((32, 8, 4), (64, 4, 2), (64, 3, 1)), start=1):
+        x = b.g.add_node("relu", [b.conv(x, c, k, s, 0, f"conv{i}", bias=True)], name=f"relu{i}")
+    x = b.g.add_node("flatten", [x], name="flatten")
+    x = b.g.add_node("relu", [b.dense(x, 512, "fc1")], name="relu4")
+    b.g.set_outputs(b.dense(x, num_actions, "q_values", gain=1.0))
+    return b.g.infer_types()
+
+
+def lstm_lm(vocab: int = 10000, hidden: int = 650, layers: int = 2, steps: int = 4, batch: int = 1,
+            seed: int = 0) -> Graph:
+    """The LSTM language model (Zaremba et al.'s medium PTB model: 2 layers, hidden 650),
+    unrolled over ``steps`` timesteps from zero state.
+
+    Inputs ``x0`` .. ``x{steps-1}`` are the embedded words ``[batch, hidden]`` (the
+    embedding lookup is a gather the host does). Each cell computes its four gates as dense
+    layers on ``concat(x_t, h_{t-1})`` (``i, f, o = sigmoid``, ``g = tanh``), then
+    ``c = f * c + i * g`` and ``h = o * tanh(c)``; the top layer's ``h`` goes through the
+    decoder (dense to ``vocab``). The output is every step's logits, ``[steps * batch, vocab]``.
+    Weights are uniform in +-0.05 (the paper's initialisation)."""
+    if min(vocab, hidden, layers, steps, batch) < 1:
+        raise GraphError(f"lstm_lm: vocab, hidden, layers, steps and batch must be >= 1, got "
+                         f"{vocab}, {hidden}, {layers}, {steps}, {batch}")
+    b = _Builder("lstm_lm", seed)
+    g = b.g
+
+    def uniform(name: str, shape: tuple[int, ...]) -> str:
+        return g.add_const(name, b.rng.uniform(-0.05, 0.05, shape).astype(np.float32))
+
+    gates = {"i": "sigmoid", "f": "sigmoid", "g": "tanh", "o": "sigmoid"}
+    w = {(ly, k): (uniform(f"l{ly}.w_{k}", (hidden, 2 * hidden)), uniform(f"l{ly}.b_{k}", (hidden,)))
+         for ly in range(layers) for k in gates}
+    zero = g.add_const("zero_state", np.zeros((batch, hidden), np.float32))
+    h = [zero] * layers
+    c = [zero] * layers
+    dec_w, dec_b = uniform("decoder.weight", (vocab, hidden)), uniform("decoder.bias", (vocab,))
+    logits = []
+    for t in range(steps):
+        x = g.add_input(f"x{t}", (batch, hidden))
+        for ly in range(layers):
+            p = f"t{t}.l{ly}"
+            xh = g.add_node("concat", [x, h[ly]], name=f"{p}.xh", axis=1)
+            a = {k: g.add_node(act, [g.add_node("dense", [xh, *w[(ly, k)]], name=f"{p}.{k}")], name=f"{p}.{k}.{act}")
+                 for k, act in gates.items()}
+            fc = g.add_node("mul", [a["f"], c[ly]], name=f"{p}.fc")
+            c[ly] = g.add_node("add", [fc, g.add_node("mul", [a["i"], a["g"]], name=f"{p}.ig")], name=f"{p}.c")
+            h[ly] = g.add_node("mul", [a["o"], g.add_node("tanh", [c[ly]], name=f"{p}.tanh_c")], name=f"{p}.h")
+            x = h[ly]
+        logits.append(g.add_node("dense", [x, dec_w, dec_b], name=f"t{t}.decoder"))
+    g.set_outputs(g.add_node("concat", logits, name="logits", axis=0) if steps > 1 else logits[0])
+    return g.infer_types()
+
+
 MODELS: dict[str, Callable[..., Graph]] = {
     "resnet18": resnet18,
     "resnet_block": resnet_block,
     "mobilenet_v1": mobilenet_v1,
     "mlp": mlp,
     "dcgan_generator": dcgan_generator,
+    "resnet50": resnet50,
+    "dqn": dqn,
+    "lstm_lm": lstm_lm,
 }
 
 
