@@ -6,8 +6,9 @@
     vdla run prog.vdla [--device fsim] [--json]   run a program file and print the report
     vdla run MODEL [--device fsim] [--reduced] [--json]
                                             compile and run a model (resnet18, mobilenet_v1, mlp,
-                                            dcgan_generator, resnet_block, FILE.onnx, or a compiled
-                                            model file), check it, print the per-layer table
+                                            dcgan_generator, resnet_block, resnet50, dqn, lstm_lm,
+                                            digits, FILE.onnx, or a compiled model file), check it,
+                                            print the per-layer table
     vdla build MODEL -o model.vdla          compile a model into one file
     vdla synth BOARD [BOARD ...] | all      bitstream + report into bitstreams/BOARD/ (YoWASP tools)
 
@@ -183,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("file")
     q.set_defaults(fn=_disasm)
     q = sub.add_parser("run", help="run a program file, or a model (built-in name, .onnx, compiled .vdla) on a device")
-    q.add_argument("file", help="program file, built-in model (resnet18, mobilenet_v1, mlp, ...), .onnx or compiled model")
+    q.add_argument("file", help="program file, built-in model (resnet18, resnet50, mobilenet_v1, dqn, lstm_lm, digits, ...), "
+                   ".onnx or compiled model")
     q.add_argument("--device", default="fsim", help="fsim, pysim, verilator, ...")
     q.add_argument("--json", action="store_true")
     q.add_argument("--lenient", action="store_true", help="report leftover tokens and races as warnings")

@@ -1,0 +1,98 @@
+"""Compile time and VDLA cycles of the paper's models: ResNet-18/50, MobileNet, the LSTM and the DQN.
+
+Each built-in model at full size (``--reduced`` for the small variants) goes through
+``vdla run``'s flow: build + int8 calibration + graph passes (prepare), VDLA code generation
+and the llvm CPU kernels (compile), then one run on the golden simulator's cycle model.
+Per model: compile wall time (and the process's CPU time, since this machine is shared),
+VDLA kernels and nodes, total VDLA cycles, latency at the Config's clock, GOPS, and the
+GEMM utilisation. The compile times are also given as a ratio to ResNet-18's, measured in
+the same run. Floor (issue 12): ResNet-50 compiles in under 10 s, judged on the process's
+CPU time: the compile is single-threaded, so that is its wall time on an unloaded core,
+and it does not count the time other jobs on a shared machine take the core away.
+
+Run: python benchmarks/bench_models.py [--models resnet18,resnet50,...] [--reduced] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from vdla.compiler.graph import models
+from vdla.compiler.graph.job import build_model, load_model
+from vdla.config import preset
+from vdla.runtime import Device
+
+MODELS = ("resnet18", "resnet50", "mobilenet_v1", "lstm_lm", "dqn")
+FLOOR = ("resnet50", 10.0)  # model, compile seconds
+
+
+def bench_one(name: str, reduced: bool, config_name: str) -> dict:
+    cfg = preset(config_name)
+    w0, c0 = time.perf_counter(), time.process_time()
+    spec = load_model(name, reduced=reduced)
+    m = build_model(spec, cfg)
+    compile_wall, compile_cpu = time.perf_counter() - w0, time.process_time() - c0
+    x = models.sample_input(m.graph, 0)
+    t0 = time.perf_counter()
+    res = m.run(x, Device("fsim", config=cfg))
+    run_s = time.perf_counter() - t0
+    vd = [r for r in res.layers if r.target == "vdla"]
+    cycles = sum(r.cycles or 0 for r in vd)
+    secs = cycles / (cfg.clock_mhz * 1e6)
+    macs = sum(r.macs for r in vd)
+    util = sum((r.gemm_util or 0) * (r.cycles or 0) for r in vd) / max(1, cycles)
+    return {
+        "model": name, "description": spec.description, "compile_s": compile_wall, "compile_cpu_s": compile_cpu,
+        "prepare_s": m.info.get("prepare_s", 0.0), "codegen_s": m.info.get("compile_s", 0.0),
+        "kernels": len(m.functions), "vdla_nodes": len(vd), "nodes": len(res.layers), "cycles": cycles,
+        "vdla_ms": 1e3 * secs, "gops": 2 * macs / secs / 1e9 if secs else 0.0, "gemm_util": util, "run_s": run_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
+    p.add_argument("--reduced", action="store_true", help="the reduced variants (as the tests use)")
+    p.add_argument("--config", default="default")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    names = [n for n in args.models.split(",") if n]
+    bad = [n for n in names if n not in MODELS]
+    if bad:
+        p.error(f"unknown model(s) {', '.join(bad)}; choose from {', '.join(MODELS)}")
+    rows = []
+    for n in names:
+        print(f"... {n}", file=sys.stderr, flush=True)
+        rows.append(bench_one(n, args.reduced, args.config))
+    base = next((r["compile_s"] for r in rows if r["model"] == "resnet18"), None)
+    for r in rows:
+        r["compile_vs_resnet18"] = r["compile_s"] / base if base else None
+    floor_model, floor_s = FLOOR
+    fr = next((r for r in rows if r["model"] == floor_model), None)
+    met = None if fr is None or args.reduced else fr["compile_cpu_s"] < floor_s
+    if args.json:
+        print(json.dumps({"rows": rows, "floor": {"model": floor_model, "compile_s": floor_s, "met": met}}, indent=1))
+    else:
+        cfg = preset(args.config)
+        print(f"config {cfg.name}: {cfg.batch}x{cfg.block_in}x{cfg.block_out} GEMM at {cfg.clock_mhz:g} MHz, "
+              f"{'reduced' if args.reduced else 'full-size'} models, device fsim\n")
+        print("| model | input | compile (s) | CPU (s) | vs ResNet-18 | kernels | VDLA nodes | VDLA cycles "
+              "| latency (ms) | GOPS | GEMM util |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            rel = f"{r['compile_vs_resnet18']:.2f}x" if r["compile_vs_resnet18"] else "-"
+            inp = r["description"].split(" input ")[-1]
+            print(f"| {r['model']} | {inp} | {r['compile_s']:.1f} | {r['compile_cpu_s']:.1f} | {rel} | {r['kernels']} "
+                  f"| {r['vdla_nodes']}/{r['nodes']} | {r['cycles']:,} | {r['vdla_ms']:.2f} | {r['gops']:.1f} "
+                  f"| {100 * r['gemm_util']:.1f}% |")
+        if met is not None:
+            print(f"\nfloor: {floor_model} compiles in {fr['compile_cpu_s']:.1f} s of CPU "  # type: ignore[index]
+                  f"({fr['compile_s']:.1f} s wall) (under {floor_s:g} s): {'met' if met else 'NOT met'}")
+    return 0 if met is not False else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
