@@ -17,11 +17,11 @@ from vdla.runtime import Device
 SEED = 7
 
 
-def _two_convs(seed: int, spread: int) -> Graph:
+def _two_convs(seed: int, spread: int, size: int = 6) -> Graph:
     """conv-ReLU-conv(-ReLU) whose output channels' weight magnitudes differ by up to 2**spread."""
     rng = np.random.default_rng(seed)
     g = Graph("two_convs")
-    x = g.add_input("x", (1, 16, 6, 6))
+    x = g.add_input("x", (1, 16, size, size))
     for i, (cin, cout) in enumerate(((16, 32), (32, 16)), start=1):
         w = rng.standard_normal((cout, cin, 3, 3)) / np.sqrt(9 * cin)
         w *= 2.0 ** -rng.integers(0, spread + 1, cout)[:, None, None, None]
@@ -93,6 +93,20 @@ def test_per_channel_on_vdla_is_bit_exact(calibration):
     m2 = type(m).from_bytes(m.to_bytes())
     out2 = m2.run(x, Device("fsim", config=cfg)).outputs[0]
     assert np.array_equal(out2, res.outputs[0])
+
+
+def test_per_channel_on_the_rtl_is_bit_exact():
+    """The Amaranth core (Device("pysim")) reads SHR's per-channel amounts from the tensor
+    operand as the golden simulator does."""
+    print(f"seed {SEED}")
+    g = _two_convs(SEED, spread=4, size=4)
+    cfg = Config()
+    pg = passes.prepare(g, _inputs(g, 2, SEED), cfg, QConfig(skip_conv=(), per_channel=True),
+                        PartitionPolicy(skip_first_conv=False))
+    m = compile_model(pg, cfg, llvm=False)
+    res = m.run(_inputs(g, 1, SEED + 1)[0], Device("pysim", config=cfg), reference=True)
+    assert [r.node for r in res.layers if r.target == "vdla"] == ["relu1.requant", "relu2.requant"]
+    assert all(r.exact for r in res.layers)
 
 
 def _one_input_graph(shape):

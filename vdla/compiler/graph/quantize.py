@@ -115,7 +115,8 @@ def calibrate(graph: Graph, dataset: Sequence[Any], qmax: int = 127, method: str
     (outliers clip); "kl": the power-of-two scale, from max |value|'s down to 2**-8 of it,
     whose clipped and int8-rounded histogram of |value| has the least KL divergence from the
     float histogram (TensorRT's entropy calibration, on VDLA's grid of shift scales). The
-    histograms (2048 bins up to max |value|) need a second pass over ``dataset``.
+    histograms (2048 bins up to max |value|, exact zeros left out) need a second pass over
+    ``dataset``.
     """
     if method not in CALIBRATIONS:
         raise GraphError(f"calibrate: unknown method {method!r} (one of {', '.join(CALIBRATIONS)})")
@@ -133,7 +134,10 @@ def calibrate(graph: Graph, dataset: Sequence[Any], qmax: int = 127, method: str
     for x in dataset:
         for k, v in _float_values(graph, x):
             if maxabs[k] > 0:
-                hists[k] += np.histogram(np.abs(v), _BINS, (0.0, maxabs[k]))[0]
+                # exact zeros (half of a ReLU's output) are exact at every scale: they say
+                # nothing about the clip point, and their spike would dominate the KL term
+                a = np.abs(v[v != 0])
+                hists[k] += np.histogram(a, _BINS, (0.0, maxabs[k]))[0]
     out = {}
     for k, m in maxabs.items():
         h = hists[k]
