@@ -84,7 +84,8 @@ def _run_model(args: argparse.Namespace) -> int:
 
     progress = stderr_progress(not args.quiet)
     res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
-                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress)
+                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
+                  per_channel=args.per_channel, calibration=args.calibration)
     if progress and sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
@@ -93,10 +94,11 @@ def _run_model(args: argparse.Namespace) -> int:
 
 def _build_model(args: argparse.Namespace) -> int:
     """`vdla build MODEL -o model.vdla`: compile once, run later without recompiling."""
-    from .compiler.graph.job import build_model, load_model, stderr_progress
+    from .compiler.graph.job import build_model, load_model, quant_options, stderr_progress
 
     progress = stderr_progress(not args.quiet)
-    spec = load_model(args.model, reduced=args.reduced, size=args.size)
+    spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size), per_channel=args.per_channel,
+                         calibration=args.calibration)
     m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
     if progress and sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
@@ -125,6 +127,10 @@ def _model_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--reduced", action="store_true", help="the model's reduced size (for RTL simulation and tests)")
     q.add_argument("--size", type=int, default=None, help="input height/width of the model")
     q.add_argument("--calib", type=int, default=1, help="calibration inputs for int8 quantisation")
+    q.add_argument("--per-channel", action=argparse.BooleanOptionalAction, default=None,
+                   help="int8 weight scales per output channel (default: the model's setting)")
+    q.add_argument("--calibration", choices=("max", "percentile", "kl"), default=None,
+                   help="activation calibration (default: the model's setting)")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 

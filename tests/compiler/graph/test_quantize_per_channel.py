@@ -148,3 +148,19 @@ def test_layer_snr_names_every_int8_tensor():
     snr = layer_snr(g, q, cal[0])
     assert [v for v, _, _ in snr] == ["x", "relu1", "relu2"]
     assert all(20 < db < 80 for _, _, db in snr[1:]), snr
+
+
+def test_cli_per_channel_and_calibration_flags(capsys):
+    import json
+
+    from vdla.cli import main
+
+    assert main(["run", "mlp", "--reduced", "--per-channel", "--calibration", "percentile", "--calib", "2",
+                 "--json", "-q", "--no-fp32-check"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["ok"] and [r["value"] for r in d["snr_db"]] == ["data", "relu1", "relu2"]
+    vd = [r for r in d["layers"] if r["target"] == "vdla"]
+    assert len(vd) == 2 and all("channel_shift" in r["op"] for r in vd), [r["op"] for r in vd]
+    assert main(["run", "mlp", "--reduced", "--json", "-q", "--no-fp32-check"]) == 0  # the default stays per-tensor
+    d = json.loads(capsys.readouterr().out)
+    assert not any("channel_shift" in r["op"] for r in d["layers"])

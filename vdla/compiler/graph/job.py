@@ -46,7 +46,7 @@ from .partition import UNSUPPORTED, PartitionPolicy
 from .quantize import QConfig
 from .reference import run as reference_run
 
-__all__ = ["SETTINGS", "ModelSpec", "load_model", "build_model", "run_job", "JobResult"]
+__all__ = ["SETTINGS", "ModelSpec", "load_model", "quant_options", "build_model", "run_job", "JobResult"]
 
 Progress = Callable[[str], None]
 
@@ -142,6 +142,23 @@ def load_model(model: str, *, reduced: bool = False, size: int | None = None) ->
     raise GraphError(
         f"unknown model {model!r}: give a built-in model ({', '.join(SETTINGS)}), an .onnx file or a compiled .vdla model"
     )
+
+
+def quant_options(spec: ModelSpec, *, per_channel: bool | None = None, calibration: str | None = None) -> ModelSpec:
+    """``spec`` with its int8 settings changed: per-channel weight scales on or off, the
+    activation calibration ("max", "percentile" or "kl"); None keeps the model's own."""
+    from dataclasses import replace
+
+    from .quantize import CALIBRATIONS
+
+    if calibration is not None and calibration not in CALIBRATIONS:
+        raise GraphError(f"unknown calibration {calibration!r} (one of {', '.join(CALIBRATIONS)})")
+    if spec.qconfig is None or (per_channel is None and calibration is None):
+        return spec  # a QDQ model keeps the scales it was written with
+    q = spec.qconfig
+    q = replace(q, per_channel=q.per_channel if per_channel is None else per_channel,
+                calibration=calibration or q.calibration)
+    return replace(spec, qconfig=q)
 
 
 def _digits_spec(reduced: bool) -> ModelSpec:
@@ -358,6 +375,8 @@ def run_job(
     calib: int = 1,
     check_fp32: bool = True,
     progress: Progress | None = None,
+    per_channel: bool | None = None,
+    calibration: str | None = None,
 ) -> JobResult:
     """Compile (or load) ``model``, run it on ``device`` and check it; see the module doc."""
     from ...runtime import Device
@@ -373,7 +392,8 @@ def run_job(
         m = CompiledModel.load(model)
         from_file = True
     else:
-        spec = load_model(model, reduced=reduced, size=size)
+        spec = quant_options(load_model(model, reduced=reduced, size=size), per_channel=per_channel,
+                             calibration=calibration)
         fp32 = spec.graph if not spec.qdq else None
         onnx_file = spec.source.get("onnx")
         m = build_model(spec, config or Config(), calib=calib, progress=progress)
