@@ -164,3 +164,15 @@ def test_cli_per_channel_and_calibration_flags(capsys):
     assert main(["run", "mlp", "--reduced", "--json", "-q", "--no-fp32-check"]) == 0  # the default stays per-tensor
     d = json.loads(capsys.readouterr().out)
     assert not any("channel_shift" in r["op"] for r in d["layers"])
+
+
+@pytest.mark.parametrize(("name", "shifted"), [("mobilenet_v1", 26), ("dcgan_generator", 4)])
+def test_per_channel_grouped_and_transposed_templates(name, shifted):
+    """Depthwise (grouped) and transposed convolutions take per-channel scales too (the
+    transpose's output channels are its IOHW weight's axis 1), bit-exact on VDLA."""
+    from vdla.compiler.graph.job import run_job
+
+    res = run_job(name, "fsim", reduced=True, check_fp32=False, per_channel=True, calib=2)
+    assert res.ok, res.table()
+    assert sum("channel_shift" in r.op for r in res.layers if r.target == "vdla") == shifted
+    assert not any(r.reason.startswith("fallback") for r in res.layers)

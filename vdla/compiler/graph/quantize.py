@@ -79,7 +79,7 @@ class QConfig:
     #: downsample shortcut), as VTA does, so both convolutions can run on VDLA (whose
     #: kernels store int8). Off: the shortcut stays int32 (more precise, CPU-only).
     int8_shortcut: bool = False
-    #: Weight scales per output channel (conv2d, dense): each channel's int32 accumulator is
+    #: Weight scales per output channel (conv2d, conv2d_transpose, dense): each channel's int32 accumulator is
     #: brought to the layer's common scale by a per-channel rounding shift (``channel_shift``,
     #: SHR with a tensor operand on VDLA). Off: one power-of-two scale per weight tensor.
     per_channel: bool = False
@@ -292,13 +292,14 @@ class _Quantizer:
         x, sx = xq
         w = self.g.consts[n.inputs[1]].astype(np.float64)
         shape = (1, -1, 1, 1) if n.op != "dense" else (1, -1)
-        per_channel = self.cfg.per_channel and n.op in ("conv2d", "dense") and n.inputs[1] not in self.wscales
-        if per_channel:  # output channels are axis 0 of OIHW and of dense's (M, K)
-            m = np.abs(w.reshape(w.shape[0], -1)).max(axis=1, initial=0.0)
+        per_channel = self.cfg.per_channel and n.inputs[1] not in self.wscales
+        if per_channel:  # output channels: axis 0 of OIHW and of dense's (M, K), axis 1 of the transpose's IOHW
+            wo = w.swapaxes(0, 1) if n.op == "conv2d_transpose" else w
+            m = np.abs(wo.reshape(wo.shape[0], -1)).max(axis=1, initial=0.0)
             sw = np.array([pow2_scale(float(v), self.cfg.qmax) for v in m])
             if (m > 0).any():  # an all-zero channel takes the finest scale: it must not set the common one
                 sw[m == 0] = sw[m > 0].min()
-            sw = sw.reshape((-1,) + (1,) * (w.ndim - 1))
+            sw = sw.reshape((1, -1, 1, 1) if n.op == "conv2d_transpose" else (-1,) + (1,) * (w.ndim - 1))
         else:
             sw = np.float64(self.wscales.get(n.inputs[1]) or pow2_scale(float(np.abs(w).max(initial=0.0)),
                                                                        self.cfg.qmax))
