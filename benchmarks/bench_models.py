@@ -10,7 +10,8 @@ the same run. Floor (issue 12): ResNet-50 compiles in under 10 s, judged on the 
 CPU time: the compile is single-threaded, so that is its wall time on an unloaded core,
 and it does not count the time other jobs on a shared machine take the core away.
 
-Run: python benchmarks/bench_models.py [--models resnet18,resnet50,...] [--reduced] [--json]
+Run: python benchmarks/bench_models.py [--models resnet18,resnet50,...] [--reduced] [--check] [--json]
+(--check also compares every node with the int8 numpy reference, which takes longer.)
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ MODELS = ("resnet18", "resnet50", "mobilenet_v1", "lstm_lm", "dqn")
 FLOOR = ("resnet50", 10.0)  # model, compile seconds
 
 
-def bench_one(name: str, reduced: bool, config_name: str) -> dict:
+def bench_one(name: str, reduced: bool, config_name: str, check: bool = False) -> dict:
     cfg = preset(config_name)
     w0, c0 = time.perf_counter(), time.process_time()
     spec = load_model(name, reduced=reduced)
@@ -37,8 +38,9 @@ def bench_one(name: str, reduced: bool, config_name: str) -> dict:
     compile_wall, compile_cpu = time.perf_counter() - w0, time.process_time() - c0
     x = models.sample_input(m.graph, 0)
     t0 = time.perf_counter()
-    res = m.run(x, Device("fsim", config=cfg))
+    res = m.run(x, Device("fsim", config=cfg), reference=check)
     run_s = time.perf_counter() - t0
+    exact = all(r.exact is not False for r in res.layers) if check else None
     vd = [r for r in res.layers if r.target == "vdla"]
     cycles = sum(r.cycles or 0 for r in vd)
     secs = cycles / (cfg.clock_mhz * 1e6)
@@ -49,6 +51,7 @@ def bench_one(name: str, reduced: bool, config_name: str) -> dict:
         "prepare_s": m.info.get("prepare_s", 0.0), "codegen_s": m.info.get("compile_s", 0.0),
         "kernels": len(m.functions), "vdla_nodes": len(vd), "nodes": len(res.layers), "cycles": cycles,
         "vdla_ms": 1e3 * secs, "gops": 2 * macs / secs / 1e9 if secs else 0.0, "gemm_util": util, "run_s": run_s,
+        "exact": exact,
     }
 
 
@@ -58,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reduced", action="store_true", help="the reduced variants (as the tests use)")
     p.add_argument("--config", default="default")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--check", action="store_true", help="also check every node against the int8 numpy reference")
     args = p.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     bad = [n for n in names if n not in MODELS]
@@ -66,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in names:
         print(f"... {n}", file=sys.stderr, flush=True)
-        rows.append(bench_one(n, args.reduced, args.config))
+        rows.append(bench_one(n, args.reduced, args.config, args.check))
     base = next((r["compile_s"] for r in rows if r["model"] == "resnet18"), None)
     for r in rows:
         r["compile_vs_resnet18"] = r["compile_s"] / base if base else None
@@ -88,10 +92,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {r['model']} | {inp} | {r['compile_s']:.1f} | {r['compile_cpu_s']:.1f} | {rel} | {r['kernels']} "
                   f"| {r['vdla_nodes']}/{r['nodes']} | {r['cycles']:,} | {r['vdla_ms']:.2f} | {r['gops']:.1f} "
                   f"| {100 * r['gemm_util']:.1f}% |")
+        if args.check:
+            bad = [r["model"] for r in rows if not r["exact"]]
+            print(f"\nint8 on VDLA vs the int8 numpy reference: {'bit-exact, every model' if not bad else 'DIFFERS: ' + ', '.join(bad)}")
         if met is not None:
             print(f"\nfloor: {floor_model} compiles in {fr['compile_cpu_s']:.1f} s of CPU "  # type: ignore[index]
                   f"({fr['compile_s']:.1f} s wall) (under {floor_s:g} s): {'met' if met else 'NOT met'}")
-    return 0 if met is not False else 1
+    return 0 if met is not False and all(r["exact"] is not False for r in rows) else 1
 
 
 if __name__ == "__main__":

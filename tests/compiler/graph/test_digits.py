@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 import numpy as np
 import pytest
 
-pytest.importorskip("sklearn")
-pytest.importorskip("onnx")
+from vdla.compiler.graph import GraphError, run
+from vdla.compiler.graph.digits import accuracy, digits_cnn, load_split, trained_weights, weight_shapes
+from vdla.compiler.graph.job import ACCURACY_FLOOR, run_job
 
-from vdla.compiler.graph import GraphError, run  # noqa: E402
-from vdla.compiler.graph.digits import accuracy, digits_cnn, load_split, trained_weights, weight_shapes  # noqa: E402
-from vdla.compiler.graph.job import ACCURACY_FLOOR, run_job  # noqa: E402
+_MISSING = [m for m in ("sklearn", "onnx") if importlib.util.find_spec(m) is None]
+needs_data = pytest.mark.skipif(bool(_MISSING), reason=f"needs {', '.join(_MISSING)} (pip install 'vdla[digits]')")
 
 
+@needs_data
 def test_split_and_weights():
     xtr, ytr, xte, yte = load_split()
     assert xtr.shape == (1437, 1, 8, 8) and xte.shape == (360, 1, 8, 8)
@@ -22,12 +26,14 @@ def test_split_and_weights():
     assert {k: v.shape for k, v in w.items()} == weight_shapes()
 
 
+@needs_data
 def test_trained_fp32_accuracy_on_held_out():
     _, _, xte, yte = load_split()
     (out,) = run(digits_cnn(len(xte)), {"image": xte}, check=False)
     assert accuracy(out, yte) >= 0.97
 
 
+@needs_data
 def test_vdla_run_digits_reduced():
     """int8 on VDLA (every conv and dense) within the floor of fp32, bit-exact vs the int8 reference."""
     res = run_job("digits", "fsim", reduced=True)
@@ -41,6 +47,17 @@ def test_vdla_run_digits_reduced():
         "conv1.relu.requant", "conv2.relu.requant", "fc1.relu.requant", "fc2.requant"}
     assert res.snr and min(db for _, _, db in res.snr) > 25
     assert "per-layer int8 vs fp32 SNR" in res.table()
+
+
+def test_missing_scikit_learn_is_a_clear_error(monkeypatch, capsys):
+    from vdla.cli import main
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn now raises ImportError
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
+    with pytest.raises(GraphError, match=r"needs scikit-learn .*pip install 'vdla\[digits\]'"):
+        load_split()
+    assert main(["run", "digits", "-q"]) == 2
+    assert "needs scikit-learn" in capsys.readouterr().err
 
 
 def test_digits_cnn_rejects_bad_weights():
