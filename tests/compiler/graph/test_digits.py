@@ -63,3 +63,14 @@ def test_missing_scikit_learn_is_a_clear_error(monkeypatch, capsys):
 def test_digits_cnn_rejects_bad_weights():
     with pytest.raises(GraphError, match=r"'conv1.weight' must have shape \(16, 1, 3, 3\)"):
         digits_cnn(1, {"conv1.weight": np.zeros((3, 3), np.float32)})
+
+
+@needs_data
+def test_compiled_digits_file_still_reports_accuracy(tmp_path):
+    from vdla.compiler.graph.job import build_model, load_model
+    from vdla.config import Config
+
+    path = build_model(load_model("digits", reduced=True), Config()).save(tmp_path / "digits.vdla")
+    res = run_job(str(path), "fsim")
+    assert res.compiled_from_file and res.ok, res.table()
+    assert any(c.name.startswith("accuracy on 60 held-out images") and c.ok for c in res.checks)

@@ -170,7 +170,8 @@ def _digits_spec(reduced: bool) -> ModelSpec:
     xtr, _, xte, yte = digits.load_split()
     n = int(st.reduced["batch"]) if reduced else len(xte)
     g = digits.digits_cnn(n)
-    cal = [{"image": xtr[i : i + n]} for i in range(0, len(xtr) - n + 1, n)][: max(1, 1200 // n)]
+    # up to 1,200 training images (240 with --reduced, for quick tests)
+    cal = [{"image": xtr[i : i + n]} for i in range(0, len(xtr) - n + 1, n)][: 4 if reduced else max(1, 1200 // n)]
     desc = f"digits CNN (trained), {'first ' if reduced else ''}{n} held-out images as one batch {n}x1x8x8"
     return ModelSpec("digits", g, st.qconfig, st.policy, desc,
                      {"model": "digits", "reduced": int(reduced), "size": 0},
@@ -208,6 +209,16 @@ def _rebuild_fp32(info: dict[str, Any]) -> Graph | None:
     except (GraphError, ImportError):
         return None
     return None
+
+
+def _rebuild_evaluation(info: dict[str, Any]) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+    """The labelled evaluation batch of a compiled built-in model that has one (digits)."""
+    if info.get("model") != "digits":
+        return None
+    try:
+        return load_model("digits", reduced=bool(info.get("reduced"))).evaluation
+    except (GraphError, ImportError):
+        return None
 
 
 # =====================================================================================
@@ -403,7 +414,7 @@ def run_job(
     compile_s = time.perf_counter() - t0
     cfg = m.config
     dev = Device(device, config=cfg)
-    evaluation = spec.evaluation if spec is not None else None
+    evaluation = spec.evaluation if spec is not None else _rebuild_evaluation(m.info)
     x = evaluation[0] if evaluation else models.sample_input(m.graph, seed)
     if progress:
         progress(f"running {m.graph.name} on {dev.name} ({sum(k.target == 'vdla' for k in m.kernels.values())} "
