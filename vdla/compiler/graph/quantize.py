@@ -5,7 +5,8 @@ clip, cast), so every scale is a power of two: a float tensor ``x`` is represent
 ``q = clip(round(x / s))`` with ``s = 2**k``.
 
 :func:`quantize` calibrates on a list of inputs (max |value|, a percentile of |value|, or
-the least KL divergence of every tensor gives its scale; :func:`calibrate`) and rewrites the graph (:func:`quantize_graph`):
+the least KL divergence of every tensor gives its scale; :func:`calibrate`) and rewrites
+the graph (:func:`quantize_graph`):
 
 * conv2d / conv2d_transpose / dense with constant weights: int8 data (``quantize`` from
   float, or a ``requantize`` of an int32 value), int8 weights (per-tensor power-of-two
@@ -26,7 +27,9 @@ the least KL divergence of every tensor gives its scale; :func:`calibrate`) and 
 ops, as ONNX quantisers write them) into the same integer path, taking the scales from
 the Q/DQ nodes (they must be powers of two with zero point 0).
 
-:func:`agreement` compares the int8 graph with the float one: top-1 agreement and SNR.
+:func:`agreement` compares the int8 graph with the float one: top-1 agreement and SNR;
+:func:`layer_snr` gives the SNR of every int8 tensor against the float value it stands for
+(the quantiser notes ``quant_of`` and ``scale`` on each ``quantize`` / ``requantize``).
 """
 
 from __future__ import annotations
@@ -79,9 +82,10 @@ class QConfig:
     #: downsample shortcut), as VTA does, so both convolutions can run on VDLA (whose
     #: kernels store int8). Off: the shortcut stays int32 (more precise, CPU-only).
     int8_shortcut: bool = False
-    #: Weight scales per output channel (conv2d, conv2d_transpose, dense): each channel's int32 accumulator is
-    #: brought to the layer's common scale by a per-channel rounding shift (``channel_shift``,
-    #: SHR with a tensor operand on VDLA). Off: one power-of-two scale per weight tensor.
+    #: Weight scales per output channel (conv2d, conv2d_transpose, dense): each channel's
+    #: int32 accumulator is brought to the layer's common scale by a per-channel rounding
+    #: shift (``channel_shift``, SHR with a tensor operand on VDLA). Off: one power-of-two
+    #: scale per weight tensor.
     per_channel: bool = False
     #: Activation calibration: "max" (max |x|), "percentile" (the ``percentile`` of |x|) or
     #: "kl" (the power-of-two scale whose int8 histogram is closest in KL divergence).
@@ -111,12 +115,12 @@ def calibrate(graph: Graph, dataset: Sequence[Any], qmax: int = 127, method: str
               percentile: float = 99.99) -> dict[str, float]:
     """Power-of-two scale of every float value (inputs and nodes) over ``dataset``.
 
-    ``method`` "max": from max |value|; "percentile": from the ``percentile`` of |value|
-    (outliers clip); "kl": the power-of-two scale, from max |value|'s down to 2**-8 of it,
-    whose clipped and int8-rounded histogram of |value| has the least KL divergence from the
-    float histogram (TensorRT's entropy calibration, on VDLA's grid of shift scales). The
-    histograms (2048 bins up to max |value|, exact zeros left out) need a second pass over
-    ``dataset``.
+    ``method`` "max": from max |value|; "percentile": from the ``percentile`` of the
+    non-zero |value| (outliers clip); "kl": the power-of-two scale, max |value|'s or one of
+    its halvings, whose clipped and int8-rounded histogram of |value| has the least KL
+    divergence from the float histogram (TensorRT's entropy calibration, on VDLA's grid of
+    shift scales; see :func:`_kl_scale`). The histograms (2048 bins up to max |value|,
+    exact zeros left out) need a second pass over ``dataset``.
     """
     if method not in CALIBRATIONS:
         raise GraphError(f"calibrate: unknown method {method!r} (one of {', '.join(CALIBRATIONS)})")
