@@ -421,9 +421,20 @@ class _Lowering:
             v = absv[iv]
             g.append(v >= dmin)
             g.append(v < simplify_expr(dmin + dext))
+        # loops of constant extent (this stage's and those it is computed inside) bound the
+        # guard's variables: a guard they prove true (a tile that fits) is dropped
+        ranges: dict[Var, tuple[int | None, int | None]] = {}
+        cur: Stage | None = info.stage
+        while cur is not None and cur in self.infos:
+            for leaf in cur.leaf_iter_vars:
+                e = self.infos[cur].ext.get(leaf)
+                e = simplify_expr(e) if e is not None else None
+                if isinstance(e, IntImm):
+                    ranges[leaf.var] = (0, e.value - 1)
+            cur = cur.attach_stage if cur.attach_type == "scope" else None
         out = []
         for c in g:
-            c2 = simplify_expr(c)
+            c2 = simplify_expr(c, ranges)
             if isinstance(c2, IntImm) and c2.value:
                 continue
             out.append(c2)

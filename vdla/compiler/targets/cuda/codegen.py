@@ -106,6 +106,7 @@ class NVPTXCodegen(LLVMCodegen):
         gv.linkage = "internal"
         gv.initializer = ir.Constant(aty, ir.Undefined)
         gv.align = 16
+        gv.type = ir.PointerType(addrspace=3)  # opaque, as the base class's pointers are
         self.bufs[buf] = gv
         self.stmt(s.body)
         del self.bufs[buf]

@@ -298,6 +298,17 @@ def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
         reads, writes = _shared_access(s)
         if not reads and not writes:
             return s, pr, pw
+        if isinstance(s, Seq):
+            out = []
+            for x in s.stmts:
+                x2, pr, pw = plan(x, pr, pw, where)
+                out.append(x2)
+            return seq(*out), pr, pw
+        if isinstance(s, Allocate | AttrStmt | LetStmt):  # containers: the barrier goes inside, late
+            b2, r2, w2 = plan(s.body, pr, pw, where)
+            kw = dict(s.__dict__)
+            kw["body"] = b2
+            return type(s)(**kw), r2, w2
         if (reads & pw) or (writes & pr):
             if where is not None:
                 bufs = sorted(b.name for b in (reads & pw) | (writes & pr))
@@ -308,12 +319,6 @@ def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
                 )
             inner, r2, w2 = plan(s, frozenset(), frozenset(), where)
             return seq(_barrier(), inner), r2, w2
-        if isinstance(s, Seq):
-            out = []
-            for x in s.stmts:
-                x2, pr, pw = plan(x, pr, pw, where)
-                out.append(x2)
-            return seq(*out), pr, pw
         if isinstance(s, For):
             w = where
             if w is None and (divergent(s.min) or divergent(s.extent)):
@@ -328,15 +333,28 @@ def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
                 return IfThenElse(s.cond, t2, None), pr | tr, pw | tw
             e2, er2, ew2 = plan(s.else_case, pr, pw, w)
             return IfThenElse(s.cond, t2, e2), tr | er2, tw | ew2
-        if isinstance(s, Allocate | AttrStmt | LetStmt):
-            b2, r2, w2 = plan(s.body, pr, pw, where)
-            kw = dict(s.__dict__)
-            kw["body"] = b2
-            return type(s)(**kw), r2, w2
         return s, pr | reads, pw | writes
 
     out, _, _ = plan(body, frozenset(), frozenset(), None)
     return out
 
 
-__all__ = ["Kernel", "DeviceModule", "split_host_device", "storage_sync", "CudaLoweringError", "THREAD_TAGS", "SYNC"]
+__all__ = ["Kernel", "DeviceModule", "split_host_device", "storage_sync", "threads_as_loops", "CudaLoweringError", "THREAD_TAGS", "SYNC"]
+
+
+def threads_as_loops(func: PrimFunc) -> PrimFunc:
+    """The same function with every GPU-thread-bound loop made a serial loop: a CPU reference of a
+    GPU schedule (``vdla.build(threads_as_loops(vdla.lower(s, args)), target="llvm")``).
+
+    It runs the schedule's index arithmetic, bound inference (shared tiles relaxed over the
+    block's threads) and guards on the CPU, where they can be checked against numpy; what only
+    the GPU has (barriers, address spaces, special registers) is checked by ptxas."""
+
+    def fn(s: Any) -> Any:
+        if isinstance(s, For) and s.kind == "thread_binding" and s.thread_tag in THREAD_TAGS:
+            return For(s.var, s.min, s.extent, "serial", s.body, None, s.annotations)
+        return None
+
+    from ...tir.visitor import post_order_map
+
+    return PrimFunc(func.name, func.params, post_order_map(func.body, fn), dict(func.attrs))
