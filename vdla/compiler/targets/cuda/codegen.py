@@ -22,7 +22,6 @@ import functools
 import glob
 import os
 import threading
-from typing import Any
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -212,35 +211,42 @@ def target_machine(target: CudaTarget, opt: int = 3) -> llvm.TargetMachine:
     return t.create_target_machine(cpu=target.arch, features=f"+{target.ptx_version}", opt=opt)
 
 
-def compile_ptx(llvm_ir: str, math: set[str], target: CudaTarget, opt_level: int = 3) -> tuple[str, str]:
-    """Optimise ``llvm_ir`` for ``target`` and emit PTX; returns (optimised IR, PTX)."""
+@functools.cache
+def _libdevice_bitcode() -> bytes | None:
+    path = libdevice_path()
+    if path is None:
+        return None
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def compile_ptx(llvm_ir: str, math: set[str], target: CudaTarget, opt_level: int = 3,
+                kernels: tuple[str, ...] = ()) -> tuple[str, str]:  # fmt: skip
+    """Optimise ``llvm_ir`` for ``target`` and emit PTX; returns (optimised IR, PTX).
+
+    ``kernels`` are the entry points; everything else (libdevice) is made internal so the
+    optimiser inlines what is called and drops the rest."""
     tm = target_machine(target, opt_level)
     mod = llvm.parse_assembly(llvm_ir)
     mod.data_layout = str(tm.target_data)
     if math:
-        path = libdevice_path()
-        if path is None:
+        code = _libdevice_bitcode()
+        if code is None:
             raise CodegenError(
                 f"{', '.join(sorted(math))} on the GPU need libdevice: install the nvidia-cuda-nvcc wheel "
                 "(pip install 'vdla[gpu]')"
             )
-        with open(path, "rb") as fh:
-            lib = llvm.parse_bitcode(fh.read())
+        lib = llvm.parse_bitcode(code)
         lib.triple = CudaTarget.triple
         lib.data_layout = mod.data_layout
         mod.link_in(lib)
+        for g in list(mod.functions) + list(mod.global_variables):
+            if not g.is_declaration and g.name not in kernels:
+                g.linkage = llvm.Linkage.internal
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     pto.loop_unrolling = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
-    _internalize_libdevice(mod)
     return str(mod), tm.emit_assembly(mod)
-
-
-def _internalize_libdevice(mod: Any) -> None:
-    """Nothing to do once optimisation has inlined libdevice; kept as the place to check it."""
-    for f in mod.functions:
-        if f.name.startswith("__nvvm_reflect") and not f.is_declaration:
-            raise CodegenError("libdevice's __nvvm_reflect was not resolved by the NVPTX pipeline")

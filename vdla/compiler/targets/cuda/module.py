@@ -166,5 +166,5 @@ def build_function(func: PrimFunc, target: CudaTarget, opt_level: int = 3) -> CU
     module, math = codegen.generate(dev)
     text = str(module)
     fingerprint.record("cuda", func.name, text + "\n" + str(target))
-    opt, ptx = codegen.compile_ptx(text, math, target, opt_level)
+    opt, ptx = codegen.compile_ptx(text, math, target, opt_level, tuple(k.name for k in dev.kernels))
     return CUDAModule(func, dev, target, text, opt, ptx)
