@@ -26,13 +26,17 @@ def schedule_injective(outs: te.Tensor | Sequence[te.Tensor], num_thread: int = 
 
 
 def schedule_injective_stage(s: Schedule, t: te.Tensor, num_thread: int = 256, vec: int = 4) -> None:
+    """Fuse ``t``'s axes and bind them to blocks of num_thread threads; the last axis is split
+    by vec first (vectorised) so that each thread's lanes are contiguous and aligned."""
     st = s[t]
     axes = list(st.op.axis)
-    fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     n = total(t)
-    if vec > 1 and n % (vec * num_thread) == 0:
-        fused, vi = st.split(fused, factor=vec)
+    last = int(t.shape[-1].value)
+    if vec > 1 and last % vec == 0 and n % (vec * num_thread) == 0:
+        lo, vi = st.split(axes[-1], factor=vec)
         st.vectorize(vi)
-    elif n % num_thread and n < num_thread:
+        axes = axes[:-1] + [lo]
+    elif n < num_thread:
         num_thread = n
+    fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     bind_flat(st, fused, num_thread)

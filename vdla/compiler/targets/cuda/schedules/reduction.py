@@ -17,15 +17,22 @@ from .common import bind_flat, total
 
 
 def schedule_reduce(outs: te.Tensor | Sequence[te.Tensor], num_thread: int = 256) -> Schedule:
-    """One thread per output element; injective producers (and consumers' inputs) inlined."""
+    """One thread per output element; injective producers inlined. A reduction feeding an
+    injective output (average pooling's division, a ReLU after a convolution) is computed in
+    that thread's registers."""
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
-    traverse_inline(s, outs, lambda op: None)
+    reductions: list[te.ComputeOp] = []
+    out_ops = {t.op for t in outs}
+    traverse_inline(s, outs, lambda op: reductions.append(op) if op.reduce_axis and op not in out_ops else None)
     for t in outs:
         st = s[t]
         axes = list(st.op.axis)
         fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
-        bind_flat(st, fused, min(num_thread, total(t)))
+        _, tx = bind_flat(st, fused, min(num_thread, total(t)))
+        for op in reductions:
+            s[op].set_scope("local")
+            s[op].compute_at(st, tx)
     return s
 
 
