@@ -34,7 +34,7 @@ def _dense(rng: np.random.Generator) -> Any:
     return S.schedule_matmul(y, S.MatmulTiles(bm=32, bn=32, bk=16, tm=2, tn=4, vec=4)), [x, w, y], [xa, wa], xa @ wa.T
 
 
-def _conv(stride: int, pad: int, relu: bool, tiles: S.Conv2dTiles = S.Conv2dTiles()) -> Case:
+def _conv(stride: int, pad: int, relu: bool, tiles: S.Conv2dTiles | None = None) -> Case:
     def make(rng: np.random.Generator) -> Any:
         x, w = te.placeholder((1, 16, 14, 14), name="x"), te.placeholder((32, 16, 3, 3), name="w")
         y = topi.conv2d_nchw(x, w, stride, pad)
@@ -43,7 +43,7 @@ def _conv(stride: int, pad: int, relu: bool, tiles: S.Conv2dTiles = S.Conv2dTile
         xa = rng.standard_normal((1, 16, 14, 14)).astype("float32")
         wa = rng.standard_normal((32, 16, 3, 3)).astype("float32")
         want = ref.conv2d_nchw(xa, wa, stride, pad)
-        return S.schedule_conv2d_nchw(y, tiles), [x, w, y], [xa, wa], np.maximum(want, 0) if relu else want
+        return S.schedule_conv2d_nchw(y, tiles or S.Conv2dTiles()), [x, w, y], [xa, wa], np.maximum(want, 0) if relu else want
 
     return make
 
