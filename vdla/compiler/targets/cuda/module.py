@@ -100,6 +100,11 @@ class CUDAModule:
         return args, bound
 
     def __call__(self, *args: Any) -> None:
+        self._run(args, sync=True)
+
+    def _run(self, args: tuple[Any, ...], sync: bool) -> None:
+        """Check, copy numpy arrays in, launch every kernel (waiting after each when ``sync``, so
+        a fault names its kernel) and copy numpy outputs back."""
         args, bound = self.check_args(args)
         from .runtime import CTYPES, DeviceArray, get_device
 
@@ -136,16 +141,21 @@ class CUDAModule:
                     values.append(env[p])
                     types.append(CTYPES[p.dtype])
             dev.launch(dev.function(mod, k.name), k.name, grid, k.block, values, types)
-            dev.synchronize(k.name)
+            if sync or copies:
+                dev.synchronize(k.name)
         for host, d in copies:
             host[...] = d.numpy()
 
     def time_evaluator(self, number: int = 10) -> Any:
-        """``f(*device_arrays) -> mean seconds`` of the kernels, timed with CUDA events."""
+        """``f(*arrays) -> mean seconds`` of the kernels (inputs copied to the GPU once), by CUDA events."""
         from .runtime import get_device
 
         def run(*args: Any) -> float:
-            return get_device(0).time(lambda: self(*args), number)
+            from .runtime import to_device
+
+            dev_args = tuple(to_device(a) if isinstance(a, np.ndarray) else a for a in args)
+            self.check_args(dev_args)
+            return get_device(0).time(lambda: self._run(dev_args, sync=False), number)
 
         return run
 

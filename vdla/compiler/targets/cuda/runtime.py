@@ -149,8 +149,22 @@ class CudaDevice:
         _check(res, f"launching kernel {name!r} (grid {grid}, block {block})")
 
     def synchronize(self, what: str = "") -> None:
-        """Wait for the GPU; a kernel fault is reported naming ``what`` (the kernel)."""
-        _check(_driver().cuCtxSynchronize(), f"kernel {what!r} failed on {self.name}" if what else "cuCtxSynchronize")
+        """Wait for the GPU; a kernel fault is reported naming ``what`` (the kernel).
+
+        A fault (an illegal address, say) leaves the context unusable, so it is reset before
+        the error is raised: later launches start afresh (earlier device arrays are lost)."""
+        try:
+            _check(_driver().cuCtxSynchronize(), f"kernel {what!r} failed on {self.name}" if what else "cuCtxSynchronize")
+        except CudaError:
+            self.reset()
+            raise
+
+    def reset(self) -> None:
+        drv = _driver()
+        self._modules.clear()
+        drv.cuDevicePrimaryCtxRelease(self.handle)
+        drv.cuDevicePrimaryCtxReset(self.handle)
+        self.context = _check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
 
     def time(self, fn: Any, number: int = 10) -> float:
         """Mean seconds of ``fn()`` (which launches work) over ``number`` runs, by CUDA events."""
