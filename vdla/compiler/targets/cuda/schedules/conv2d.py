@@ -1,7 +1,8 @@
 """GPU schedules of 2-d convolution (NCHW, TVM's conv2d_direct shape) and depthwise convolution.
 
 conv2d: a block computes ``bf`` output channels of a ``ty`` x ``tx`` patch of output pixels
-with one thread per pixel, each holding its ``bf`` accumulators in registers. The input
+with ``tz`` x ``ty`` x ``tx`` threads: ``tz`` groups of channels, one thread per pixel, each
+holding its ``bf / tz`` accumulators in registers. The input
 channels are walked in steps of ``bk``: per step the block copies the padded input window
 (``bk`` channels x the patch's receptive field) and the ``bf x bk x KH x KW`` weights into
 shared memory cooperatively, then accumulates from there. Padding is inlined into that copy
@@ -23,9 +24,11 @@ from .reduction import schedule_reduce
 
 @dataclass(frozen=True)
 class Conv2dTiles:
-    """Output channels per block (bf), pixels per block (ty x tx threads), input channels per step (bk)."""
+    """Output channels per block (bf) over tz thread groups, pixels per block (ty x tx threads),
+    input channels per step (bk)."""
 
     bf: int = 16
+    tz: int = 4
     ty: int = 8
     tx: int = 8
     bk: int = 8
@@ -59,21 +62,24 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], tiles: Conv2dTil
     c = int(conv.op.reduce_axis[0].dom.extent.value)
     bf, ty_n, tx_n = divisor_at_most(oc, tiles.bf), divisor_at_most(oh, tiles.ty), divisor_at_most(ow, tiles.tx)
     bk = divisor_at_most(c, tiles.bk)
+    tz_n = divisor_at_most(bf, tiles.tz)
     if out is conv:
         CL = s.cache_write(conv, "local")
     else:
         CL = conv
         s[conv].set_scope("local")
-    tya, txa = te.thread_axis("threadIdx.y"), te.thread_axis("threadIdx.x")
+    tza, tya, txa = te.thread_axis("threadIdx.z"), te.thread_axis("threadIdx.y"), te.thread_axis("threadIdx.x")
     so = s[out]
     n, f, y, x = so.op.axis
     fo, fi = so.split(f, factor=bf)
+    fz, fi = so.split(fi, nparts=tz_n)
     yo, yi = so.split(y, factor=ty_n)
     xo, xi = so.split(x, factor=tx_n)
-    so.reorder(n, fo, yo, xo, yi, xi, fi)
+    so.reorder(n, fo, yo, xo, fz, yi, xi, fi)
     so.bind(so.fuse(n, fo), te.thread_axis("blockIdx.z"))
     so.bind(yo, te.thread_axis("blockIdx.y"))
     so.bind(xo, te.thread_axis("blockIdx.x"))
+    so.bind(fz, tza)
     so.bind(yi, tya)
     so.bind(xi, txa)
     s[CL].compute_at(so, xi)
@@ -85,7 +91,7 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], tiles: Conv2dTil
     for t in (dp, kernel):
         cache = s.cache_read(t, "shared", [CL])
         s[cache].compute_at(s[CL], rco)
-        cooperative_fetch(s, cache, [(tya, ty_n), (txa, tx_n)])
+        cooperative_fetch(s, cache, [(tza, tz_n), (tya, ty_n), (txa, tx_n)])
     return s
 
 
