@@ -190,12 +190,20 @@ class CudaDevice:
 class DeviceArray:
     """An array in GPU memory: ``to_device(x)``, ``empty(shape, dtype)``, ``.numpy()``."""
 
-    def __init__(self, device: CudaDevice, shape: tuple[int, ...], dtype: Any) -> None:
+    def __init__(self, device: CudaDevice, shape: tuple[int, ...], dtype: Any, base: DeviceArray | None = None) -> None:
         self.device = device
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
-        self.ptr = device.alloc(self.nbytes)
+        self.base = base  # a view keeps its owner (and the memory) alive
+        self.ptr = base.ptr if base is not None else device.alloc(self.nbytes)
+
+    def reshape(self, shape: tuple[int, ...]) -> DeviceArray:
+        """The same memory with another shape (no copy)."""
+        shape = tuple(int(s) for s in shape)
+        if int(np.prod(shape, dtype=np.int64)) != int(np.prod(self.shape, dtype=np.int64)):
+            raise ValueError(f"cannot reshape a device array of shape {self.shape} to {shape}")
+        return DeviceArray(self.device, shape, self.dtype, base=self.base or self)
 
     @property
     def ndim(self) -> int:
@@ -217,7 +225,7 @@ class DeviceArray:
 
     def __del__(self) -> None:
         try:
-            if self.ptr:
+            if self.ptr and self.base is None:
                 self.device.free(self.ptr)
                 self.ptr = 0
         except Exception:  # interpreter shutdown: the context may be gone already

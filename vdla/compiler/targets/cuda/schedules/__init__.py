@@ -9,7 +9,7 @@ auto-tuner searches) and returns a Schedule for ``vdla.build(s, args, target="cu
 
 from .conv2d import Conv2dTiles, schedule_conv2d_nchw, schedule_depthwise_conv2d_nchw
 from .elemwise import schedule_injective
-from .matmul import MatmulTiles, dense, matmul, schedule_matmul
+from .matmul import MatmulTiles, dense, matmul, schedule_dense, schedule_matmul
 from .reduction import schedule_pool, schedule_reduce, schedule_softmax
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "dense",
     "matmul",
     "schedule_conv2d_nchw",
+    "schedule_dense",
     "schedule_depthwise_conv2d_nchw",
     "schedule_injective",
     "schedule_matmul",

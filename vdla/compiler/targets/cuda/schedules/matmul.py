@@ -6,6 +6,7 @@ A block computes a ``bm`` x ``bn`` tile of C with (bm/tm) x (bn/tn) threads, eac
 the block's threads copy the bm x bk slice of A and the bk x bn slice of B into shared memory
 together (vectorised by ``vec``), a barrier, then every thread multiplies from shared memory.
 The tile sizes are the knobs (:class:`MatmulTiles`); they must divide the shapes.
+:func:`schedule_dense` schedules topi's dense layer (packed weights, bias) for small batches.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .... import te
 from ....schedule.primitives import Schedule
 from ....topi.util import const_shape
 from .common import cooperative_fetch
+from .reduction import schedule_reduce
 
 
 @dataclass(frozen=True)
@@ -95,3 +97,10 @@ def schedule_matmul(C: te.Tensor, tiles: MatmulTiles = MatmulTiles()) -> Schedul
         s[cache].compute_at(s[CL], ko)
         cooperative_fetch(s, cache, [(tya, ty_n), (txa, tx_n)], tiles.vec)
     return s
+
+
+def schedule_dense(outs: te.Tensor | list[te.Tensor], num_thread: int = 128) -> Schedule:
+    """topi.dense (any shape, packed weights, bias, fused activations): one thread per output with
+    the weight re-layout inlined. For batch-1 layers (a matrix-vector product, bound by reading
+    the weights once) this is the shape that matters; large batches use :func:`schedule_matmul`."""
+    return schedule_reduce(outs, num_thread, inline=("dense_pack",))

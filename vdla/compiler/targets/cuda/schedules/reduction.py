@@ -16,15 +16,22 @@ from ....topi.util import as_list, traverse_inline
 from .common import bind_flat, total
 
 
-def schedule_reduce(outs: te.Tensor | Sequence[te.Tensor], num_thread: int = 256) -> Schedule:
-    """One thread per output element; injective producers inlined. A reduction feeding an
-    injective output (average pooling's division, a ReLU after a convolution) is computed in
-    that thread's registers."""
+def schedule_reduce(outs: te.Tensor | Sequence[te.Tensor], num_thread: int = 256, inline: Sequence[str] = ()) -> Schedule:
+    """One thread per output element; injective producers (and stages tagged ``inline``, such
+    as a weight re-layout) inlined. A reduction feeding an injective output (average pooling's
+    division, a ReLU after a convolution) is computed in that thread's registers."""
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
     reductions: list[te.ComputeOp] = []
     out_ops = {t.op for t in outs}
-    traverse_inline(s, outs, lambda op: reductions.append(op) if op.reduce_axis and op not in out_ops else None)
+
+    def visit(op: te.ComputeOp) -> None:
+        if op.tag in inline and op not in out_ops:
+            s[op].compute_inline()
+        elif op.reduce_axis and op not in out_ops:
+            reductions.append(op)
+
+    traverse_inline(s, outs, visit)
     for t in outs:
         st = s[t]
         axes = list(st.op.axis)
