@@ -26,7 +26,10 @@ def test_mlp_kernels_assemble(arch: str) -> None:
         assemble(ptx, arch)
 
 
-@pytest.mark.parametrize(("model", "numpy_nodes"), [("mlp", []), ("resnet18", ["flatten"])])
+@pytest.mark.parametrize(
+    ("model", "numpy_nodes"),
+    [("mlp", []), ("resnet_block", []), pytest.param("resnet18", ["flatten"], marks=pytest.mark.slow)],
+)
 def test_model_schedules_match_the_reference_on_the_cpu(model: str, numpy_nodes: list[str]) -> None:
     spec = load_model(model, reduced=True)
     m = compile_model(spec.graph)
