@@ -339,8 +339,6 @@ def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
     return out
 
 
-__all__ = ["Kernel", "DeviceModule", "split_host_device", "storage_sync", "threads_as_loops", "CudaLoweringError", "THREAD_TAGS", "SYNC"]
-
 
 def threads_as_loops(func: PrimFunc) -> PrimFunc:
     """The same function with every GPU-thread-bound loop made a serial loop: a CPU reference of a
@@ -358,3 +356,6 @@ def threads_as_loops(func: PrimFunc) -> PrimFunc:
     from ...tir.visitor import post_order_map
 
     return PrimFunc(func.name, func.params, post_order_map(func.body, fn), dict(func.attrs))
+
+
+__all__ = ["Kernel", "DeviceModule", "split_host_device", "storage_sync", "threads_as_loops", "CudaLoweringError", "THREAD_TAGS", "SYNC"]

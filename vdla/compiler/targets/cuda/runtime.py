@@ -136,15 +136,18 @@ class CudaDevice:
         _check(_driver().cuMemFree(ptr), "cuMemFree")
 
     def upload(self, ptr: int, a: np.ndarray) -> None:
+        self.activate()  # the context may not be current on this thread
         _check(_driver().cuMemcpyHtoD(ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
 
     def download(self, a: np.ndarray, ptr: int) -> None:
+        self.activate()
         _check(_driver().cuMemcpyDtoH(a.ctypes.data, ptr, a.nbytes), "cuMemcpyDtoH")
 
     # ------------------------------------------------------------------ launches
     def launch(self, func: Any, name: str, grid: tuple[int, ...], block: tuple[int, ...],
                values: list[Any], types: list[Any]) -> None:  # fmt: skip
         drv = _driver()
+        self.activate()
         res = drv.cuLaunchKernel(func, *grid, *block, 0, 0, (tuple(values), tuple(types)), 0)
         _check(res, f"launching kernel {name!r} (grid {grid}, block {block})")
 
