@@ -6,6 +6,9 @@
 * ResNet-18 conv layers C2–C12 (batch 1, NCHW, fp32) with ``schedules.schedule_conv2d_nchw``
   against ``torch.nn.functional.conv2d`` (cuDNN): per layer and the geometric mean of the
   ratios (floor: 50%).
+* ResNet-18 224x224 end to end: the cuda graph executor (values kept on the GPU, flatten on
+  the host) against the same graph run as torch eager calls with the same weights (floor:
+  at most 2x torch's latency).
 
 Both sides are timed with CUDA events on the same GPU, after a warm-up; every vdla result is
 checked against torch's. The GPU's model is printed first. Without a GPU (or without torch)
@@ -109,6 +112,74 @@ def bench_conv(torch: Any, name: str, arch: str, repeat: int) -> dict[str, Any]:
             "ratio": t_torch / t_vdla, "rel_err": err, "compile_s": compile_s}  # fmt: skip
 
 
+def torch_graph(torch: Any, graph: Any, consts: dict[str, Any]) -> Any:
+    """The float graph as torch eager calls (the same weights): ``run(x) -> output``."""
+    F = torch.nn.functional
+    order = graph.topo_order()
+
+    def run(x: Any) -> Any:
+        env = dict(consts)
+        env[next(iter(graph.inputs))] = x
+        for n in order:
+            a = [env[i] for i in n.inputs]
+            at = n.attrs
+            if n.op == "conv2d":
+                pt, pl, pb, pr = at["padding"]
+                if (pt, pl) != (pb, pr):
+                    a[0], pt, pl = F.pad(a[0], (pl, pr, pt, pb)), 0, 0
+                y = F.conv2d(a[0], a[1], a[2] if len(a) > 2 else None, tuple(at["strides"]), (pt, pl),
+                             tuple(at["dilation"]), at.get("groups", 1))  # fmt: skip
+            elif n.op == "relu":
+                y = F.relu(a[0])
+            elif n.op == "add":
+                y = a[0] + a[1]
+            elif n.op == "max_pool2d":
+                y = F.max_pool2d(a[0], tuple(at["kernel"]), tuple(at["strides"]), tuple(at["padding"][:2]))
+            elif n.op == "global_avg_pool2d":
+                y = a[0].mean(dim=(2, 3), keepdim=True)
+            elif n.op == "flatten":
+                y = torch.flatten(a[0], int(at.get("axis", 1)))
+            elif n.op == "dense":
+                y = F.linear(a[0], a[1], a[2] if len(a) > 2 else None)
+            else:
+                raise NotImplementedError(f"torch_graph: no torch call for {n.op}")
+            env[n.name] = y
+        return env[graph.outputs[0]]
+
+    return run
+
+
+def bench_resnet18(torch: Any, arch: str, repeat: int) -> dict[str, Any]:
+    """ResNet-18 (224x224, batch 1, fp32) end to end: the cuda graph executor vs torch eager."""
+    from vdla.compiler.graph import models
+    from vdla.compiler.graph.job import load_model
+    from vdla.compiler.graph.passes import simplify
+    from vdla.compiler.targets.cuda.model import compile_model
+
+    spec = load_model("resnet18")
+    g = simplify(spec.graph)
+    t0 = time.perf_counter()
+    m = compile_model(g, f"cuda -arch={arch}")
+    compile_s = time.perf_counter() - t0
+    x = models.sample_input(g, 0)
+    xin = next(iter(x.values()))
+    dx = runtime.to_device(xin)
+    name = next(iter(x))
+    out = m.run({name: dx})[0]
+    consts = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in g.consts.items()}
+    tg = torch_graph(torch, g, consts)
+    tx = torch.from_numpy(xin).cuda()
+    with torch.no_grad():
+        want = tg(tx).cpu().numpy()
+        t_torch = torch_time(torch, lambda: tg(tx), repeat)
+    err = float(np.abs(out - want).max() / max(np.abs(want).max(), 1e-6))
+    dev = runtime.get_device(0)
+    t_vdla = dev.time(lambda: m.run({name: dx}, sync=False), repeat)
+    return {"bench": "resnet18 e2e", "vdla_ms": t_vdla * 1e3, "torch_ms": t_torch * 1e3, "ratio": t_torch / t_vdla,
+            "rel_err": err, "compile_s": compile_s,
+            "numpy_nodes": [ly.node for ly in m.layers if ly.target != "cuda"]}  # fmt: skip
+
+
 def build_only(args: argparse.Namespace) -> int:
     if find_ptxas() is None:
         print("bench_gpu --build-only: ptxas not found (pip install nvidia-cuda-nvcc)")
@@ -123,6 +194,18 @@ def build_only(args: argparse.Namespace) -> int:
         k = f.kernels[0]
         print(f"{what:<14} {time.perf_counter() - t0:5.2f} s  grid {tuple(int(str(g)) for g in k.grid)} "
               f"block {k.block}  shared {k.shared_bytes} B  {', '.join(regs)}  ptxas {args.arch} ok")  # fmt: skip
+    if args.e2e:
+        from vdla.compiler.graph.job import load_model
+        from vdla.compiler.graph.passes import simplify
+        from vdla.compiler.targets.cuda.model import compile_model
+
+        m = compile_model(simplify(load_model("resnet18").graph), f"cuda -arch={args.arch}")
+        ptx = {id(ly.func): ly.func.ptx for ly in m.layers if ly.func is not None}
+        for text in ptx.values():
+            assemble(text, args.arch)
+        print(f"resnet18 e2e   {m.compile_s:5.2f} s  {sum(ly.target == 'cuda' for ly in m.layers)} of {len(m.layers)} "
+              f"nodes on the GPU, {len(ptx)} functions, ptxas {args.arch} ok; on the host: "
+              f"{[ly.node for ly in m.layers if ly.target != 'cuda']}")  # fmt: skip
     return 0
 
 
@@ -132,6 +215,7 @@ def main() -> int:
     ap.add_argument("--layers", nargs="*", default=list(LAYERS))
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--no-e2e", dest="e2e", action="store_false", help="skip ResNet-18 end to end")
     ap.add_argument("--build-only", action="store_true", help="build and ptxas-check every kernel (no GPU needed)")
     ap.add_argument("--arch", default="sm_90", help="GPU architecture for --build-only")
     args = ap.parse_args()
@@ -155,8 +239,9 @@ def main() -> int:
     print(f"GPU: {dev.name} ({dev.arch}; PTX for {arch}); torch {torch.__version__}, TF32 off")
     rows = [bench_matmul(torch, n, arch, args.repeat) for n in args.sizes]
     rows += [bench_conv(torch, c, arch, args.repeat) for c in args.layers]
+    e2e = bench_resnet18(torch, arch, args.repeat) if args.e2e else None
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(rows + ([e2e] if e2e else []), indent=1))
         return 0
     print(f"{'benchmark':<14} {'vdla GFLOP/s':>13} {'torch GFLOP/s':>14} {'ratio':>7} {'rel err':>9} {'compile':>8}")
     for r in rows:
@@ -170,7 +255,10 @@ def main() -> int:
     for r in rows:
         if r["bench"] == "matmul 4096":
             print(f"matmul 4096 vs cuBLAS: {r['ratio']:.2f} (floor 0.50: {'met' if r['ratio'] >= 0.5 else 'NOT met'})")
-    print("ResNet-18 end to end on cuda: not measured (the graph executor has no cuda target yet)")
+    if e2e:
+        print(f"ResNet-18 end to end: vdla {e2e['vdla_ms']:.2f} ms, torch eager {e2e['torch_ms']:.2f} ms, "
+              f"latency ratio {1 / e2e['ratio']:.2f}x torch (floor 2.00x: {'met' if 1 / e2e['ratio'] <= 2 else 'NOT met'}), "
+              f"rel err {e2e['rel_err']:.1e}, numpy nodes {e2e['numpy_nodes']}")  # fmt: skip
     return 0
 
 

@@ -33,8 +33,8 @@ def test_mlp_kernels_assemble(arch: str) -> None:
 def test_model_schedules_match_the_reference_on_the_cpu(model: str, numpy_nodes: list[str]) -> None:
     spec = load_model(model, reduced=True)
     m = compile_model(spec.graph)
-    assert [ly.node for ly in m.layers if ly.target == "numpy"] == numpy_nodes
-    assert "flatten has no topi operator" in m.table() or not numpy_nodes
+    assert [ly.node for ly in m.layers if ly.target != "cuda"] == numpy_nodes
+    assert all(ly.target == "view" for ly in m.layers if ly.node == "flatten")
     x = models.sample_input(spec.graph, 0)
     for got, want in zip(m.run_on_cpu(x), reference_run(spec.graph, x, check=False), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

@@ -2,9 +2,9 @@
 
 :func:`compile_model` simplifies and fuses a float graph (the passes every target shares),
 declares each node with topi (:func:`..llvm.strategy.declare`, the one mapping of nodes onto
-operators), schedules it with this target's schedules and builds PTX; a node with no topi
-operator (flatten, reshape, integer ops) or whose build fails runs on the graph's numpy
-kernels, with the reason recorded. Functions are shared between nodes of equal signature.
+operators), schedules it with this target's schedules and builds PTX; flatten and reshape are
+views of the GPU memory; a node with no topi operator (integer ops, concat) or whose build
+fails runs on the graph's numpy kernels, with the reason recorded. Functions are shared between nodes of equal signature.
 :meth:`GpuModel.run` keeps values on the GPU between kernels (a numpy node copies to the
 host and back) and times each layer with CUDA events. :func:`run_cuda_job` builds a
 built-in model or an ONNX file, runs it on a synthetic input and checks the outputs against
@@ -40,7 +40,8 @@ SCHEDULES = {
 
 @dataclass
 class GpuLayer:
-    """How one node runs: ``target`` "cuda" (``func``, called with ``args`` then the output) or "numpy"."""
+    """How one node runs: ``target`` "cuda" (``func``, called with ``args`` then the output), "view"
+    (flatten/reshape: the input's GPU memory with the new shape) or "numpy"."""
 
     node: str
     op: str
@@ -83,18 +84,26 @@ class GpuModel:
         self.layers = layers
         self.target = target
         self.compile_s = compile_s
+        self._consts: dict[str, Any] | None = None
+        self._consts_dev: Any = None
 
     @property
     def kernels(self) -> int:
         return len({id(ly.func) for ly in self.layers if ly.func is not None})
 
-    def run(self, inputs: dict[str, np.ndarray], time_layers: bool = False) -> list[np.ndarray]:
-        """Run on GPU 0 (NoCudaDevice without one); with ``time_layers`` each layer's
-        seconds (CUDA events, inputs already on the GPU) are stored in ``layer.seconds``."""
+    def run(self, inputs: dict[str, Any], time_layers: bool = False, sync: bool = True) -> list[np.ndarray]:
+        """Run on GPU 0 (NoCudaDevice without one); inputs are numpy or device arrays. With
+        ``time_layers`` each layer's seconds (CUDA events, inputs already on the GPU) are
+        stored in ``layer.seconds``; ``sync=False`` does not wait after each kernel (faster;
+        a fault is then reported at the next copy, without the kernel's name)."""
         from .runtime import DeviceArray, get_device, to_device
 
         dev = get_device(0)
-        env: dict[str, Any] = dict(self.graph.consts)
+        if self._consts is None or self._consts_dev is not dev:
+            # weights go to the GPU once, not per run
+            self._consts = {k: to_device(np.ascontiguousarray(v)) for k, v in self.graph.consts.items()}
+            self._consts_dev = dev
+        env: dict[str, Any] = dict(self._consts)
         env.update(inputs)
         for ly in self.layers:
             node = self.graph.node(ly.node)
@@ -102,9 +111,12 @@ class GpuModel:
                 xs = [env[a] if isinstance(env[a], DeviceArray) else to_device(np.ascontiguousarray(env[a]))
                       for a in ly.args]  # fmt: skip
                 y = DeviceArray(dev, ly.out_shape, ly.out_dtype)
-                ly.func(*xs, y)
+                ly.func._run((*xs, y), sync)
                 if time_layers:
                     ly.seconds = ly.func.time_evaluator(number=5)(*xs, y)
+            elif ly.target == "view" and isinstance(env[node.inputs[0]], DeviceArray):
+                assert node.type is not None
+                y = env[node.inputs[0]].reshape(tuple(node.type.shape))  # a view: no copy, no launch
             else:
                 xs = [env[a].numpy() if isinstance(env[a], DeviceArray) else env[a] for a in node.inputs]
                 t0 = time.perf_counter()
@@ -162,7 +174,9 @@ def compile_model(graph: Graph, target: str | CudaTarget = "cuda") -> GpuModel:
         op = _op_name(n)
         t = n.type
         assert t is not None
-        if isinstance(res, str):
+        if isinstance(res, str) and n.op in ("flatten", "reshape"):
+            layers.append(GpuLayer(n.name, op, "view", "the same GPU memory reshaped (no kernel, no copy)"))
+        elif isinstance(res, str):
             layers.append(GpuLayer(n.name, op, "numpy", res))
         else:
             # a function shared by nodes of equal signature takes each node's own values
