@@ -7,7 +7,12 @@ auto-tuner searches) and returns a Schedule for ``vdla.build(s, args, target="cu
     s = schedules.schedule_matmul(C, schedules.MatmulTiles(bm=64, bn=64, bk=16, tm=4, tn=4))
 """
 
-from .conv2d import Conv2dTiles, schedule_conv2d_nchw, schedule_depthwise_conv2d_nchw
+from .conv2d import (
+    Conv2dTiles,
+    schedule_conv2d_nchw,
+    schedule_conv2d_transpose_nchw,
+    schedule_depthwise_conv2d_nchw,
+)
 from .elemwise import schedule_injective
 from .matmul import MatmulTiles, dense, matmul, schedule_dense, schedule_matmul
 from .reduction import schedule_pool, schedule_reduce, schedule_softmax
@@ -18,6 +23,7 @@ __all__ = [
     "dense",
     "matmul",
     "schedule_conv2d_nchw",
+    "schedule_conv2d_transpose_nchw",
     "schedule_dense",
     "schedule_depthwise_conv2d_nchw",
     "schedule_injective",

@@ -7,7 +7,8 @@ channels are walked in steps of ``bk``: per step the block copies the padded inp
 (``bk`` channels x the patch's receptive field) and the ``bf x bk x KH x KW`` weights into
 shared memory cooperatively, then accumulates from there. Padding is inlined into that copy
 and injective consumers (bias, ReLU) into the output stage. Tiles are clipped to divisors of
-the shape (:class:`Conv2dTiles` are the knobs). Depthwise convolution is one thread per output.
+the shape (:class:`Conv2dTiles` are the knobs). Transposed convolution (topi's dilated form)
+uses the same tiling; depthwise convolution is one thread per output.
 """
 
 from __future__ import annotations
@@ -50,9 +51,20 @@ def _find(outs: list[te.Tensor], tag: str) -> te.Tensor:
 
 def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], tiles: Conv2dTiles = Conv2dTiles()) -> Schedule:
     """Shared-memory tiled direct convolution; ``outs`` may be the conv or a fused consumer (bias, relu)."""
-    outs = as_list(outs)
+    return _schedule_direct(as_list(outs), tiles, "conv2d_nchw")
+
+
+def schedule_conv2d_transpose_nchw(outs: te.Tensor | Sequence[te.Tensor],
+                                   tiles: Conv2dTiles = Conv2dTiles()) -> Schedule:  # fmt: skip
+    """Transposed convolution as topi declares it (a direct convolution of the stride-dilated,
+    padded input with the flipped kernel): the same tiling, the dilation inlined into the
+    shared-memory copy."""
+    return _schedule_direct(as_list(outs), tiles, "conv2d_transpose_nchw")
+
+
+def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Schedule:
     out = outs[0]
-    conv = _find(outs, "conv2d_nchw")
+    conv = _find(outs, tag)
     s = te.create_schedule([t.op for t in outs])
     traverse_inline(s, outs, lambda op: None)
     dp, kernel = conv.op.input_tensors()[:2]
