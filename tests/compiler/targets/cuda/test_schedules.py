@@ -140,5 +140,7 @@ def test_matmul_tiles_must_divide() -> None:
     with pytest.raises(ValueError, match="rows 100 is not a multiple of the tile 64"):
         S.schedule_matmul(C)
     A, B, C = S.matmul(64, 64, 64)
-    with pytest.raises(ValueError, match="does not split over 256 threads x 4"):
+    with pytest.raises(ValueError, match="the fetch width 4 must divide bk=2"):
         S.schedule_matmul(C, S.MatmulTiles(bm=64, bn=64, bk=2, tm=4, tn=4, vec=4))
+    with pytest.raises(ValueError, match=r"the A tile \(256 elements\) does not split over 256 threads x 4"):
+        S.schedule_matmul(C, S.MatmulTiles(bm=64, bn=64, bk=4, tm=4, tn=4, vec=4))

@@ -36,7 +36,7 @@ def test_random_matmul_tilings(case: tuple[S.MatmulTiles, int, int, int], seed: 
     try:
         s = S.schedule_matmul(C, tiles)
     except ValueError as e:  # a fetch that does not split evenly over the threads is refused by name
-        assert "does not split over" in str(e)
+        assert "does not split over" in str(e) or "fetch width" in str(e)
         return
     f = vdla.build(s, [A, B, C], target="cuda -arch=sm_90")
     assemble(f.ptx, "sm_90")

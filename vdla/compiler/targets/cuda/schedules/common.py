@@ -18,15 +18,19 @@ def bind_flat(st: Stage, axis: Any, num_thread: int) -> tuple[Any, Any]:
 
 
 def cooperative_fetch(s: Schedule, cache: te.Tensor, threads: list[tuple[Any, int]], vec: int = 1) -> None:
-    """Copy a shared tile with every thread of the block: fuse its axes, split off ``vec`` lanes
-    (vectorised), then one chunk per thread over ``threads`` = [(thread axis, extent), ...]
-    (outermost first). The tile size must be a multiple of vec * (number of threads)."""
+    """Copy a shared tile with every thread of the block: split ``vec`` lanes off its innermost
+    axis (vectorised), fuse the rest, then one chunk per thread over ``threads`` =
+    [(thread axis, extent), ...] (outermost first). With vec > 1 the tile's last dimension
+    must be a multiple of vec and its size a multiple of vec * (number of threads)."""
     st = s[cache]
     axes = list(st.op.axis)
-    fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     if vec > 1:
-        fused, vi = st.split(fused, factor=vec)
+        # split the innermost axis (not the fused one) so each thread's lanes are one contiguous,
+        # aligned run in both memories: a single ld.global.v4 / st.shared.v4
+        lo, vi = st.split(axes[-1], factor=vec)
         st.vectorize(vi)
+        axes = axes[:-1] + [lo]
+    fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     for ax, n in reversed(threads):
         fused, t = st.split(fused, factor=n)
         st.bind(t, ax)

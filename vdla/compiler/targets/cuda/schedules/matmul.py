@@ -37,6 +37,8 @@ class MatmulTiles:
                 raise ValueError(f"matmul tiles: {what} {size} is not a multiple of the tile {tile}")
         if self.bm % self.tm or self.bn % self.tn:
             raise ValueError(f"matmul tiles: thread tile {self.tm}x{self.tn} must divide the block {self.bm}x{self.bn}")
+        if self.bk % self.vec or self.bn % self.vec:
+            raise ValueError(f"matmul tiles: the fetch width {self.vec} must divide bk={self.bk} and bn={self.bn}")
         nthreads = (self.bm // self.tm) * (self.bn // self.tn)
         for name, size in (("A", self.bm * self.bk), ("B", self.bk * self.bn)):
             if size % (nthreads * self.vec):
