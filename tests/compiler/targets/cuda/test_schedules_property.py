@@ -20,8 +20,9 @@ def tilings(draw: st.DrawFn) -> tuple[S.MatmulTiles, int, int, int]:
     bm, bn = tm * draw(st.sampled_from([2, 4, 8])), tn * draw(st.sampled_from([2, 4, 8]))
     bk = draw(st.sampled_from([4, 8, 16]))
     threads = (bm // tm) * (bn // tn)
-    vec = draw(st.sampled_from([v for v in (4, 2, 1) if (bm * bk) % (threads * v) == 0 and (bk * bn) % (threads * v) == 0]
-                               or [1]))  # fmt: skip
+    ok = [v for v in (4, 2, 1) if bk % v == 0 and bn % v == 0 and (bm * bk) % (threads * v) == 0
+          and (bk * bn) % (threads * v) == 0]  # fmt: skip
+    vec = draw(st.sampled_from(ok or [1]))
     m, n, k = bm * draw(st.integers(1, 2)), bn * draw(st.integers(1, 2)), bk * draw(st.integers(1, 3))
     return S.MatmulTiles(bm, bn, bk, tm, tn, vec), m, n, k
 
