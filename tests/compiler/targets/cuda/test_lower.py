@@ -187,6 +187,35 @@ def _local_at_root() -> tuple[te.Schedule, list[te.Tensor]]:
     return s, [A, C]
 
 
+def _copy_with_more_threads() -> tuple[te.Schedule, list[te.Tensor]]:
+    A = te.placeholder((64,), name="A")
+    C = te.compute((64,), lambda i: A[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    bx, tx = s[C].split(C.op.axis[0], factor=8)
+    txa = te.thread_axis("threadIdx.x")
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, txa)
+    s[AA].compute_at(s[C], tx)
+    _, ti = s[AA].split(s[AA].op.axis[0], factor=16)  # 16 copying threads, but C has 8
+    s[AA].bind(ti, txa)
+    return s, [A, C]
+
+
+def _local_filled_by_threads() -> tuple[te.Schedule, list[te.Tensor]]:
+    A = te.placeholder((64,), name="A")
+    C = te.compute((64,), lambda i: A[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    AL = s.cache_read(A, "local", [C])
+    bx, tx = s[C].split(C.op.axis[0], factor=8)
+    txa = te.thread_axis("threadIdx.x")
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, txa)
+    s[AL].compute_at(s[C], bx)
+    s[AL].bind(s[AL].op.axis[0], txa)
+    return s, [A, C]
+
+
 def _parallel_loop() -> tuple[te.Schedule, list[te.Tensor]]:
     A = te.placeholder((64, 64), name="A")
     D = te.compute((64, 64), lambda i, j: A[i, j] + 1.0, name="D")
@@ -205,6 +234,9 @@ def _parallel_loop() -> tuple[te.Schedule, list[te.Tensor]]:
         (_too_much_shared, r"65536 bytes of shared memory \(A.shared 32768 B, B.shared 32768 B\) exceeds the 49152"),
         (_local_at_root, r"stage 'T' is in scope 'local' but computed at root"),
         (_parallel_loop, r"loop 'j' is marked parallel"),
+        (_copy_with_more_threads, r"binds threadIdx.x to 16 threads inside loop 'i.inner', which binds it to 8"),
+        (_local_filled_by_threads, r"A.local \(scope local, one per thread\) is used inside loop 'ax0' bound to "
+         r"threadIdx.x but allocated outside it"),
     ],
 )
 def test_schedules_the_gpu_cannot_run(make: object, match: str) -> None:

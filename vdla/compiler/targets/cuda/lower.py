@@ -140,6 +140,8 @@ def _make_kernel(name: str, root: Stmt, func: PrimFunc, temps: list[Buffer], tar
                 f"kernel {name!r}: loop {n.var.name!r} is marked parallel (a CPU thread pool); bind it to a GPU "
                 "thread axis instead"
             )
+    _check_nested_bindings(name, loops)
+    _check_private_buffers(name, root)
     extents: dict[str, Expr] = {}
     for lp in loops:
         tag = lp.thread_tag
@@ -236,6 +238,51 @@ def _make_kernel(name: str, root: Stmt, func: PrimFunc, temps: list[Buffer], tar
     for tag in reversed(list(extents)):
         body = AttrStmt("thread_extent", f"{tag}={expr_str(extents[tag])}", body)
     return Kernel(name, _kernel_params(body, func, temps, set(tvars.values())), body, tvars, grid, block, shared)
+
+
+def _check_nested_bindings(kernel: str, loops: list[For]) -> None:
+    """A loop bound to a thread axis inside a loop bound to the same axis shares its thread index
+    (a cooperative copy): it must not need more threads than the outer loop has (the extra ones
+    would sit out under the outer loop's guard) and cannot fill a thread's private buffer."""
+    for outer in loops:
+        for inner in walk(outer.body):
+            if not (isinstance(inner, For) and inner.kind == "thread_binding" and inner.thread_tag == outer.thread_tag):
+                continue
+            oe, ie = simplify_expr(outer.extent), simplify_expr(inner.extent)
+            if isinstance(oe, IntImm) and isinstance(ie, IntImm) and ie.value > oe.value:
+                raise CudaLoweringError(
+                    f"kernel {kernel!r}: loop {inner.var.name!r} binds {inner.thread_tag} to {ie.value} threads inside "
+                    f"loop {outer.var.name!r}, which binds it to {oe.value}; a copy computed there can use at most "
+                    f"{oe.value} (split it by {oe.value})"
+                )
+            local = sorted({n.buffer.name for n in walk(inner.body) if isinstance(n, BufferStore)
+                            and n.buffer.scope == "local"})  # fmt: skip
+            if local:
+                raise CudaLoweringError(
+                    f"kernel {kernel!r}: {', '.join(local)} (scope local, private to each thread) is filled by loop "
+                    f"{inner.var.name!r} bound to {inner.thread_tag} inside loop {outer.var.name!r} bound to it too; "
+                    "bind only stages in shared memory to the threads that share them"
+                )
+
+
+def _check_private_buffers(kernel: str, root: Stmt) -> None:
+    """Each thread has its own ``local`` buffers and each block its own ``shared`` ones: one
+    allocated outside a loop bound to threadIdx (resp. blockIdx) that uses it would be one
+    buffer in the loop nest but many on the GPU, so it is refused."""
+    for a in walk(root):
+        if not isinstance(a, Allocate) or a.buffer.scope not in ("local", "shared"):
+            continue
+        kind = "threadIdx" if a.buffer.scope == "local" else "blockIdx"
+        for lp in walk(a.body):
+            if not (isinstance(lp, For) and lp.kind == "thread_binding" and (lp.thread_tag or "").startswith(kind)):
+                continue
+            if any(isinstance(n, BufferLoad | BufferStore) and n.buffer is a.buffer for n in walk(lp.body)):
+                who = "thread" if kind == "threadIdx" else "block"
+                raise CudaLoweringError(
+                    f"kernel {kernel!r}: {a.buffer.name} (scope {a.buffer.scope}, one per {who}) is used inside loop "
+                    f"{lp.var.name!r} bound to {lp.thread_tag} but allocated outside it; compute it at that loop "
+                    f"(or inside it), or use {'shared' if kind == 'threadIdx' else 'global'} memory"
+                )
 
 
 def _const(e: Expr | None) -> int:
