@@ -39,7 +39,7 @@ LAYERS = {layer.name: layer for layer in RESNET18[1:]}  # C2..C12
 def matmul_tiles(n: int) -> schedules.MatmulTiles:
     """Bigger tiles for bigger matrices (more reuse per shared-memory load), 256 threads either way."""
     if n >= 2048 and n % 128 == 0:
-        return schedules.MatmulTiles(bm=128, bn=128, bk=8, tm=8, tn=8, vec=4)
+        return schedules.MatmulTiles(bm=128, bn=128, bk=8, tm=8, tn=8, vec=4, vt=2)
     return schedules.MatmulTiles(bm=64, bn=64, bk=16, tm=4, tn=4, vec=4)
 
 

@@ -235,8 +235,8 @@ def _parallel_loop() -> tuple[te.Schedule, list[te.Tensor]]:
         (_local_at_root, r"stage 'T' is in scope 'local' but computed at root"),
         (_parallel_loop, r"loop 'j' is marked parallel"),
         (_copy_with_more_threads, r"binds threadIdx.x to 16 threads inside loop 'i.inner', which binds it to 8"),
-        (_local_filled_by_threads, r"A.local \(scope local, one per thread\) is used inside loop 'ax0' bound to "
-         r"threadIdx.x but allocated outside it"),
+        (_local_filled_by_threads, r"A.local \(scope local, one per thread\) is written under loop 'ax0' and read "
+         r"under loop 'i.inner', both bound to threadIdx"),
     ],
 )
 def test_schedules_the_gpu_cannot_run(make: object, match: str) -> None:

@@ -107,6 +107,7 @@ def _fused_elementwise(vec: int) -> Case:
 CASES: dict[str, Case] = {
     "matmul 64x64 tiles": _matmul(S.MatmulTiles(), 128, 128, 64),
     "matmul 32x64 tiles, 2x8 threads tiles": _matmul(S.MatmulTiles(bm=32, bn=64, bk=8, tm=2, tn=8, vec=2), 64, 128, 32),
+    "matmul with 2x2 virtual threads": _matmul(S.MatmulTiles(bm=64, bn=64, bk=16, tm=4, tn=4, vec=4, vt=2), 64, 128, 32),
     "dense": _dense,
     "conv2d 3x3 pad 1 + relu": _conv(1, 1, True),
     "conv2d 3x3 stride 2": _conv(2, 0, False, S.Conv2dTiles(bf=8, ty=3, tx=6, bk=4)),

@@ -23,8 +23,9 @@ def tilings(draw: st.DrawFn) -> tuple[S.MatmulTiles, int, int, int]:
     ok = [v for v in (4, 2, 1) if bk % v == 0 and bn % v == 0 and (bm * bk) % (threads * v) == 0
           and (bk * bn) % (threads * v) == 0]  # fmt: skip
     vec = draw(st.sampled_from(ok or [1]))
+    vt = draw(st.sampled_from([v for v in (1, 2) if tm % v == 0 and tn % v == 0]))
     m, n, k = bm * draw(st.integers(1, 2)), bn * draw(st.integers(1, 2)), bk * draw(st.integers(1, 3))
-    return S.MatmulTiles(bm, bn, bk, tm, tn, vec), m, n, k
+    return S.MatmulTiles(bm, bn, bk, tm, tn, vec, vt), m, n, k
 
 
 @needs_ptxas

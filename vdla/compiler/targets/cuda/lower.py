@@ -266,22 +266,28 @@ def _check_nested_bindings(kernel: str, loops: list[For]) -> None:
 
 
 def _check_private_buffers(kernel: str, root: Stmt) -> None:
-    """Each thread has its own ``local`` buffers and each block its own ``shared`` ones: one
-    allocated outside a loop bound to threadIdx (resp. blockIdx) that uses it would be one
-    buffer in the loop nest but many on the GPU, so it is refused."""
+    """Each thread has its own ``local`` buffers and each block its own ``shared`` ones. Written
+    under one loop bound to threadIdx (resp. blockIdx) and read under another, such a buffer
+    would pass values between threads in the loop nest but not on the GPU, so it is refused."""
     for a in walk(root):
         if not isinstance(a, Allocate) or a.buffer.scope not in ("local", "shared"):
             continue
         kind = "threadIdx" if a.buffer.scope == "local" else "blockIdx"
-        for lp in walk(a.body):
-            if not (isinstance(lp, For) and lp.kind == "thread_binding" and (lp.thread_tag or "").startswith(kind)):
-                continue
-            if any(isinstance(n, BufferLoad | BufferStore) and n.buffer is a.buffer for n in walk(lp.body)):
+        loops = [lp for lp in walk(a.body)
+                 if isinstance(lp, For) and lp.kind == "thread_binding" and (lp.thread_tag or "").startswith(kind)]  # fmt: skip
+        inside = {id(lp): {id(n) for n in walk(lp.body)} for lp in loops}
+        writes = [lp for lp in loops if any(isinstance(n, BufferStore) and n.buffer is a.buffer for n in walk(lp.body))]
+        reads = [lp for lp in loops if any(isinstance(n, BufferLoad) and n.buffer is a.buffer for n in walk(lp.body))]
+        for w in writes:
+            for r in reads:
+                if w is r or id(r) in inside[id(w)] or id(w) in inside[id(r)]:
+                    continue
                 who = "thread" if kind == "threadIdx" else "block"
                 raise CudaLoweringError(
-                    f"kernel {kernel!r}: {a.buffer.name} (scope {a.buffer.scope}, one per {who}) is used inside loop "
-                    f"{lp.var.name!r} bound to {lp.thread_tag} but allocated outside it; compute it at that loop "
-                    f"(or inside it), or use {'shared' if kind == 'threadIdx' else 'global'} memory"
+                    f"kernel {kernel!r}: {a.buffer.name} (scope {a.buffer.scope}, one per {who}) is written under loop "
+                    f"{w.var.name!r} and read under loop {r.var.name!r}, both bound to {kind}: on the GPU those are "
+                    f"different {who}s' copies; compute it inside the reading loop, or use "
+                    f"{'shared' if kind == 'threadIdx' else 'global'} memory"
                 )
 
 

@@ -22,7 +22,9 @@ from .reduction import schedule_reduce
 
 @dataclass(frozen=True)
 class MatmulTiles:
-    """Block tile bm x bn, thread tile tm x tn, reduction step bk, fetch vector width vec."""
+    """Block tile bm x bn, thread tile tm x tn, reduction step bk, fetch vector width vec; with
+    ``vt`` > 1 each thread's tile is vt x vt strided pieces (virtual threads: neighbouring
+    threads read neighbouring shared-memory words, fewer bank conflicts)."""
 
     bm: int = 64
     bn: int = 64
@@ -30,11 +32,14 @@ class MatmulTiles:
     tm: int = 4
     tn: int = 4
     vec: int = 4
+    vt: int = 1
 
     def check(self, m: int, n: int, k: int) -> None:
         for what, size, tile in (("rows", m, self.bm), ("columns", n, self.bn), ("reduction", k, self.bk)):
             if size % tile:
                 raise ValueError(f"matmul tiles: {what} {size} is not a multiple of the tile {tile}")
+        if self.tm % self.vt or self.tn % self.vt:
+            raise ValueError(f"matmul tiles: {self.vt} virtual threads must divide the thread tile {self.tm}x{self.tn}")
         if self.bm % self.tm or self.bn % self.tn:
             raise ValueError(f"matmul tiles: thread tile {self.tm}x{self.tn} must divide the block {self.bm}x{self.bn}")
         if self.bk % self.vec or self.bn % self.vec:
@@ -80,14 +85,19 @@ def schedule_matmul(C: te.Tensor, tiles: MatmulTiles = MatmulTiles()) -> Schedul
     tya, txa = te.thread_axis("threadIdx.y"), te.thread_axis("threadIdx.x")
     by, yi = s[C].split(C.op.axis[0], factor=tiles.bm)
     bx, xi = s[C].split(C.op.axis[1], factor=tiles.bn)
-    ty, yi = s[C].split(yi, factor=tiles.tm)
-    tx, xi = s[C].split(xi, factor=tiles.tn)
-    s[C].reorder(by, bx, ty, tx, yi, xi)
+    vy, yi = s[C].split(yi, nparts=tiles.vt)
+    vx, xi = s[C].split(xi, nparts=tiles.vt)
+    ty, yi = s[C].split(yi, nparts=ty_n)
+    tx, xi = s[C].split(xi, nparts=tx_n)
+    s[C].reorder(by, bx, vy, vx, ty, tx, yi, xi)
     s[C].bind(by, te.thread_axis("blockIdx.y"))
     s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    if tiles.vt > 1:
+        s[C].bind(vy, te.thread_axis("vthread"))
+        s[C].bind(vx, te.thread_axis("vthread"))
     s[C].bind(ty, tya)
     s[C].bind(tx, txa)
-    if tiles.tn in (2, 4):
+    if tiles.tn // tiles.vt in (2, 4):
         s[C].vectorize(xi)
     s[CL].compute_at(s[C], tx)
     yc, xc = s[CL].op.axis
