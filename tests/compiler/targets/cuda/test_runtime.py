@@ -100,3 +100,10 @@ def test_a_faulting_kernel_is_reported_by_name() -> None:
     with pytest.raises(runtime.CudaError, match="kernel 'oob_kernel' failed"):
         f(np.ones(64, "float32"), np.zeros(64, "float32"))
     _vadd()(np.ones(1000, "float32"), np.ones(1000, "float32"), np.zeros(1000, "float32"))  # the context recovered
+
+
+@needs_gpu
+def test_device_arrays_that_overlap_are_refused() -> None:
+    d = runtime.to_device(np.ones(1000, "float32"))
+    with pytest.raises(ArgumentError, match="arguments 'A' and 'C' share GPU memory"):
+        _vadd()(d, runtime.to_device(np.ones(1000, "float32")), d)

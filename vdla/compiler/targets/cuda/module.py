@@ -97,6 +97,12 @@ class CUDAModule:
         for k, (p, a) in enumerate(zip(params, args, strict=True)):
             if isinstance(p, Buffer):
                 BuiltFunction._check_shape(self, k, p, a, bound)  # type: ignore[arg-type]
+        # kernels take their buffers as noalias: two arguments may not share GPU memory
+        spans = [(p.name, a.ptr, a.ptr + a.nbytes) for p, a in zip(params, args, strict=True) if isinstance(a, DeviceArray)]
+        for i, (n1, lo1, hi1) in enumerate(spans):
+            for n2, lo2, hi2 in spans[i + 1 :]:
+                if lo1 < hi2 and lo2 < hi1:
+                    raise ArgumentError(f"arguments {n1!r} and {n2!r} share GPU memory; pass distinct arrays")
         return args, bound
 
     def __call__(self, *args: Any) -> None:
