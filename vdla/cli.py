@@ -4,7 +4,7 @@
     vdla asm FILE.s -o prog.vdla            assemble text into a program file
     vdla disasm prog.vdla                   print a program file as assembly
     vdla run prog.vdla [--device fsim] [--json]   run a program file and print the report
-    vdla run MODEL [--device fsim] [--reduced] [--json]
+    vdla run MODEL [--device fsim] [--reduced] [--json] [--target cuda]
                                             compile and run a model (resnet18, mobilenet_v1, mlp,
                                             dcgan_generator, resnet_block, resnet50, dqn, lstm_lm,
                                             digits, FILE.onnx, or a compiled model file), check it,
@@ -113,6 +113,10 @@ def _build_model(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from .runtime import Device, Program
 
+    if getattr(args, "target", None):  # vdla run MODEL --target cuda: the float model on a GPU
+        from .compiler.targets.cuda.model import run_cli
+
+        return run_cli(args)
     if not _is_program(args.file):
         return _run_model(args)
     prog = Program.load(args.file)
@@ -198,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     _model_args(q)
     q.add_argument("--seed", type=int, default=0, help="seed of the synthetic input (models)")
     q.add_argument("--no-fp32-check", action="store_true", help="skip the fp32 onnxruntime cross-check (models)")
+    q.add_argument("--target", default=None, help="cuda (or 'cuda -arch=sm_90'): run the float32 model on a GPU")
     q.set_defaults(fn=_run)
     q = sub.add_parser("build", help="compile a model (built-in name or .onnx) into one file")
     q.add_argument("model")

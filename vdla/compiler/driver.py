@@ -14,7 +14,8 @@
 
 ``build`` lowers (unless given a lowered PrimFunc) and hands the function to its target:
 ``"llvm"`` (host JIT or cross compilation, :mod:`.targets.llvm`) or ``"vdla"`` (the
-accelerator's instruction stream, :mod:`.targets.vdla`). ``print_passes=True`` prints
+accelerator's instruction stream, :mod:`.targets.vdla`) or ``"cuda"`` (PTX for a GPU,
+:mod:`.targets.cuda`). ``print_passes=True`` prints
 the IR after every step; the returned :class:`~vdla.compiler.tir.nodes.PrimFunc`
 prints as readable IR.
 """
@@ -27,6 +28,7 @@ from typing import Any
 
 from .schedule.loop_nest import schedule_to_stmt
 from .schedule.primitives import Schedule, ScheduleError
+from .targets.cuda.target import CudaTarget, is_cuda
 from .targets.llvm.module import build_function as build_llvm
 from .targets.llvm.target import Target, TargetError
 from .targets.vdla.module import build_function as build_vdla
@@ -143,7 +145,7 @@ def _lower(sch: Schedule, args: Sequence[Any], name: str, print_passes: bool, ex
 def build(
     sch: Schedule | PrimFunc,
     args: Sequence[Any] | None = None,
-    target: str | Target = "llvm",
+    target: str | Target | CudaTarget = "llvm",
     name: str = "main",
     opt_level: int = 3,
     config: Any = None,
@@ -156,7 +158,9 @@ def build(
     explicit ``-mcpu``/``-mattr``) compiles ahead of time and returns a
     :class:`~vdla.compiler.targets.llvm.target.CrossModule` (object code and assembly);
     ``"vdla"`` compiles for the accelerator described by ``config`` (default Config) and
-    returns a :class:`~vdla.compiler.targets.vdla.module.VDLAFunction`.
+    returns a :class:`~vdla.compiler.targets.vdla.module.VDLAFunction`; ``"cuda"``/``"nvptx"``
+    (``"cuda -arch=sm_90"``, or a CudaTarget) emits PTX and returns a
+    :class:`~vdla.compiler.targets.cuda.module.CUDAModule`.
     """
     if _is_vdla(target):
         cfg = vdla_config(config)
@@ -165,6 +169,14 @@ def build(
         return build_vdla(func, cfg, lower_s=time.perf_counter() - t0)
     if config is not None:
         raise ValueError(f"build: config= applies to target 'vdla', not {target!r}")
+    if is_cuda(target):
+        from .targets.cuda.module import build_function as build_cuda
+
+        try:
+            ctgt = CudaTarget.parse(target)
+        except TargetError as err:
+            raise ValueError(str(err)) from None
+        return build_cuda(_lowered(sch, args, name), ctgt, opt_level)
     try:
         tgt = Target.parse(target)
     except TargetError as err:

@@ -267,11 +267,17 @@ class _Lowering:
         root_relax = {}
         from .bound import sym_interval
 
+        # loops bound to threads that share this stage's memory (GPU "shared": all threadIdx of a
+        # block) compute it together, so its region covers all their values (TVM's NeedRelax)
+        shared = self._thread_relax(st, pos)
+        relax.update(shared)
         for riv, (mn, _) in parent.root.items():
             r = sym_interval(parent.val[riv], relax)
-            if r is None:
+            m = sym_interval(mn, shared) if shared else (mn, mn)
+            if r is None or m is None:
                 r = (make_const(0, mn.dtype), BinOp("sub", parent.ext[riv], make_const(1, mn.dtype), mn.dtype))
-            root_relax[riv.var] = (simplify_expr(mn + r[0]), simplify_expr(mn + r[1]))
+                m = (mn, mn)
+            root_relax[riv.var] = (simplify_expr(m[0] + r[0]), simplify_expr(m[1] + r[1]))
         reads = [n.indices for n in walk(parent.body) if isinstance(n, TensorRead) and n.tensor is info.tensor]
         region = region_of(reads, root_relax, len(op.axis)) if reads else [None] * len(op.axis)
         # readers computed at the same loop: their (already inferred) regions bound what they read
@@ -308,6 +314,36 @@ class _Lowering:
             info.root[iv] = (r[0], ext)
             # guard against computing outside the tensor's domain
             info.domain_guards.append((iv, full))
+
+    def _thread_relax(self, st: Stage, pos: int) -> dict[Var, tuple[Expr, Expr]]:
+        """Thread-bound loops at and above ``st``'s attach point over which ``st`` is shared.
+
+        A scope is shared by the threads of lower rank (TVM's storage/thread ranks):
+        ``global`` by blockIdx and threadIdx, ``shared`` by threadIdx (and vthread); ``local``
+        and the accelerator's scopes by none, so CPU and VDLA schedules are unaffected."""
+        scope_rank = {"global": 0, "shared": 1}.get(st.scope)
+        out: dict[Var, tuple[Expr, Expr]] = {}
+        if scope_rank is None:
+            return out
+        cur, upto = st.attach_stage, pos
+        while cur is not None and cur in self.infos:
+            info = self.infos[cur]
+            for iv in cur.leaf_iter_vars[: upto + 1]:
+                attrs = cur.iter_var_attrs.get(iv, {})
+                if attrs.get("kind") != "bind":
+                    continue
+                tag = attrs["thread"].thread_tag
+                rank = 0 if tag.startswith("blockIdx") else 1 if tag.startswith("threadIdx") else None
+                if tag.startswith("vthread") and st.scope == "shared":
+                    rank = 1
+                if rank is not None and scope_rank <= rank:
+                    e = info.ext[iv]
+                    out[iv.var] = (make_const(0, e.dtype), simplify_expr(BinOp("sub", e, make_const(1, e.dtype), e.dtype)))
+            if cur.attach_type != "scope":
+                break
+            upto = cur.attach_stage.leaf_iter_vars.index(cur.attach_ivar)  # type: ignore[union-attr]
+            cur = cur.attach_stage
+        return out
 
     def _shape_vars(self) -> set[Var]:
         out: set[Var] = set()
@@ -385,9 +421,20 @@ class _Lowering:
             v = absv[iv]
             g.append(v >= dmin)
             g.append(v < simplify_expr(dmin + dext))
+        # loops of constant extent (this stage's and those it is computed inside) bound the
+        # guard's variables: a guard they prove true (a tile that fits) is dropped
+        ranges: dict[Var, tuple[int | None, int | None]] = {}
+        cur: Stage | None = info.stage
+        while cur is not None and cur in self.infos:
+            for leaf in cur.leaf_iter_vars:
+                e = self.infos[cur].ext.get(leaf)
+                e = simplify_expr(e) if e is not None else None
+                if isinstance(e, IntImm):
+                    ranges[leaf.var] = (0, e.value - 1)
+            cur = cur.attach_stage if cur.attach_type == "scope" else None
         out = []
         for c in g:
-            c2 = simplify_expr(c)
+            c2 = simplify_expr(c, ranges)
             if isinstance(c2, IntImm) and c2.value:
                 continue
             out.append(c2)

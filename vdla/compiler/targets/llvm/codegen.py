@@ -141,7 +141,7 @@ class LLVMCodegen:
             types.append(PTR if isinstance(p, Buffer) else llvm_type(p.dtype))
         for v in shape_vars:
             types.append(llvm_type(v.dtype))
-        fn = ir.Function(self.module, ir.FunctionType(VOID, types), name=self.symbol)
+        fn = self.declare_function(types)
         for p, arg in zip(list(f.params) + shape_vars, fn.args, strict=True):
             if isinstance(p, Buffer):
                 arg.add_attribute("noalias")
@@ -154,6 +154,14 @@ class LLVMCodegen:
         self.stmt(f.body)
         self.ctx.finish()
         return self.module
+
+    def declare_function(self, types: list[ir.Type]) -> ir.Function:
+        """The LLVM function for the kernel (a GPU back end overrides it: calling convention)."""
+        return ir.Function(self.module, ir.FunctionType(VOID, types), name=self.symbol)
+
+    def vector_align(self, buf: Buffer, index: Ramp, elem_align: int) -> int:
+        """Alignment of a contiguous vector access; the element's unless a subclass proves more."""
+        return elem_align
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: Stmt | None) -> None:
@@ -324,10 +332,11 @@ class LLVMCodegen:
             n = index.lanes
             p = self._addr(buf, self.expr(index.base), index.base.dtype)
             vty = ir.VectorType(ety, n)
+            valign = self.vector_align(buf, index, align)
             if store is not None:
-                b.store(store, p, align=align)
+                b.store(store, p, align=valign)
                 return None
-            return b.load(p, typ=vty, align=align)
+            return b.load(p, typ=vty, align=valign)
         if isinstance(index, Broadcast) and store is None:
             v = self._access(buf, index.value)
             return self._splat(v, index.lanes)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ...graph.ir import Graph, Node
 
-__all__ = ["LlvmKernel", "LlvmCache", "lower", "signature"]
+__all__ = ["LlvmKernel", "LlvmCache", "declare", "lower", "signature"]
 
 _ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm")
 _ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax")
@@ -113,11 +113,10 @@ def signature(node: Node, graph: Graph) -> str:
     return json.dumps([items, [nm(o) for o in outs]])
 
 
-def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
-    """Build ``node`` for the host with llvm, or return why it is not mapped."""
+def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
+    """``node`` as topi operators: (placeholders, the outer values they stand for, the output
+    tensor), or why it cannot be. Shared by every target's strategy (the GPU's too)."""
     from ... import te, topi
-    from ...driver import build
-    from . import schedules
 
     why = check(node, graph)
     if why is not None:
@@ -173,8 +172,19 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
         else:  # pragma: no cover - check() filtered these
             return f"{n.op} has no topi operator"
         env[n.name] = y
-    out = env[outs[0]]
-    anchor = nodes[0].op
+    return placeholders, args, env[outs[0]]
+
+
+def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
+    """Build ``node`` for the host with llvm, or return why it is not mapped."""
+    from ...driver import build
+    from . import schedules
+
+    decl = declare(node, graph)
+    if isinstance(decl, str):
+        return decl
+    placeholders, args, out = decl
+    anchor = _body(node, graph)[0][0].op
     try:
         sched = getattr(schedules, _SCHEDULE.get(anchor, "schedule_injective"))(out)
         func = build(sched, placeholders + [out], target="llvm", name=name)

@@ -53,7 +53,8 @@ class Target:
         kind, opts = words[0], words[1:]
         if kind != "llvm":
             raise TargetError(
-                f"unknown target {kind!r} (in {target!r}); this build supports 'llvm' (-mtriple=... for other CPUs)"
+                f"unknown target {kind!r} (in {target!r}); this build supports 'llvm' (-mtriple=... for other CPUs), "
+                "'cuda' (-arch=sm_80|sm_90) and 'vdla'"
             )
         triple = cpu = None
         attrs: tuple[str, ...] = ()

@@ -1,0 +1,109 @@
+"""The CUDA runtime: without a GPU a built function raises "no CUDA device" (after checking its
+arguments, which needs no GPU); with one, results match numpy, device arrays stay on the GPU,
+timing uses CUDA events and a faulting kernel is reported by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support.cuda import needs_gpu
+
+import vdla
+from vdla.compiler import te, topi
+from vdla.compiler.targets.cuda import runtime, schedules
+from vdla.compiler.targets.llvm.module import ArgumentError
+
+
+def _vadd(n: int = 1000) -> object:
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    bx, tx = s[C].split(C.op.axis[0], factor=128)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    return vdla.build(s, [A, B, C], target="cuda")
+
+
+@pytest.mark.skipif(runtime.device_count() > 0, reason="this machine has a GPU")
+def test_no_cuda_device_is_a_clear_error() -> None:
+    f = _vadd()
+    a = np.ones(1000, "float32")
+    with pytest.raises(runtime.NoCudaDevice, match="no CUDA device"):
+        f(a, a.copy(), np.zeros(1000, "float32"))
+    with pytest.raises(runtime.NoCudaDevice, match="no CUDA device"):
+        runtime.to_device(a)
+    assert runtime.device_count() == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((np.ones(1000, "float32"), np.ones(1000, "float64"), np.zeros(1000, "float32")),
+         r"argument 1 \('B'\): expected dtype float32, got float64"),
+        ((np.ones(1000, "float32"), np.ones(999, "float32"), np.zeros(1000, "float32")),
+         r"argument 1 \('B'\): expected shape \(1000,\), got \(999,\)"),
+        ((np.ones(1000, "float32"), np.ones((1000, 1), "float32"), np.zeros(1000, "float32")),
+         r"argument 1 \('B'\): expected 1 dimension"),
+        ((np.ones(1000, "float32"),), r"takes 3 arguments \(A, B, C\), got 1"),
+        ((np.ones(1000, "float32"), [1.0] * 1000, np.zeros(1000, "float32")), r"argument 1 \('B'\) must be a numpy array"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_named_before_any_gpu_is_touched(args: tuple[object, ...], match: str) -> None:
+    with pytest.raises(ArgumentError, match=match):
+        _vadd()(*args)
+
+
+# ---------------------------------------------------------------------------- on a GPU
+
+
+@needs_gpu
+def test_vector_add_on_the_gpu(rng: np.random.Generator) -> None:
+    f = _vadd()
+    a, b = rng.standard_normal(1000).astype("float32"), rng.standard_normal(1000).astype("float32")
+    c = np.zeros(1000, "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+@needs_gpu
+def test_matmul_with_device_arrays_and_timing(rng: np.random.Generator) -> None:
+    dev = runtime.get_device(0)
+    A, B, C = schedules.matmul(256, 256, 128)
+    f = vdla.build(schedules.schedule_matmul(C), [A, B, C], target=f"cuda -arch={dev.arch}")
+    a, b = rng.standard_normal((256, 128)).astype("float32"), rng.standard_normal((128, 256)).astype("float32")
+    da, db, dc = runtime.to_device(a), runtime.to_device(b), runtime.empty((256, 256), "float32")
+    f(da, db, dc)
+    np.testing.assert_allclose(dc.numpy(), a @ b, rtol=1e-4, atol=1e-3)
+    assert f.time_evaluator(number=3)(da, db, dc) > 0
+
+
+@needs_gpu
+def test_softmax_runs_its_kernels_in_order(rng: np.random.Generator) -> None:
+    x = te.placeholder((6, 100), name="x")
+    y = topi.softmax(x)
+    f = vdla.build(schedules.schedule_softmax(y), [x, y], target="cuda")
+    xa = rng.standard_normal((6, 100)).astype("float32")
+    out = np.zeros((6, 100), "float32")
+    f(xa, out)
+    e = np.exp(xa - xa.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+@needs_gpu
+def test_a_faulting_kernel_is_reported_by_name() -> None:
+    A = te.placeholder((64,), name="A")
+    C = te.compute((64,), lambda i: A[i * 100_000_000], name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.x"))
+    f = vdla.build(s, [A, C], target="cuda", name="oob")
+    with pytest.raises(runtime.CudaError, match="kernel 'oob_kernel' failed"):
+        f(np.ones(64, "float32"), np.zeros(64, "float32"))
+    _vadd()(np.ones(1000, "float32"), np.ones(1000, "float32"), np.zeros(1000, "float32"))  # the context recovered
+
+
+@needs_gpu
+def test_device_arrays_that_overlap_are_refused() -> None:
+    d = runtime.to_device(np.ones(1000, "float32"))
+    with pytest.raises(ArgumentError, match="arguments 'A' and 'C' share GPU memory"):
+        _vadd()(d, runtime.to_device(np.ones(1000, "float32")), d)

@@ -1,0 +1,414 @@
+"""The host/device split of a function lowered for a GPU, thread binding and shared-memory barriers.
+
+:func:`split_host_device` takes the :class:`PrimFunc` that ``lower`` produced (loops bound
+with ``s[C].bind(ax, te.thread_axis("threadIdx.x"))`` are ``thread_binding`` loops there)
+and cuts it into :class:`Kernel` s, one per root statement: the host allocates the global
+intermediates between them and launches them in order. In each kernel
+
+* every loop bound to ``blockIdx.*``/``threadIdx.*`` becomes the thread's index (a special
+  register); loops of one tag share it, so a stage computed inside ``threadIdx.x`` and
+  bound to ``threadIdx.x`` again is fetched cooperatively; a loop shorter than the launch
+  extent is guarded (``if threadIdx.x < n``);
+* the launch extents are the largest loop of each tag (``blockIdx`` may depend on symbolic
+  sizes, evaluated by the host at each call), checked against the architecture's limits;
+* ``shared`` allocations are summed against the block's static shared memory;
+* :func:`storage_sync` inserts ``__syncthreads()`` between a write to a shared buffer and a
+  later read of it (and a read and a later write: the next loop iteration's refill).
+
+A loop nest with no bound loop at all is refused: it would run once per thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...schedule.primitives import ScheduleError
+from ...tir import dtypes
+from ...tir.nodes import (
+    Allocate,
+    AttrStmt,
+    Buffer,
+    BufferLoad,
+    BufferStore,
+    CallExtern,
+    Cast,
+    Evaluate,
+    Expr,
+    For,
+    IfThenElse,
+    IntImm,
+    LetStmt,
+    PrimFunc,
+    Seq,
+    Stmt,
+    Var,
+    seq,
+)
+from ...tir.passes.simplify import simplify_expr
+from ...tir.printer import expr_str
+from ...tir.visitor import free_vars, substitute, walk
+from .target import CudaTarget
+
+THREAD_TAGS = tuple(f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz")
+SYNC = "__syncthreads"
+
+
+class CudaLoweringError(ScheduleError):
+    """A schedule that cannot run on the GPU (unbound loops, too many threads, too much shared memory)."""
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One ``__global__`` function: its parameters, body (thread loops replaced) and launch shape."""
+
+    name: str
+    params: list[Any]  # Buffers (device pointers) and scalar Vars, in call order
+    body: Stmt
+    thread_vars: dict[str, Var]
+    grid: tuple[Expr, Expr, Expr]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(eq=False)
+class DeviceModule:
+    """A lowered function split for the GPU: global temporaries (host-allocated) and kernels in launch order."""
+
+    func: PrimFunc
+    temps: list[Buffer] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+
+
+def _stored(s: Stmt) -> list[str]:
+    names: list[str] = []
+    for n in walk(s):
+        if isinstance(n, BufferStore) and n.buffer.name not in names:
+            names.append(n.buffer.name)
+    return names
+
+
+def split_host_device(func: PrimFunc, target: CudaTarget) -> DeviceModule:
+    """Cut ``func`` into kernels (see the module docstring); raise CudaLoweringError on bad schedules."""
+    dev = DeviceModule(func)
+    roots: list[Stmt] = []
+
+    def peel(s: Stmt) -> None:
+        if isinstance(s, Seq):
+            for x in s.stmts:
+                peel(x)
+        elif isinstance(s, Allocate):
+            if s.buffer.scope != "global":
+                raise CudaLoweringError(
+                    f"stage {s.buffer.name!r} is in scope {s.buffer.scope!r} but computed at root; on the GPU a "
+                    f"{s.buffer.scope} buffer lives inside a kernel: compute_at it inside a thread-bound loop"
+                )
+            dev.temps.append(s.buffer)
+            peel(s.body)
+        else:
+            roots.append(s)
+
+    peel(func.body)
+    roots = [r for r in roots if _stored(r) or any(isinstance(n, CallExtern) for n in walk(r))]
+    for k, root in enumerate(roots):
+        name = f"{func.name}_kernel" if len(roots) == 1 else f"{func.name}_kernel{k}"
+        dev.kernels.append(_make_kernel(name, root, func, dev.temps, target))
+    return dev
+
+
+def _make_kernel(name: str, root: Stmt, func: PrimFunc, temps: list[Buffer], target: CudaTarget) -> Kernel:
+    loops = [n for n in walk(root) if isinstance(n, For) and n.kind == "thread_binding"]
+    for lp in loops:
+        if lp.thread_tag not in THREAD_TAGS:
+            raise CudaLoweringError(
+                f"kernel {name!r}: loop {lp.var.name!r} is bound to {lp.thread_tag!r}; GPU thread axes are "
+                f"{', '.join(THREAD_TAGS)} (vthread is lowered before)"
+            )
+    if not loops:
+        raise CudaLoweringError(
+            f"kernel {name!r}: the loop nest writing {', '.join(repr(x) for x in _stored(root))} is not bound to "
+            "any GPU thread; bind its outer axes, e.g. s[T].bind(bx, te.thread_axis('blockIdx.x')) and "
+            "s[T].bind(tx, te.thread_axis('threadIdx.x'))"
+        )
+    for n in walk(root):
+        if isinstance(n, For) and n.kind == "parallel":
+            raise CudaLoweringError(
+                f"kernel {name!r}: loop {n.var.name!r} is marked parallel (a CPU thread pool); bind it to a GPU "
+                "thread axis instead"
+            )
+    _check_nested_bindings(name, loops)
+    _check_private_buffers(name, root)
+    extents: dict[str, Expr] = {}
+    for lp in loops:
+        tag = lp.thread_tag
+        assert tag is not None
+        ext = simplify_expr(lp.extent)
+        if tag.startswith("threadIdx") and not isinstance(ext, IntImm):
+            raise CudaLoweringError(
+                f"kernel {name!r}: loop {lp.var.name!r} bound to {tag} has extent {expr_str(ext)}, which is not a "
+                "constant; split it by a constant factor and bind the inner part"
+            )
+        old = extents.get(tag)
+        if old is None:
+            extents[tag] = ext
+        elif isinstance(old, IntImm) and isinstance(ext, IntImm):
+            extents[tag] = ext if ext.value > old.value else old
+        elif expr_str(old) != expr_str(ext):
+            raise CudaLoweringError(
+                f"kernel {name!r}: {tag} is bound to loops of extents {expr_str(old)} and {expr_str(ext)}; "
+                "symbolic grid extents must agree"
+            )
+    block = tuple(_const(extents.get(f"threadIdx.{d}")) for d in "xyz")
+    grid = tuple(extents.get(f"blockIdx.{d}", IntImm(1, "int32")) for d in "xyz")
+    for d, n, lim in zip("xyz", block, target.max_threads_dim, strict=True):
+        if n > lim:
+            raise CudaLoweringError(f"kernel {name!r}: threadIdx.{d} has extent {n}; {target.arch} allows {lim}")
+    for d, g, lim in zip("xyz", grid, target.max_grid_dim, strict=True):
+        if isinstance(g, IntImm) and g.value > lim:
+            raise CudaLoweringError(f"kernel {name!r}: blockIdx.{d} has extent {g.value}; {target.arch} allows {lim}")
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > target.max_threads_per_block:
+        raise CudaLoweringError(
+            f"kernel {name!r}: {nthreads} threads per block (threadIdx x,y,z = {block[0]},{block[1]},{block[2]}) "
+            f"exceeds the {target.max_threads_per_block} {target.arch} allows; use smaller thread tiles"
+        )
+    tvars = {tag: Var(tag, "int32") for tag in extents}
+
+    def bind(s: Any) -> Any:
+        if isinstance(s, For) and s.kind == "thread_binding":
+            tv = tvars[s.thread_tag]  # type: ignore[index]
+            val: Expr = tv if s.var.dtype == "int32" else Cast(s.var.dtype, tv)
+            body = substitute(bind(s.body), {s.var: simplify_expr(s.min + val)})
+            ext = simplify_expr(s.extent)
+            launch = extents[s.thread_tag]  # type: ignore[index]
+            if not (isinstance(ext, IntImm) and isinstance(launch, IntImm) and ext.value == launch.value) and (
+                expr_str(ext) != expr_str(launch)
+            ):
+                body = IfThenElse(tv < ext.astype("int32"), body)
+            return body
+        if isinstance(s, Seq):
+            return seq(*[bind(x) for x in s.stmts])
+        if isinstance(s, For):
+            return For(s.var, s.min, s.extent, s.kind, bind(s.body), s.thread_tag, s.annotations)
+        if isinstance(s, IfThenElse):
+            return IfThenElse(s.cond, bind(s.then_case), None if s.else_case is None else bind(s.else_case))
+        if isinstance(s, Allocate | AttrStmt | LetStmt):
+            kw = dict(s.__dict__)
+            kw["body"] = bind(s.body)
+            return type(s)(**kw)
+        return s
+
+    body = bind(root)
+    shared = 0
+    parts = []
+    for n in walk(body):
+        if not isinstance(n, Allocate):
+            continue
+        sc = n.buffer.scope
+        if sc == "global":
+            raise CudaLoweringError(
+                f"kernel {name!r}: stage {n.buffer.name!r} (scope global) is computed inside the kernel; give it "
+                "scope 'shared' or 'local' (s[T].set_scope / cache_read) or compute it at root"
+            )
+        if sc not in ("shared", "local"):
+            raise CudaLoweringError(f"kernel {name!r}: buffer {n.buffer.name!r} has scope {sc!r}; use shared or local")
+        size = 1
+        for d in n.buffer.shape:
+            c = simplify_expr(d)
+            if not isinstance(c, IntImm):
+                raise CudaLoweringError(
+                    f"kernel {name!r}: {sc} buffer {n.buffer.name!r} has a symbolic size ({expr_str(d)}); "
+                    "on-chip buffers need constant tiles"
+                )
+            size *= c.value
+        if sc == "shared":
+            nbytes = size * max(1, dtypes.bits(n.buffer.dtype) // 8)
+            shared += nbytes
+            parts.append(f"{n.buffer.name} {nbytes} B")
+    if shared > target.max_shared_memory_per_block:
+        raise CudaLoweringError(
+            f"kernel {name!r}: {shared} bytes of shared memory ({', '.join(parts)}) exceeds the "
+            f"{target.max_shared_memory_per_block} bytes a block may declare on {target.arch}; use smaller tiles"
+        )
+    body = storage_sync(body, name, set(tvars.values()))
+    for tag in reversed(list(extents)):
+        body = AttrStmt("thread_extent", f"{tag}={expr_str(extents[tag])}", body)
+    return Kernel(name, _kernel_params(body, func, temps, set(tvars.values())), body, tvars, grid, block, shared)
+
+
+def _check_nested_bindings(kernel: str, loops: list[For]) -> None:
+    """A loop bound to a thread axis inside a loop bound to the same axis shares its thread index
+    (a cooperative copy): it must not need more threads than the outer loop has (the extra ones
+    would sit out under the outer loop's guard) and cannot fill a thread's private buffer."""
+    for outer in loops:
+        for inner in walk(outer.body):
+            if not (isinstance(inner, For) and inner.kind == "thread_binding" and inner.thread_tag == outer.thread_tag):
+                continue
+            oe, ie = simplify_expr(outer.extent), simplify_expr(inner.extent)
+            if isinstance(oe, IntImm) and isinstance(ie, IntImm) and ie.value > oe.value:
+                raise CudaLoweringError(
+                    f"kernel {kernel!r}: loop {inner.var.name!r} binds {inner.thread_tag} to {ie.value} threads inside "
+                    f"loop {outer.var.name!r}, which binds it to {oe.value}; a copy computed there can use at most "
+                    f"{oe.value} (split it by {oe.value})"
+                )
+            local = sorted({n.buffer.name for n in walk(inner.body) if isinstance(n, BufferStore)
+                            and n.buffer.scope == "local"})  # fmt: skip
+            if local:
+                raise CudaLoweringError(
+                    f"kernel {kernel!r}: {', '.join(local)} (scope local, private to each thread) is filled by loop "
+                    f"{inner.var.name!r} bound to {inner.thread_tag} inside loop {outer.var.name!r} bound to it too; "
+                    "bind only stages in shared memory to the threads that share them"
+                )
+
+
+def _check_private_buffers(kernel: str, root: Stmt) -> None:
+    """Each thread has its own ``local`` buffers and each block its own ``shared`` ones. Written
+    under one loop bound to threadIdx (resp. blockIdx) and read under another, such a buffer
+    would pass values between threads in the loop nest but not on the GPU, so it is refused."""
+    for a in walk(root):
+        if not isinstance(a, Allocate) or a.buffer.scope not in ("local", "shared"):
+            continue
+        kind = "threadIdx" if a.buffer.scope == "local" else "blockIdx"
+        loops = [lp for lp in walk(a.body)
+                 if isinstance(lp, For) and lp.kind == "thread_binding" and (lp.thread_tag or "").startswith(kind)]  # fmt: skip
+        inside = {id(lp): {id(n) for n in walk(lp.body)} for lp in loops}
+        writes = [lp for lp in loops if any(isinstance(n, BufferStore) and n.buffer is a.buffer for n in walk(lp.body))]
+        reads = [lp for lp in loops if any(isinstance(n, BufferLoad) and n.buffer is a.buffer for n in walk(lp.body))]
+        for w in writes:
+            for r in reads:
+                if w is r or id(r) in inside[id(w)] or id(w) in inside[id(r)]:
+                    continue
+                who = "thread" if kind == "threadIdx" else "block"
+                raise CudaLoweringError(
+                    f"kernel {kernel!r}: {a.buffer.name} (scope {a.buffer.scope}, one per {who}) is written under loop "
+                    f"{w.var.name!r} and read under loop {r.var.name!r}, both bound to {kind}: on the GPU those are "
+                    f"different {who}s' copies; compute it inside the reading loop, or use "
+                    f"{'shared' if kind == 'threadIdx' else 'global'} memory"
+                )
+
+
+def _const(e: Expr | None) -> int:
+    if e is None:
+        return 1
+    assert isinstance(e, IntImm)
+    return e.value
+
+
+def _kernel_params(body: Stmt, func: PrimFunc, temps: list[Buffer], tvars: set[Var]) -> list[Any]:
+    used: list[Buffer] = []
+    local: set[Buffer] = set()
+    for n in walk(body):
+        if isinstance(n, Allocate):
+            local.add(n.buffer)
+        if isinstance(n, BufferLoad | BufferStore) and n.buffer not in used:
+            used.append(n.buffer)
+    bufs = [b for b in list(func.params) + temps if isinstance(b, Buffer) and b in used and b not in local]
+    fv = [v for v in free_vars(body) if v not in tvars]
+    order = [p for p in func.params if isinstance(p, Var)] + list(func.attrs.get("shape_vars", []))
+    scalars = [v for v in order if v in fv]
+    missing = [v.name for v in fv if v not in order]
+    if missing:
+        raise CudaLoweringError(f"variables {missing} are used in a kernel but are not parameters")
+    return bufs + scalars
+
+
+# ---------------------------------------------------------------------------- barriers
+
+
+def _barrier() -> Stmt:
+    return Evaluate(CallExtern(SYNC, [], "void"))
+
+
+def _shared_access(s: Stmt) -> tuple[set[Buffer], set[Buffer]]:
+    reads: set[Buffer] = set()
+    writes: set[Buffer] = set()
+    for n in walk(s):
+        if isinstance(n, BufferStore) and n.buffer.scope == "shared":
+            writes.add(n.buffer)
+        elif isinstance(n, BufferLoad) and n.buffer.scope == "shared":
+            reads.add(n.buffer)
+    return reads, writes
+
+
+def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
+    """Insert ``__syncthreads()`` wherever a shared buffer is read after a write (or written after a
+    read, e.g. by the next iteration of the loop that refills a tile) with no barrier between.
+
+    Barriers go before the outermost statement that conflicts, so one barrier covers a whole
+    fetch loop; inside a loop the state at the end of the body is carried round to its start.
+    A barrier that would sit under a condition on ``threadIdx`` (not all threads reach it)
+    is an error."""
+    tnames = {v for v in tvars if v.name.startswith("threadIdx")}
+
+    def divergent(e: Expr) -> bool:
+        return any(isinstance(n, Var) and n in tnames for n in walk(e))
+
+    def plan(s: Stmt, pr: frozenset, pw: frozenset, where: str | None) -> tuple[Stmt, frozenset, frozenset]:
+        reads, writes = _shared_access(s)
+        if not reads and not writes:
+            return s, pr, pw
+        if isinstance(s, Seq):
+            out = []
+            for x in s.stmts:
+                x2, pr, pw = plan(x, pr, pw, where)
+                out.append(x2)
+            return seq(*out), pr, pw
+        if isinstance(s, Allocate | AttrStmt | LetStmt):  # containers: the barrier goes inside, late
+            b2, r2, w2 = plan(s.body, pr, pw, where)
+            kw = dict(s.__dict__)
+            kw["body"] = b2
+            return type(s)(**kw), r2, w2
+        if (reads & pw) or (writes & pr):
+            if where is not None:
+                bufs = sorted(b.name for b in (reads & pw) | (writes & pr))
+                raise CudaLoweringError(
+                    f"kernel {kernel!r}: shared buffer(s) {', '.join(bufs)} need a barrier inside {where}, which "
+                    "not every thread of the block reaches; use tile sizes that divide the shape (no guard) or "
+                    "equal thread extents for the stages that share memory"
+                )
+            inner, r2, w2 = plan(s, frozenset(), frozenset(), where)
+            return seq(_barrier(), inner), r2, w2
+        if isinstance(s, For):
+            w = where
+            if w is None and (divergent(s.min) or divergent(s.extent)):
+                w = f"loop {s.var.name!r} (extent {expr_str(s.extent)})"
+            _, er, ew = plan(s.body, frozenset(), frozenset(), w)
+            b2, r2, w2 = plan(s.body, pr | er, pw | ew, w)
+            return For(s.var, s.min, s.extent, s.kind, b2, s.thread_tag, s.annotations), pr | r2, pw | w2
+        if isinstance(s, IfThenElse):
+            w = where if where is not None or not divergent(s.cond) else f"'if {expr_str(s.cond)}'"
+            t2, tr, tw = plan(s.then_case, pr, pw, w)
+            if s.else_case is None:
+                return IfThenElse(s.cond, t2, None), pr | tr, pw | tw
+            e2, er2, ew2 = plan(s.else_case, pr, pw, w)
+            return IfThenElse(s.cond, t2, e2), tr | er2, tw | ew2
+        return s, pr | reads, pw | writes
+
+    out, _, _ = plan(body, frozenset(), frozenset(), None)
+    return out
+
+
+
+def threads_as_loops(func: PrimFunc) -> PrimFunc:
+    """The same function with every GPU-thread-bound loop made a serial loop: a CPU reference of a
+    GPU schedule (``vdla.build(threads_as_loops(vdla.lower(s, args)), target="llvm")``).
+
+    It runs the schedule's index arithmetic, bound inference (shared tiles relaxed over the
+    block's threads) and guards on the CPU, where they can be checked against numpy; what only
+    the GPU has (barriers, address spaces, special registers) is checked by ptxas."""
+
+    def fn(s: Any) -> Any:
+        if isinstance(s, For) and s.kind == "thread_binding" and s.thread_tag in THREAD_TAGS:
+            return For(s.var, s.min, s.extent, "serial", s.body, None, s.annotations)
+        return None
+
+    from ...tir.visitor import post_order_map
+
+    return PrimFunc(func.name, func.params, post_order_map(func.body, fn), dict(func.attrs))
+
+
+__all__ = ["Kernel", "DeviceModule", "split_host_device", "storage_sync", "threads_as_loops", "CudaLoweringError", "THREAD_TAGS", "SYNC"]

@@ -1,0 +1,34 @@
+"""GPU operator schedules (TVM's ``topi.cuda``): how the operator library runs on a GPU.
+
+Each ``schedule_*`` takes the output tensor(s) and plain tile parameters (the knobs an
+auto-tuner searches) and returns a Schedule for ``vdla.build(s, args, target="cuda")``::
+
+    A, B, C = schedules.matmul(1024, 1024, 1024)
+    s = schedules.schedule_matmul(C, schedules.MatmulTiles(bm=64, bn=64, bk=16, tm=4, tn=4))
+"""
+
+from .conv2d import (
+    Conv2dTiles,
+    schedule_conv2d_nchw,
+    schedule_conv2d_transpose_nchw,
+    schedule_depthwise_conv2d_nchw,
+)
+from .elemwise import schedule_injective
+from .matmul import MatmulTiles, dense, matmul, schedule_dense, schedule_matmul
+from .reduction import schedule_pool, schedule_reduce, schedule_softmax
+
+__all__ = [
+    "Conv2dTiles",
+    "MatmulTiles",
+    "dense",
+    "matmul",
+    "schedule_conv2d_nchw",
+    "schedule_conv2d_transpose_nchw",
+    "schedule_dense",
+    "schedule_depthwise_conv2d_nchw",
+    "schedule_injective",
+    "schedule_matmul",
+    "schedule_pool",
+    "schedule_reduce",
+    "schedule_softmax",
+]

@@ -1,0 +1,123 @@
+"""GPU schedules of 2-d convolution (NCHW, TVM's conv2d_direct shape) and depthwise convolution.
+
+conv2d: a block computes ``bf`` output channels of a ``ty`` x ``tx * rx`` patch of output
+pixels with ``tz`` x ``ty`` x ``tx`` threads: ``tz`` groups of channels, each thread holding
+``bf / tz`` channels x ``rx`` pixels of accumulators in registers. The input
+channels are walked in steps of ``bk``: per step the block copies the padded input window
+(``bk`` channels x the patch's receptive field) and the ``bf x bk x KH x KW`` weights into
+shared memory cooperatively, then accumulates from there. Padding is inlined into that copy
+and injective consumers (bias, ReLU) into the output stage. Tiles are clipped to divisors of
+the shape (:class:`Conv2dTiles` are the knobs). Transposed convolution (topi's dilated form)
+uses the same tiling; depthwise convolution is one thread per output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .... import te
+from ....schedule.primitives import Schedule
+from ....topi.util import as_list, const_shape, traverse_inline
+from .common import cooperative_fetch, divisor_at_most
+from .reduction import schedule_reduce
+
+
+@dataclass(frozen=True)
+class Conv2dTiles:
+    """Output channels per block (bf) over tz thread groups, output rows per block (ty threads),
+    columns per block (tx threads x rx columns each, in registers), input channels per step (bk).
+    Each is clipped to a divisor of the shape."""
+
+    bf: int = 16
+    tz: int = 4
+    ty: int = 8
+    tx: int = 8
+    rx: int = 2
+    bk: int = 8
+    min_blocks: int = 128  # halve bf (down to tz) until the grid has this many blocks (a GPU has ~100 SMs)
+
+
+def _find(outs: list[te.Tensor], tag: str) -> te.Tensor:
+    seen = set()
+    stack = [t.op for t in outs]
+    while stack:
+        op = stack.pop()
+        if op in seen or not isinstance(op, te.ComputeOp):
+            continue
+        seen.add(op)
+        if op.tag == tag:
+            return op.output(0)
+        stack.extend(t.op for t in op.input_tensors())
+    raise ValueError(f"no {tag} operator among the producers of {[t.name for t in outs]}")
+
+
+def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], tiles: Conv2dTiles = Conv2dTiles()) -> Schedule:
+    """Shared-memory tiled direct convolution; ``outs`` may be the conv or a fused consumer (bias, relu)."""
+    return _schedule_direct(as_list(outs), tiles, "conv2d_nchw")
+
+
+def schedule_conv2d_transpose_nchw(outs: te.Tensor | Sequence[te.Tensor],
+                                   tiles: Conv2dTiles = Conv2dTiles()) -> Schedule:  # fmt: skip
+    """Transposed convolution as topi declares it (a direct convolution of the stride-dilated,
+    padded input with the flipped kernel): the same tiling, the dilation inlined into the
+    shared-memory copy."""
+    return _schedule_direct(as_list(outs), tiles, "conv2d_transpose_nchw")
+
+
+def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Schedule:
+    out = outs[0]
+    conv = _find(outs, tag)
+    s = te.create_schedule([t.op for t in outs])
+    traverse_inline(s, outs, lambda op: None)
+    dp, kernel = conv.op.input_tensors()[:2]
+    if kernel.op.tag and "pad" in kernel.op.tag:
+        dp, kernel = kernel, dp
+    _, oc, oh, ow = const_shape(out)
+    c = int(conv.op.reduce_axis[0].dom.extent.value)
+    bf, ty_n = divisor_at_most(oc, tiles.bf), divisor_at_most(oh, tiles.ty)
+    xt = divisor_at_most(ow, tiles.tx * tiles.rx)  # columns per block
+    rx_n = divisor_at_most(xt, tiles.rx)
+    tx_n = xt // rx_n
+    bk = divisor_at_most(c, tiles.bk)
+    nb = const_shape(out)[0]
+    while bf % 2 == 0 and bf > tiles.tz and nb * (oc // bf) * (oh // ty_n) * (ow // xt) < tiles.min_blocks:
+        bf //= 2
+    tz_n = divisor_at_most(bf, tiles.tz)
+    if out is conv:
+        CL = s.cache_write(conv, "local")
+    else:
+        CL = conv
+        s[conv].set_scope("local")
+    tza, tya, txa = te.thread_axis("threadIdx.z"), te.thread_axis("threadIdx.y"), te.thread_axis("threadIdx.x")
+    so = s[out]
+    n, f, y, x = so.op.axis
+    fo, fi = so.split(f, factor=bf)
+    fz, fi = so.split(fi, nparts=tz_n)
+    yo, yi = so.split(y, factor=ty_n)
+    xo, xi = so.split(x, factor=xt)
+    xi, xr = so.split(xi, factor=rx_n)
+    so.reorder(n, fo, yo, xo, fz, yi, xi, fi, xr)
+    so.bind(so.fuse(n, fo), te.thread_axis("blockIdx.z"))
+    so.bind(yo, te.thread_axis("blockIdx.y"))
+    so.bind(xo, te.thread_axis("blockIdx.x"))
+    so.bind(fz, tza)
+    so.bind(yi, tya)
+    so.bind(xi, txa)
+    s[CL].compute_at(so, xi)
+    _, cf, _, cx = s[CL].op.axis
+    rc, ry, rx = s[CL].op.reduce_axis
+    rco, rci = s[CL].split(rc, factor=bk)
+    s[CL].reorder(rco, rci, ry, rx, cf, cx)
+    s[CL].unroll(cf)
+    s[CL].unroll(cx)
+    for t in (dp, kernel):
+        cache = s.cache_read(t, "shared", [CL])
+        s[cache].compute_at(s[CL], rco)
+        cooperative_fetch(s, cache, [(tza, tz_n), (tya, ty_n), (txa, tx_n)])
+    return s
+
+
+def schedule_depthwise_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], num_thread: int = 256) -> Schedule:
+    """One thread per output pixel and channel; padding and injective consumers inlined."""
+    return schedule_reduce(outs, num_thread)
