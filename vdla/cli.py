@@ -10,6 +10,9 @@
                                             model file), check it, print the per-layer table
     vdla build MODEL -o model.vdla          compile a model into one file
     vdla synth BOARD [BOARD ...] | all      bitstream + report into bitstreams/BOARD/ (YoWASP tools)
+    vdla verilog [--config NAME] [--top axi|core] [-o FILE] [--lint]
+                                            the core as Verilog, its port list and register map beside it
+    vdla --version                          (also: python -m vdla ...)
 
 Each subcommand is a small function over the Python API; errors print one line and exit 2.
 """
@@ -21,8 +24,11 @@ import json
 import sys
 from pathlib import Path
 
-from . import isa
+from . import __version__, isa
+from .commands import verilog as verilog_command
 from .config import ConfigError, preset
+from .progress import close as close_progress
+from .progress import set_quiet
 
 __all__ = ["main"]
 
@@ -84,8 +90,7 @@ def _run_model(args: argparse.Namespace) -> int:
     progress = stderr_progress(not args.quiet)
     res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
                   seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress)
-    if progress and sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
+    close_progress(progress)
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
     return 0 if res.ok else 1
 
@@ -97,8 +102,7 @@ def _build_model(args: argparse.Namespace) -> int:
     progress = stderr_progress(not args.quiet)
     spec = load_model(args.model, reduced=args.reduced, size=args.size)
     m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
-    if progress and sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
+    close_progress(progress)
     out = Path(args.output or f"{spec.name}.vdla")
     m.save(out)
     nv = sum(k.target == "vdla" for k in m.kernels.values())
@@ -169,6 +173,7 @@ def _synth(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="vdla", description="VDLA accelerator co-design kit")
+    p.add_argument("--version", action="version", version=f"vdla {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     q = sub.add_parser("info", help="show a configuration and the ISA field table")
     q.add_argument("--config", default="default")
@@ -201,8 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--out", default="bitstreams", help="output folder (default bitstreams)")
     q.add_argument("--build-dir", default="build", help="scratch folder for the tools (default build)")
     q.add_argument("--json", action="store_true")
+    q.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     q.set_defaults(fn=_synth)
+    verilog_command.add_parser(sub)
     args = p.parse_args(argv)
+    set_quiet(bool(getattr(args, "quiet", False)))
     from .runtime import DeviceError, ProgramFileError, StreamError
     from .simulator import SimulatorError
 

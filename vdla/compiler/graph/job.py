@@ -17,7 +17,6 @@ onnxruntime (within tolerance, when installed), and returns a :class:`JobResult`
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -378,18 +377,8 @@ def _fp32_check(fp32: Graph | None, x: dict[str, np.ndarray], onnx_file: str | N
 
 
 def stderr_progress(enabled: bool = True) -> Progress | None:
-    """Progress lines on stderr (one updating line on a terminal)."""
-    if not enabled:
-        return None
-    tty = sys.stderr.isatty()
-    state = {"last": 0.0}
+    """Progress messages on one updating stderr line (`vdla.progress.status`): None when
+    ``enabled`` is false (``-q``), stderr is not a terminal, or ``VDLA_PROGRESS=0``."""
+    from ... import progress
 
-    def report(msg: str) -> None:
-        if tty:
-            sys.stderr.write("\r\033[K" + msg[:150])
-            sys.stderr.flush()
-        elif not msg.startswith("[") or time.perf_counter() - state["last"] > 5:
-            state["last"] = time.perf_counter()
-            print(msg, file=sys.stderr, flush=True)
-
-    return report
+    return progress.status() if enabled else None

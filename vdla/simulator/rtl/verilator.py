@@ -62,14 +62,16 @@ from ...hardware.fetch import ErrorCode
 from ...hardware.regmap import AXI, COUNTER_BASE, STATUS_BITS, registers
 from ...hardware.stage import State
 from ...hardware.testbench import MemoryFault, RunResult, Stuck
+from ...hardware.verilog import TOPS as VERILOG_TOPS
+from ...hardware.verilog import convert
 from ..errors import SimulatorError
 
 __all__ = [
     "VerilatorModel", "VerilatorError", "VerilatorBuildError", "build_model", "build_library", "write_verilog",
-    "build_root", "build_dir", "tool_env", "file_lock", "TOP_NAME",
+    "build_root", "build_dir", "tool_env", "file_lock", "TOP_NAME", "lint",
 ]
 
-TOP_NAME = "vdla_axi_top"
+TOP_NAME = VERILOG_TOPS["axi"][0]
 HARNESS = Path(__file__).with_name("verilator_harness.cpp")
 HW_DIR = Path(__file__).resolve().parents[2] / "hardware"
 #: Verilator options for the generated Verilog (Amaranth's output trips width/unused lints).
@@ -230,11 +232,7 @@ def write_verilog(config: Config, folder: Path | None = None) -> Path:
     with file_lock(folder / ".verilog.lock"):
         if path.is_file() and stamp.is_file() and stamp.read_text() == key:
             return path
-        from amaranth.back import verilog
-
-        from ...hardware.top import AxiTop
-
-        text = verilog.convert(AxiTop(config), name=TOP_NAME, emit_src=False)
+        text = convert(config, "axi")
         tmp = path.with_suffix(".tmp")
         tmp.write_text(text)
         tmp.replace(path)
@@ -477,3 +475,20 @@ def describe(dbg: dict[str, int]) -> str:
     parts.append("fetch: " + ("busy" if dbg["fetch_busy"] else "idle"))
     parts.append("tokens " + ", ".join(f"{q}={dbg[q]}" for q in QUEUES))
     return "; ".join(parts)
+
+
+# -- lint --------------------------------------------------------------------------------------------------
+
+
+def lint(verilog: str | Path, waivers: str | Path | None = None) -> str:
+    """``verilator --lint-only -Wall [waivers] verilog`` (the waivers: `vdla.hardware.verilog.lint_waivers`);
+    returns Verilator's output, raises VerilatorError on any warning or error."""
+    env = tool_env()
+    cmd = ["verilator", "--lint-only", "-Wall", *([str(waivers)] if waivers else []), str(verilog)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    out = (res.stdout + res.stderr).strip()
+    if res.returncode != 0 or "%Warning" in out or "%Error" in out:
+        lines = out.splitlines()
+        raise VerilatorError(f"{' '.join(cmd)}: exit {res.returncode}, {sum('%Warning' in x for x in lines)} "
+                             "warning(s)\n" + "\n".join(lines[:40]))
+    return out
