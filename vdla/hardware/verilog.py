@@ -145,8 +145,13 @@ def interface_markdown(config: Config, tops: tuple[str, ...] = ("axi", "core")) 
         module, what = TOPS[top]
         lines += [f"## Ports of `{module}` (`--top {top}`)", "", f"{what[0].upper()}{what[1:]}.", "",
                   "| port | dir | width | group |", "|---|---|---:|---|"]
-        lines += [f"| `{p.name}` | {p.direction} | {p.width} | {p.group} |" for p in ports(config, top)]
+        last = None
+        for p in ports(config, top):  # the group named on its first port only
+            lines.append(f"| `{p.name}` | {p.direction} | {p.width} | {p.group if p.group != last else ''} |")
+            last = p.group
         lines.append("")
+    if "axi" not in tops:
+        return "\n".join(lines)
     bits = ", ".join(f"bit {b} {n}" for n, b in regmap.STATUS_BITS.items())
     lines += [
         "## Registers (AXI4-Lite, `vdla_axi_top`)",

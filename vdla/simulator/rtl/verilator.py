@@ -489,6 +489,11 @@ def lint(verilog: str | Path, waivers: str | Path | None = None) -> str:
     out = (res.stdout + res.stderr).strip()
     if res.returncode != 0 or "%Warning" in out or "%Error" in out:
         lines = out.splitlines()
-        raise VerilatorError(f"{' '.join(cmd)}: exit {res.returncode}, {sum('%Warning' in x for x in lines)} "
-                             "warning(s)\n" + "\n".join(lines[:40]))
+        rules: dict[str, int] = {}
+        for x in lines:
+            if x.startswith(("%Warning-", "%Error")):
+                rule = x.split(":")[0].lstrip("%")
+                rules[rule] = rules.get(rule, 0) + 1
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(rules.items(), key=lambda kv: -kv[1]))
+        raise VerilatorError(f"{' '.join(cmd)}: exit {res.returncode}; {summary}\n" + "\n".join(lines[:40]))
     return out
