@@ -97,6 +97,7 @@ def run_tests(test_module: str | Path, *, config: Config | str = "small", testca
                     test_module=module, hdl_toplevel=vl.TOP_NAME, hdl_toplevel_lang="verilog", build_dir=obj,
                     test_dir=folder, testcase=testcase, seed=seed, waves=trace is not None,
                     test_args=["--trace-file", str(trace)] if trace else [], extra_env=env, log_file=log,
+                    results_xml=str(results),
                 ))
             except SystemExit:  # under pytest the runner exits on a failed test; the results file says which
                 pass
