@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, isa
+from .commands import outputs as run_outputs
 from .commands import verilog as verilog_command
 from .config import ConfigError, preset
 from .progress import close as close_progress
@@ -89,9 +90,11 @@ def _run_model(args: argparse.Namespace) -> int:
 
     progress = stderr_progress(not args.quiet)
     res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
-                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress)
+                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
+                  device_options=run_outputs.device_options(args))
     close_progress(progress)
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
+    run_outputs.write(args, job=res)
     return 0 if res.ok else 1
 
 
@@ -117,9 +120,10 @@ def _run(args: argparse.Namespace) -> int:
     if not _is_program(args.file):
         return _run_model(args)
     prog = Program.load(args.file)
-    dev = Device(args.device, config=prog.config)
-    report = dev.run(prog, strict=not args.lenient)
+    with Device(args.device, config=prog.config, **run_outputs.device_options(args)) as dev:
+        report = dev.run(prog, strict=not args.lenient)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.table())
+    run_outputs.write(args, report=report, name=prog.name or Path(args.file).stem)
     return 0
 
 
@@ -195,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     _model_args(q)
     q.add_argument("--seed", type=int, default=0, help="seed of the synthetic input (models)")
     q.add_argument("--no-fp32-check", action="store_true", help="skip the fp32 onnxruntime cross-check (models)")
+    run_outputs.add_arguments(q)
     q.set_defaults(fn=_run)
     q = sub.add_parser("build", help="compile a model (built-in name or .onnx) into one file")
     q.add_argument("model")
@@ -211,13 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     verilog_command.add_parser(sub)
     args = p.parse_args(argv)
     set_quiet(bool(getattr(args, "quiet", False)))
+    from .plot import PlotError
     from .runtime import DeviceError, ProgramFileError, StreamError
     from .simulator import SimulatorError
 
     try:
         return args.fn(args)
-    except (OSError, ConfigError, isa.ISAError, ProgramFileError, DeviceError, StreamError, SimulatorError,
-            *_model_errors()) as e:
+    except (OSError, ConfigError, isa.ISAError, ProgramFileError, DeviceError, StreamError,
+            SimulatorError, PlotError, *_model_errors()) as e:
         print(f"vdla {args.cmd}: error: {e}", file=sys.stderr)
         return 2
 

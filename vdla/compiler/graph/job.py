@@ -168,6 +168,8 @@ class JobResult:
     run_s: float
     compiled_from_file: bool = False
     kernels: int = 0
+    #: node -> its kernel's module timeline on the device (`RunResult.traces`), for `vdla.plot`
+    traces: dict[str, list[tuple[int, str, int, int]]] = field(default_factory=dict, repr=False)
 
     # -- totals -------------------------------------------------------------------------
     @property
@@ -287,8 +289,10 @@ def run_job(
     calib: int = 1,
     check_fp32: bool = True,
     progress: Progress | None = None,
+    device_options: dict[str, Any] | None = None,
 ) -> JobResult:
-    """Compile (or load) ``model``, run it on ``device`` and check it; see the module doc."""
+    """Compile (or load) ``model``, run it on ``device`` and check it; see the module doc.
+    ``device_options`` go to the Device (e.g. ``waves="run.vcd"``); the Device is closed at the end."""
     from ...runtime import Device
 
     t0 = time.perf_counter()
@@ -310,13 +314,16 @@ def run_job(
         onnx_file = m.info.get("onnx") or None
     compile_s = time.perf_counter() - t0
     cfg = m.config
-    dev = Device(device, config=cfg)
+    dev = Device(device, config=cfg, **(device_options or {}))
     x = models.sample_input(m.graph, seed)
     if progress:
         progress(f"running {m.graph.name} on {dev.name} ({sum(k.target == 'vdla' for k in m.kernels.values())} "
                  "VDLA nodes), checking every node against the int8 numpy reference")
     t1 = time.perf_counter()
-    res = m.run(x, dev, reference=True, cpu_timing=True, progress=progress)
+    try:
+        res = m.run(x, dev, reference=True, cpu_timing=True, progress=progress)
+    finally:
+        dev.close()  # an RTL device's trace file is complete now
     run_s = time.perf_counter() - t1
     checks = []
     bad = [r.node for r in res.layers if r.exact is False]
@@ -336,7 +343,7 @@ def run_job(
     name = m.info.get("name") or m.graph.name
     desc = m.info.get("description") or m.graph.name
     return JobResult(str(name), str(desc), dev.name, cfg, res.layers, checks, compile_s, run_s, from_file,
-                     len(m.functions))
+                     len(m.functions), res.traces)
 
 
 def _fp32_check(fp32: Graph | None, x: dict[str, np.ndarray], onnx_file: str | None, int8_out: list[np.ndarray],
