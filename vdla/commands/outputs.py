@@ -49,11 +49,16 @@ def write(args: argparse.Namespace, *, job: Any = None, report: Any = None, name
             c = report.config
             point = plot.Point(name or "program", report.gops * 1e9 * report.seconds, report.bytes_moved,
                                report.seconds)
-            paths = {"roofline": plot.roofline([point], c, d / "roofline.png", title=f"{name}: roofline")}
+            paths = {}
+            if point.ops > 0:
+                paths["roofline"] = plot.roofline([point], c, d / "roofline.png", title=f"{name}: roofline")
+            else:
+                print(f"plots: no roofline for {name} (no GEMM operations)", file=sys.stderr)
             if report.trace:
                 paths["timeline"] = plot.timeline([(name or "program", report.trace, report.cycles)],
                                                   d / "timeline.png", clock_mhz=c.clock_mhz, title=f"{name}: timeline")
-        print("plots: " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
+        if paths:
+            print("plots: " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
     if args.waves:
         path = Path(args.waves).resolve()
         size = path.stat().st_size if path.is_file() else 0
