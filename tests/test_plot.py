@@ -79,3 +79,14 @@ def test_timeline_bars_are_the_union_of_the_trace(tmp_path):
 
 def test_merged_intervals():
     assert plot._merged([(5, 9), (0, 3), (3, 4), (8, 12), (20, 21)]) == [(0, 4), (5, 7), (20, 1)]
+
+
+def test_tuning_curve_steps_through_the_best_so_far(tmp_path):
+    fig = plot.tuning_curve_figure({"xgb": [1.0, 3.0, 2.0, 5.0, 4.0], "random": [2.0, 1.0]})
+    ax = fig.axes[0]
+    steps = [line.get_ydata().tolist() for line in ax.lines]
+    assert steps == [[1.0, 3.0, 3.0, 5.0, 5.0], [2.0, 2.0]]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["xgb: best 5", "random: best 2"]
+    assert plot.tuning_curve({"x": [1, 2]}, tmp_path / "c.png").read_bytes()[:8] == PNG
+    with pytest.raises(plot.PlotError, match="no trials"):
+        plot.tuning_curve({"x": []}, tmp_path / "e.png")

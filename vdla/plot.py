@@ -8,6 +8,7 @@
 `roofline`: operational intensity (int8 operations per DRAM byte) against performance
 (GOPS), log-log, under the Config's two roofs: peak compute (``Config.peak_gops``) and
 memory bandwidth (one bus word per cycle at the clock); one labelled marker per layer.
+`tuning_curve`: each trial's score and the best so far, per tuner or sweep.
 `timeline`: a Gantt chart of the load, compute and store modules, one bar per
 instruction from the golden simulator's cycle-model trace (``Report.trace``: instruction,
 module, start, end), runs laid end to end with their names; where the load bar overlaps
@@ -26,8 +27,8 @@ from typing import Any
 
 from .config import Config
 
-__all__ = ["Point", "PlotError", "roofline", "roofline_figure", "timeline", "timeline_figure", "job_plots",
-           "MODULE_COLOURS"]
+__all__ = ["Point", "PlotError", "roofline", "roofline_figure", "timeline", "timeline_figure", "tuning_curve",
+           "tuning_curve_figure", "job_plots", "MODULE_COLOURS"]
 
 #: One colour per module, the same in every figure.
 MODULE_COLOURS = {"load": "#1f77b4", "compute": "#ff7f0e", "store": "#2ca02c"}
@@ -178,6 +179,35 @@ def timeline_figure(runs: Sequence[tuple[str, Sequence[tuple[int, str, int, int]
     ax.set_xlabel(xlabel)
     ax.set_title(title or "module timeline (golden simulator cycle model)", fontsize=10)
     return fig
+
+
+def tuning_curve_figure(series: dict[str, Sequence[float]], *, ylabel: str = "GOPS", title: str | None = None) -> Any:
+    """Per series (a tuner, a design point ...): every trial's score as a dot and the best so far
+    as a line, against the trial number (for auto-tuning logs and design-space sweeps)."""
+    import numpy as np
+
+    data = {k: np.asarray(v, float) for k, v in series.items() if len(v)}
+    if not data:
+        raise PlotError("tuning curve: no trials to plot")
+    fig = _figure(8, 4.5)
+    ax = fig.add_subplot()
+    for name, ys in data.items():
+        xs = np.arange(1, ys.size + 1)
+        dots = ax.scatter(xs, ys, s=8, alpha=0.35)
+        ax.step(xs, np.maximum.accumulate(ys), where="post", color=dots.get_facecolor()[0], alpha=1.0,
+                label=f"{name}: best {ys.max():.3g}")
+    ax.set_xlabel("trial")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title or "best found so far")
+    ax.grid(True, alpha=0.25)
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def tuning_curve(series: dict[str, Sequence[float]], path: str | Path, *, ylabel: str = "GOPS",
+                 title: str | None = None) -> Path:
+    """`tuning_curve_figure` written to `path` (PNG)."""
+    return _save(tuning_curve_figure(series, ylabel=ylabel, title=title), path)
 
 
 def job_plots(result: Any, directory: str | Path) -> dict[str, Path]:
