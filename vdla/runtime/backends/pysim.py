@@ -20,6 +20,8 @@ after ``dev.close()``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...hardware.testbench import CoreSim, Stuck, instruction_timeline
 from ...isa import decode, stage_of
 from ...simulator import Report
@@ -53,7 +55,9 @@ class PysimBackend:
         if self._sim is None:
             vcd = None
             if self.waves:
-                vcd = self.waves if not self._traced else self.waves[: -len(".vcd")] + "-restart.vcd"
+                # after a deadlock the stuck run's trace is kept: the restarted simulation writes NAME-restart.vcd
+                w = Path(self.waves)
+                vcd = self.waves if not self._traced else str(w.with_name(f"{w.stem}-restart{w.suffix}"))
                 self._traced = True
             self._sim = CoreSim(self.config, latency=self.latency, watchdog=self.watchdog, vcd=vcd)
         return self._sim
