@@ -150,6 +150,9 @@ def bitstreams(session: nox.Session) -> None:
     _install_project(session, ["fpga", "test"])
     boards = list(session.posargs) or ["all"]
     before = {p.parent.name: _json.loads(p.read_text()) for p in (ROOT / "bitstreams").glob("*/report.json")}
+    # The committed report files, byte for byte: a rebuild of unchanged sources must leave them so.
+    files = {p: p.read_bytes() for p in (ROOT / "bitstreams").glob("*/*") if p.name in ("report.json", "report.md",
+                                                                                       "config.json")}
     session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/boards/test_bitstreams.py",
                 env={"VDLA_CHECK_BITSTREAMS": "1"}, success_codes=[0, 1])
     session.run("vdla", "synth", *boards)
@@ -163,5 +166,10 @@ def bitstreams(session: nox.Session) -> None:
                     f"bitstream {'reproduced' if new['bitstream']['sha256'] == old['bitstream']['sha256'] else 'new'}")
     if changed:
         session.error(f"not reproducible: {', '.join(changed)} gave a different bitstream from unchanged sources")
+    dirty = [str(p.relative_to(ROOT)) for p, data in files.items()
+             if before[p.parent.name]["source_sha256"] == _json.loads((p.parent / "report.json").read_text())[
+                 "source_sha256"] and p.read_bytes() != data]
+    if dirty:
+        session.error(f"a rebuild of unchanged sources rewrote {', '.join(dirty)}: the checkout is no longer clean")
     session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/boards/test_bitstreams.py",
                 env={"VDLA_CHECK_BITSTREAMS": "1"})
