@@ -166,9 +166,12 @@ def bitstreams(session: nox.Session) -> None:
                     f"bitstream {'reproduced' if new['bitstream']['sha256'] == old['bitstream']['sha256'] else 'new'}")
     if changed:
         session.error(f"not reproducible: {', '.join(changed)} gave a different bitstream from unchanged sources")
+    def same_inputs(board: str) -> bool:  # same sources and same tool versions as the committed report
+        new = _json.loads((ROOT / "bitstreams" / board / "report.json").read_text())
+        return all(new[k] == before[board][k] for k in ("source_sha256", "tools"))
+
     dirty = [str(p.relative_to(ROOT)) for p, data in files.items()
-             if before[p.parent.name]["source_sha256"] == _json.loads((p.parent / "report.json").read_text())[
-                 "source_sha256"] and p.read_bytes() != data]
+             if p.parent.name in before and same_inputs(p.parent.name) and p.read_bytes() != data]
     if dirty:
         session.error(f"a rebuild of unchanged sources rewrote {', '.join(dirty)}: the checkout is no longer clean")
     session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/boards/test_bitstreams.py",
