@@ -171,12 +171,14 @@ def interface_markdown(config: Config, tops: tuple[str, ...] = ("axi", "core")) 
     return "\n".join(lines)
 
 
-def lint_waivers(module: str) -> str:
-    """A Verilator configuration file waiving `LINT_WAIVERS` for the generated file of `module`."""
+def lint_waivers(module: str, filename: str = "*") -> str:
+    """A Verilator configuration file waiving `LINT_WAIVERS` in the generated file `filename` (of
+    `module`) only: Verilog of your own passed alongside is still linted with every rule."""
     lines = ["`verilator_config", f"// Rules Amaranth's generated Verilog of {module} trips (vdla.hardware.verilog)."]
+    pattern = filename if filename == "*" else f"*{filename}"
     for rule, why in LINT_WAIVERS.items():
         lines.append(f"// {rule}: {why}")
-        lines.append(f'lint_off -rule {rule} -file "*"')
+        lines.append(f'lint_off -rule {rule} -file "{pattern}"')
     return "\n".join(lines) + "\n"
 
 
@@ -191,7 +193,7 @@ def write(config: Config, top: str, output: str | Path) -> dict[str, Path]:
         raise VerilogError(f"{out}: give the Verilog file a .v or .sv suffix (the .md and .vlt go beside it)")
     out.write_text(text)
     paths["interface"].write_text(interface_markdown(config, (top,)))
-    paths["waivers"].write_text(lint_waivers(TOPS[top][0]))
+    paths["waivers"].write_text(lint_waivers(TOPS[top][0], out.name))
     return paths
 
 
