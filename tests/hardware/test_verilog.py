@@ -110,7 +110,7 @@ def test_lint_clean_under_verilator_wall(written, top):
     vl.lint(paths["verilog"], paths["waivers"])
     with pytest.raises(vl.VerilatorError, match="UNUSEDSIGNAL"):
         vl.lint(paths["verilog"])
-    other = paths["verilog"].with_name(f"other_{top}.v")  # the waivers cover the generated file only
+    other = paths["verilog"].with_name(f"copy_of_{top}_top.v")  # the waivers cover the generated file only
     other.write_text(paths["verilog"].read_text())
     with pytest.raises(vl.VerilatorError, match="UNUSEDSIGNAL"):
         vl.lint(other, paths["waivers"])
