@@ -20,6 +20,7 @@ after ``dev.close()``.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 from ...hardware.testbench import CoreSim, Stuck, instruction_timeline
@@ -60,6 +61,8 @@ class PysimBackend:
                 vcd = self.waves if not self._traced else str(w.with_name(f"{w.stem}-restart{w.suffix}"))
                 self._traced = True
             self._sim = CoreSim(self.config, latency=self.latency, watchdog=self.watchdog, vcd=vcd)
+            if vcd:  # a Device never closed still finishes its VCD: when collected, or at exit
+                weakref.finalize(self, self._sim.close)
         return self._sim
 
     def close(self) -> None:
