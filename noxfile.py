@@ -28,9 +28,9 @@ TEST_EXTRAS: list[str] = ["test"]
 # Extras the demo and the benchmarks need (none beyond the core dependencies for now).
 # The demo's fp32 cross-check runs onnxruntime (the "graph" extra); without it that check is skipped.
 DEMO_EXTRAS: list[str] = ["graph"]
-# "sim": benchmarks/bench_verilator_speed.py (Verilator vs pysim); "gpu": benchmarks/bench_gpu.py's
-# runtime (it skips without a GPU, and without torch for the cuBLAS/cuDNN baselines).
-BENCH_EXTRAS: list[str] = ["sim", "gpu"]
+# "sim": benchmarks/bench_verilator_speed.py (Verilator vs pysim); "plot": the roofline PNG of bench_vdla_resnet.py;
+# "gpu": benchmarks/bench_gpu.py's runtime (it skips without a GPU, and without torch for the cuBLAS/cuDNN baselines).
+BENCH_EXTRAS: list[str] = ["sim", "plot", "gpu"]
 
 
 def _project(extras: list[str]) -> str:
@@ -151,6 +151,9 @@ def bitstreams(session: nox.Session) -> None:
     _install_project(session, ["fpga", "test"])
     boards = list(session.posargs) or ["all"]
     before = {p.parent.name: _json.loads(p.read_text()) for p in (ROOT / "bitstreams").glob("*/report.json")}
+    # The committed report files, byte for byte: a rebuild of unchanged sources must leave them so.
+    files = {p: p.read_bytes() for p in (ROOT / "bitstreams").glob("*/*") if p.name in ("report.json", "report.md",
+                                                                                       "config.json")}
     session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/boards/test_bitstreams.py",
                 env={"VDLA_CHECK_BITSTREAMS": "1"}, success_codes=[0, 1])
     session.run("vdla", "synth", *boards)
@@ -164,5 +167,13 @@ def bitstreams(session: nox.Session) -> None:
                     f"bitstream {'reproduced' if new['bitstream']['sha256'] == old['bitstream']['sha256'] else 'new'}")
     if changed:
         session.error(f"not reproducible: {', '.join(changed)} gave a different bitstream from unchanged sources")
+    def same_inputs(board: str) -> bool:  # same sources and same tool versions as the committed report
+        new = _json.loads((ROOT / "bitstreams" / board / "report.json").read_text())
+        return all(new[k] == before[board][k] for k in ("source_sha256", "tools"))
+
+    dirty = [str(p.relative_to(ROOT)) for p, data in files.items()
+             if p.parent.name in before and same_inputs(p.parent.name) and p.read_bytes() != data]
+    if dirty:
+        session.error(f"a rebuild of unchanged sources rewrote {', '.join(dirty)}: the checkout is no longer clean")
     session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/boards/test_bitstreams.py",
                 env={"VDLA_CHECK_BITSTREAMS": "1"})

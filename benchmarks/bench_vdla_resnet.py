@@ -4,7 +4,7 @@ Each layer (batch 1, full size, int8, bias + requantise + ReLU on the ALU) is co
 for the default Config with 1 and with 2 virtual threads and run on the golden
 simulator's cycle model. Per layer: cycles, GEMM utilisation (GEMM busy / total),
 bytes moved per memory type, GOPS at the Config's clock (100 MHz), and the speed-up
-of latency hiding; the total compile time of the eleven layers; a roofline PNG.
+of latency hiding; the total compile time of the eleven layers; a roofline PNG (matplotlib, the plot extra).
 
 Run: python benchmarks/bench_vdla_resnet.py [--out benchmarks/out] [--check] [--json]
 (--check also compares every output with numpy, which takes longer.)
@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import struct
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -75,81 +73,14 @@ def run_layer(layer, cfg, vthreads: int, dev, check: bool) -> dict:  # type: ign
     }
 
 
-# ------------------------------------------------------------------ roofline PNG (numpy + zlib)
+def roofline_png(path: Path, rows: list[dict], cfg) -> Path:  # type: ignore[no-untyped-def]
+    """Log-log roofline (`vdla.plot.roofline`): one labelled marker per layer and thread count,
+    without and with latency hiding (1 and 2 virtual threads), as in the paper's Fig. 10."""
+    from vdla import plot
 
-_FONT = {  # 3x5 digits and a few letters for axis labels
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111", "3": "111001111001111",
-    "4": "101101111001001", "5": "111100111001111", "6": "111100111101111", "7": "111001001001001",
-    "8": "111101111101111", "9": "111101111001111", ".": "000000000000010", "C": "111100100100111",
-    "G": "111100101101111", "L": "100100100100111", "U": "101101101101111", "A": "010101111101101", "M": "101111111101101", "O": "111101101101111", "P": "111101111100100", "S": "111100111001111",
-    "/": "001001010100100", "B": "110101110101110", "I": "111010010010111", "x": "000101010101000",
-    " ": "000000000000000", "-": "000000111000000", "R": "110101110101101", "E": "111100111100111",
-    "Y": "101101010010010", "T": "111010010010010", "V": "101101101101010", "H": "101101111101101",
-    "D": "110101101101110", "N": "111101101101101",
-}
-
-
-def _text(img: np.ndarray, x: int, y: int, s: str, color: tuple[int, int, int], scale: int = 2) -> None:
-    for ch in s:
-        pat = _FONT.get(ch, _FONT[" "])
-        for i, bit in enumerate(pat):
-            if bit == "1":
-                r, c = divmod(i, 3)
-                y0, x0 = y + r * scale, x + c * scale
-                img[y0:y0 + scale, x0:x0 + scale] = color
-        x += 4 * scale
-
-
-def write_png(path: Path, img: np.ndarray) -> None:
-    h, w, _ = img.shape
-    raw = b"".join(b"\x00" + img[i].astype(np.uint8).tobytes() for i in range(h))
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-    png += chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
-    path.write_bytes(png)
-
-
-def roofline_png(path: Path, rows: list[dict], cfg) -> None:  # type: ignore[no-untyped-def]
-    """Log-log roofline: x = operational intensity (ops per DRAM byte), y = GOPS; the compute
-    roof (peak GOPS) and the bandwidth roof (bus bytes/cycle at the clock); one marker per layer,
-    blue without and orange with latency hiding (2 virtual threads), as in the paper's Fig. 10."""
-    W, H, M = 720, 480, 60
-    img = np.full((H, W, 3), 255, np.uint8)
-    peak = cfg.peak_gops
-    bw = cfg.bus_bytes * cfg.clock_mhz * 1e6 / 1e9  # GB/s
-    xlo, xhi, ylo, yhi = 1.0, 1000.0, 1.0, 2 * peak
-
-    def px(oi: float, gops: float) -> tuple[int, int]:
-        fx = (np.log10(oi) - np.log10(xlo)) / (np.log10(xhi) - np.log10(xlo))
-        fy = (np.log10(gops) - np.log10(ylo)) / (np.log10(yhi) - np.log10(ylo))
-        return int(M + fx * (W - 2 * M)), int(H - M - fy * (H - 2 * M))
-
-    img[M:H - M, M] = 0
-    img[H - M, M:W - M] = 0
-    for d in range(0, 4):  # decade ticks
-        x, _ = px(10.0**d, ylo)
-        img[H - M:H - M + 6, x] = 0
-        _text(img, x - 4, H - M + 10, str(10**d), (0, 0, 0))
-    for g in (1, 10, 100):
-        if g < yhi:
-            _, y = px(xlo, g)
-            img[y, M - 6:M] = 0
-            _text(img, M - 40, y - 5, str(g), (0, 0, 0))
-    xs = np.logspace(np.log10(xlo), np.log10(xhi), 800)
-    for oi in xs:
-        x, y = px(oi, min(peak, bw * oi))
-        img[max(0, y - 1):y + 1, x] = (60, 60, 60)
-    _text(img, M + 10, 10, "GOPS VS OPS PER DRAM BYTE. BLUE 1 THREAD  ORANGE 2 THREADS", (0, 0, 0))
-    colors = {1: (31, 119, 180), 2: (255, 127, 14)}
-    for r in rows:
-        moved = sum(r["bytes"].values())
-        oi = 2 * r["macs"] / max(1, moved)
-        x, y = px(min(max(oi, xlo), xhi), max(r["gops"], ylo))
-        img[y - 3:y + 4, x - 3:x + 4] = colors[r["vthreads"]]
-    write_png(path, img)
+    pts = [plot.Point(r["layer"], 2.0 * r["macs"], sum(r["bytes"].values()), r["cycles"] / (cfg.clock_mhz * 1e6),
+                      f"{r['vthreads']} virtual thread{'s' if r['vthreads'] > 1 else ''}") for r in rows]
+    return plot.roofline(pts, cfg, path, title=f"ResNet-18 C2-C12 on VDLA ({cfg.name}), golden cycle model")
 
 
 def main(argv: list[str] | None = None) -> int:

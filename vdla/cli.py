@@ -11,6 +11,9 @@
                                             print the per-layer table
     vdla build MODEL -o model.vdla          compile a model into one file
     vdla synth BOARD [BOARD ...] | all      bitstream + report into bitstreams/BOARD/ (YoWASP tools)
+    vdla verilog [--config NAME] [--top axi|core] [-o FILE] [--lint]
+                                            the core as Verilog, its port list and register map beside it
+    vdla --version                          (also: python -m vdla ...)
 
 Each subcommand is a small function over the Python API; errors print one line and exit 2.
 """
@@ -22,8 +25,12 @@ import json
 import sys
 from pathlib import Path
 
-from . import isa
+from . import __version__, isa
+from .commands import outputs as run_outputs
+from .commands import verilog as verilog_command
 from .config import ConfigError, preset
+from .progress import close as close_progress
+from .progress import set_quiet
 
 __all__ = ["main"]
 
@@ -85,10 +92,11 @@ def _run_model(args: argparse.Namespace) -> int:
     progress = stderr_progress(not args.quiet)
     res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
                   seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
-                  per_channel=args.per_channel, calibration=args.calibration)
-    if progress and sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
+                  per_channel=args.per_channel, calibration=args.calibration,
+                  device_options=run_outputs.device_options(args))
+    close_progress(progress)
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
+    run_outputs.write(args, job=res)
     return 0 if res.ok else 1
 
 
@@ -100,8 +108,7 @@ def _build_model(args: argparse.Namespace) -> int:
     spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size), per_channel=args.per_channel,
                          calibration=args.calibration)
     m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
-    if progress and sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
+    close_progress(progress)
     out = Path(args.output or f"{spec.name}.vdla")
     m.save(out)
     nv = sum(k.target == "vdla" for k in m.kernels.values())
@@ -120,9 +127,10 @@ def _run(args: argparse.Namespace) -> int:
     if not _is_program(args.file):
         return _run_model(args)
     prog = Program.load(args.file)
-    dev = Device(args.device, config=prog.config)
-    report = dev.run(prog, strict=not args.lenient)
+    with Device(args.device, config=prog.config, **run_outputs.device_options(args)) as dev:
+        report = dev.run(prog, strict=not args.lenient)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.table())
+    run_outputs.write(args, report=report, name=prog.name or Path(args.file).stem)
     return 0
 
 
@@ -180,6 +188,7 @@ def _synth(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="vdla", description="VDLA accelerator co-design kit")
+    p.add_argument("--version", action="version", version=f"vdla {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     q = sub.add_parser("info", help="show a configuration and the ISA field table")
     q.add_argument("--config", default="default")
@@ -203,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--seed", type=int, default=0, help="seed of the synthetic input (models)")
     q.add_argument("--no-fp32-check", action="store_true", help="skip the fp32 onnxruntime cross-check (models)")
     q.add_argument("--target", default=None, help="cuda (or 'cuda -arch=sm_90'): run the float32 model on a GPU")
+    run_outputs.add_arguments(q)
     q.set_defaults(fn=_run)
     q = sub.add_parser("build", help="compile a model (built-in name or .onnx) into one file")
     q.add_argument("model")
@@ -214,15 +224,19 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--out", default="bitstreams", help="output folder (default bitstreams)")
     q.add_argument("--build-dir", default="build", help="scratch folder for the tools (default build)")
     q.add_argument("--json", action="store_true")
+    q.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     q.set_defaults(fn=_synth)
+    verilog_command.add_parser(sub)
     args = p.parse_args(argv)
+    set_quiet(bool(getattr(args, "quiet", False)))
+    from .plot import PlotError
     from .runtime import DeviceError, ProgramFileError, StreamError
     from .simulator import SimulatorError
 
     try:
         return args.fn(args)
-    except (OSError, ConfigError, isa.ISAError, ProgramFileError, DeviceError, StreamError, SimulatorError,
-            *_model_errors()) as e:
+    except (OSError, ConfigError, isa.ISAError, ProgramFileError, DeviceError, StreamError,
+            SimulatorError, PlotError, *_model_errors()) as e:
         print(f"vdla {args.cmd}: error: {e}", file=sys.stderr)
         return 2
 

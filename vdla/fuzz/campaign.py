@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import progress
 from ..config import preset
 from ..runtime.device import Device
 from .randprog import random_program
@@ -84,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, default=10_000, help="programs in all")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     args = p.parse_args(argv)
+    progress.set_quiet(args.quiet)
     configs = [c for c in args.configs.split(",") if c]
     if args.device == "verilator":
         from ..simulator.rtl import verilator
@@ -97,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     done = cycles = 0
     ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
     with ctx.Pool(max(1, args.jobs)) as pool:
-        for res in pool.imap_unordered(_work, work, chunksize=8):
+        results = pool.imap_unordered(_work, work, chunksize=8)
+        for res in progress.bar(results, total=len(work), desc=f"{args.device} vs fsim", unit="program"):
             done += 1
             cycles += res.cycles
             if not res.ok:

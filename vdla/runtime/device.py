@@ -61,8 +61,30 @@ def backend_factory(kind: str) -> Callable[..., object]:
     return BACKENDS[kind]
 
 
+def _check_options(kind: str, factory: Callable[..., object], options: dict[str, object]) -> None:
+    """A DeviceError naming the options backend `kind` does not take (instead of a TypeError deep inside)."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    bad = [k for k in options if k not in params or params[k].kind is inspect.Parameter.POSITIONAL_ONLY]
+    if bad:
+        takes = [k for k, p in list(params.items())[2:] if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+        raise DeviceError(f"device {kind!r} takes no option {', '.join(map(repr, bad))}"
+                          f" (it takes: {', '.join(takes) or 'none'})")
+
+
 class Device:
-    def __init__(self, backend: str = "fsim", config: Config | str | None = None, dram_size: int = DEFAULT_DRAM) -> None:
+    """``options`` go to the backend: ``waves="run.vcd"`` (pysim, verilator), ``watchdog``, ``latency``
+    (pysim, verilator); a backend that does not take one names it. ``close()`` (or ``with``) ends
+    the backend's simulation and finishes its trace file."""
+
+    def __init__(self, backend: str = "fsim", config: Config | str | None = None, dram_size: int = DEFAULT_DRAM,
+                 **options: object) -> None:
         kind, _, arg = backend.partition(":")
         try:
             factory = backend_factory(kind)
@@ -76,8 +98,22 @@ class Device:
         big = max(self.config.wgt_elem_bytes, self.config.acc_elem_bytes, 4096)
         self.allocator = Allocator(dram_size, align=1 << (big - 1).bit_length())
         self.name = backend
-        self.backend = factory(self, arg)
+        if options:
+            _check_options(kind, factory, options)
+        self.backend = factory(self, arg, **options)
         self.last_report: Report | None = None
+
+    def close(self) -> None:
+        """End the backend's simulation (RTL devices: the trace file is complete afterwards)."""
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"Device({self.name!r}, config={self.config.name!r})"

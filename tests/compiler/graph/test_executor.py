@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -174,7 +175,8 @@ def test_main_job_output_lines():
     """The demo's command (`vdla run resnet18 --device fsim`), at the reduced size."""
     nox = (REPO / "noxfile.py").read_text()
     assert '"run", "resnet18", "--device", "fsim"' in nox
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # VDLA_PROGRESS=1: progress as on a terminal (a pipe gets none otherwise, see vdla.progress)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), VDLA_PROGRESS="1")
     proc = subprocess.run([sys.executable, "-m", "vdla.cli", "run", "resnet18", "--device", "fsim", "--reduced"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -192,4 +194,5 @@ def test_main_job_output_lines():
     assert any(ln.startswith("     flatten: not on llvm (") for ln in lines)
     assert any(ln.startswith("fp32 CPU path vs onnxruntime: ") for ln in lines)
     assert lines[-1] == "result: PASS"
-    assert "compiling" in proc.stderr  # progress goes to stderr
+    total = re.search(r"compiling kernel 1/(\d+)", proc.stderr)  # progress: stderr, one line per distinct kernel
+    assert total and f"compiling kernel {total.group(1)}/{total.group(1)}" in proc.stderr

@@ -3,8 +3,8 @@
 - cocotb 2.x (cocotb_tools.runner, cocotbext-axi's AxiRam + AxiLiteMaster) on the
   generated Verilog of `vdla.hardware.top.AxiTop`, small and default configs: register
   map, programs bit-exact with fsim (also under AXI back-pressure), burst rules, error bit.
-  ``VDLA_WAVES=1`` builds with tracing and writes ``sim_build/<config>-waves/cocotb/dump.fst``
-  (``dump.vcd`` where the C++ compiler lacks lz4/zlib headers, see `vdla.simulator.rtl.verilator.wave_format`);
+  ``VDLA_WAVES=1`` builds with tracing and writes ``sim_build/<config>-waves/cocotb.fst``
+  (``.vcd`` where the C++ compiler lacks lz4/zlib headers, see `vdla.simulator.rtl.verilator.wave_format`);
   Device("verilator") runs then trace into ``sim_build/<config>-waves/verilator.fst`` (or .vcd).
 - ``Device("verilator")`` (the same Verilator build, driven by a C++ harness): a
   differential fuzz of random programs against ``Device("fsim")`` (final DRAM and golden
@@ -22,7 +22,6 @@ import importlib.util
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +39,8 @@ from vdla.fuzz.randprog import random_program  # noqa: E402
 from vdla.hardware.testbench import MemoryFault  # noqa: E402
 from vdla.runtime import Device, Program, Stage  # noqa: E402
 from vdla.runtime.backends.verilator import VerilatorBackend  # noqa: E402
+from vdla.sim import run_tests  # noqa: E402
+from vdla.sim.golden import rtl_counters  # noqa: E402
 from vdla.simulator import DeadlockError, ProgramError  # noqa: E402
 from vdla.simulator.rtl import verilator as vl  # noqa: E402
 
@@ -93,13 +94,9 @@ def _cocotb_cases(c: Config, folder: Path, ram_size: int = 1 << 17) -> None:
     for seed in range(4):
         random_program(c, 1000 + seed).run(dev)
         names.append(f"random-{1000 + seed}")
-    elem = {"inp_elems": ("inp_load_nbytes", c.inp_elem_bytes), "wgt_elems": ("wgt_load_nbytes", c.wgt_elem_bytes),
-            "acc_elems": ("acc_load_nbytes", c.acc_elem_bytes), "uop_elems": ("uop_load_nbytes", c.uop_elem_bytes),
-            "out_elems": ("out_store_nbytes", c.out_elem_bytes)}
     arrays, cases = {}, []
     for i, (before, after, addr, count, report) in enumerate(cap.runs):
-        counters = {k: report.counters[g] // size for k, (g, size) in elem.items()}
-        counters.update(gemm_iters=report.counters["gemm_counter"], alu_iters=report.counters["alu_counter"])
+        counters = rtl_counters(c, report)
         arrays[f"before_{i}"], arrays[f"after_{i}"] = before, after
         cases.append({"name": names[i], "insn_addr": addr, "count": count, "error": "NONE", "error_index": 0,
                       "counters": counters, "pressure": i >= 2})
@@ -113,27 +110,18 @@ def _cocotb_cases(c: Config, folder: Path, ram_size: int = 1 << 17) -> None:
     np.savez(folder / "cases.npz", **arrays)
     (folder / "cases.json").write_text(json.dumps(
         {"ram_size": ram_size, "max_burst": c.timing.max_burst_beats, "cases": cases, **meta}))
-    c.save(folder / "config.json")
 
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_cocotb_axitop(name):
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
+    """support/cocotb_axitop.py through the public kit (`vdla.sim.run_tests`, `vdla.sim.AxiTopDriver`)."""
     c = PRESETS[name]
-    obj = vl.build_model(c, waves=WAVES)
-    folder = obj.parent / "cocotb"
+    folder = vl.build_dir(c) / "cocotb"
     _cocotb_cases(c, folder)
-    if str(TB_DIR) not in sys.path:
-        sys.path.insert(0, str(TB_DIR))  # the runner hands sys.path to the simulator's Python
-    runner = get_runner("verilator")
-    results = runner.test(
-        test_module="cocotb_axitop", hdl_toplevel=vl.TOP_NAME, hdl_toplevel_lang="verilog", build_dir=obj,
-        test_dir=folder, waves=WAVES, extra_env={"VDLA_TB_DIR": str(folder)}, log_file=folder / "sim.log",
-    )
-    total, failed = get_results(results)
-    assert total == 4 and failed == 0, f"{failed} of {total} cocotb tests failed; see {folder / 'sim.log'}"
+    waves = vl.build_dir(c, True) / f"cocotb.{vl.wave_format()}" if WAVES else None
+    res = run_tests(TB_DIR / "cocotb_axitop.py", config=c, test_dir=folder, waves=waves,
+                    extra_env={"VDLA_TB_DIR": str(folder)})
+    assert res.total == 4 and res.failed == 0, res.summary()
 
 
 # -- Device("verilator") ------------------------------------------------------------------------------------

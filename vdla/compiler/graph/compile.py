@@ -43,8 +43,9 @@ def compile_model(
     cache: dict[tuple, int] = {}
     t0 = time.perf_counter()
     order = g.topo_order()
-    todo = [n for n in order if n.target == "vdla"]
-    done = 0
+    # First the chains (cheap), so that the counter runs over the distinct kernels actually
+    # compiled: nodes of equal shape and tail share one, and fallbacks compile nothing.
+    chains: dict[str, Any] = {}
     for n in order:
         macs = count_macs(n, g)
         if n.target != "vdla":
@@ -59,11 +60,17 @@ def compile_model(
             if ch.bias.size % blk:
                 kernels[n.name] = Kernel(n.name, "cpu", "fallback: bias does not fill the blocks", macs=macs)
                 continue
-        key = ch.key(g)
-        done += 1
-        if key not in cache:
+        chains[n.name] = (ch, ch.key(g), macs)
+    distinct = len({key for _, key, _ in chains.values()})
+    failed: dict[tuple, str] = {}
+    for n in order:
+        if n.name not in chains:
+            continue
+        ch, key, macs = chains[n.name]
+        if key not in cache and key not in failed:
             if progress:
-                progress(f"compiling {done}/{len(todo)} {n.name} ({n.attrs.get('pattern', n.op)})")
+                progress(f"compiling kernel {len(cache) + len(failed) + 1}/{distinct}: {n.name} "
+                         f"({n.attrs.get('pattern', n.op)})")
             func = None
             err = ""
             for vt in dict.fromkeys((vthreads, 1)):
@@ -73,14 +80,18 @@ def compile_model(
                 except VDLAError as e:
                     err = str(e)
             if func is None:
-                kernels[n.name] = Kernel(n.name, "cpu", f"fallback: {err}", macs=macs)
-                continue
-            cache[key] = len(functions)
-            functions.append(func)
+                failed[key] = err
+            else:
+                cache[key] = len(functions)
+                functions.append(func)
+        if key in failed:
+            kernels[n.name] = Kernel(n.name, "cpu", f"fallback: {failed[key]}", macs=macs)
+            continue
         bias = None if ch.bias is None else pack_bias(ch.bias, cfg.batch, g.type_of(n.name).shape[-1])
         kernels[n.name] = Kernel(n.name, "vdla", "", cache[key], ch, bias, macs)
         if ch.shifts is not None:
             kernels[n.name].shifts_packed = pack_bias(ch.shifts, cfg.batch, g.type_of(n.name).shape[-1])
+    kernels = {n.name: kernels[n.name] for n in order}  # topological order, as the table lists them
     info = {"compile_s": time.perf_counter() - t0, "kernels": len(functions)}
     info["llvm_compile_s"] = compile_llvm(g, kernels, llvm=llvm)
     info["compile_s"] = time.perf_counter() - t0

@@ -29,7 +29,6 @@ onnxruntime (within tolerance, when installed), and returns a :class:`JobResult`
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -255,6 +254,8 @@ class JobResult:
     kernels: int = 0
     #: (float value, int8 scale, SNR dB) of every int8 tensor against fp32 (see quantize.layer_snr)
     snr: list[tuple[str, float, float]] = field(default_factory=list)
+    #: node -> its kernel's module timeline on the device (`RunResult.traces`), for `vdla.plot`
+    traces: dict[str, list[tuple[int, str, int, int]]] = field(default_factory=dict, repr=False)
 
     # -- totals -------------------------------------------------------------------------
     @property
@@ -388,8 +389,10 @@ def run_job(
     progress: Progress | None = None,
     per_channel: bool | None = None,
     calibration: str | None = None,
+    device_options: dict[str, Any] | None = None,
 ) -> JobResult:
-    """Compile (or load) ``model``, run it on ``device`` and check it; see the module doc."""
+    """Compile (or load) ``model``, run it on ``device`` and check it; see the module doc.
+    ``device_options`` go to the Device (e.g. ``waves="run.vcd"``); the Device is closed at the end."""
     from ...runtime import Device
 
     t0 = time.perf_counter()
@@ -413,14 +416,17 @@ def run_job(
         onnx_file = m.info.get("onnx") or None
     compile_s = time.perf_counter() - t0
     cfg = m.config
-    dev = Device(device, config=cfg)
+    dev = Device(device, config=cfg, **(device_options or {}))
     evaluation = spec.evaluation if spec is not None else _rebuild_evaluation(m.info)
     x = evaluation[0] if evaluation else models.sample_input(m.graph, seed)
     if progress:
         progress(f"running {m.graph.name} on {dev.name} ({sum(k.target == 'vdla' for k in m.kernels.values())} "
                  "VDLA nodes), checking every node against the int8 numpy reference")
     t1 = time.perf_counter()
-    res = m.run(x, dev, reference=True, cpu_timing=True, progress=progress)
+    try:
+        res = m.run(x, dev, reference=True, cpu_timing=True, progress=progress)
+    finally:
+        dev.close()  # an RTL device's trace file is complete now
     run_s = time.perf_counter() - t1
     checks = []
     bad = [r.node for r in res.layers if r.exact is False]
@@ -451,7 +457,7 @@ def run_job(
     name = m.info.get("name") or m.graph.name
     desc = m.info.get("description") or m.graph.name
     return JobResult(str(name), str(desc), dev.name, cfg, res.layers, checks, compile_s, run_s, from_file,
-                     len(m.functions), snr)
+                     len(m.functions), snr, res.traces)
 
 
 #: The accuracy floor: int8 on VDLA may lose at most this much against fp32 (a fraction).
@@ -506,18 +512,8 @@ def _fp32_check(fp32: Graph | None, x: dict[str, np.ndarray], onnx_file: str | N
 
 
 def stderr_progress(enabled: bool = True) -> Progress | None:
-    """Progress lines on stderr (one updating line on a terminal)."""
-    if not enabled:
-        return None
-    tty = sys.stderr.isatty()
-    state = {"last": 0.0}
+    """Progress messages on one updating stderr line (`vdla.progress.status`): None when
+    ``enabled`` is false (``-q``), stderr is not a terminal, or ``VDLA_PROGRESS=0``."""
+    from ... import progress
 
-    def report(msg: str) -> None:
-        if tty:
-            sys.stderr.write("\r\033[K" + msg[:150])
-            sys.stderr.flush()
-        elif not msg.startswith("[") or time.perf_counter() - state["last"] > 5:
-            state["last"] = time.perf_counter()
-            print(msg, file=sys.stderr, flush=True)
-
-    return report
+    return progress.status() if enabled else None

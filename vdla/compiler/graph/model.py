@@ -70,6 +70,8 @@ class RunResult:
     layers: list[LayerRecord]
     values: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     reference: list[np.ndarray] | None = None  # the reference outputs (run(reference=True))
+    #: node -> the device's (instruction, module, start, end) timeline of its VDLA kernel (fsim, traced pysim)
+    traces: dict[str, list[tuple[int, str, int, int]]] = field(default_factory=dict, repr=False)
 
 
 class CompiledModel:
@@ -114,6 +116,7 @@ class CompiledModel:
         env.update(check_inputs(g, inputs))
         ref_env: dict[str, np.ndarray] = dict(env)
         layers: list[LayerRecord] = []
+        traces: dict[str, list[tuple[int, str, int, int]]] = {}
         clock = self.config.clock_mhz * 1e6
         order = g.topo_order()
         for idx, n in enumerate(order):
@@ -127,6 +130,8 @@ class CompiledModel:
                 moved = int(sum(v for c, v in rep.counters.items() if c.endswith("nbytes")))
                 rec = LayerRecord(n.name, n.attrs.get("pattern") or n.op, "vdla", rep.cycles / clock, rep.cycles,
                                   rep.gemm_utilisation, moved, k.macs, wall_s=wall)
+                if getattr(rep, "trace", None):
+                    traces[n.name] = rep.trace
             else:
                 val = self._run_llvm(n, k, env) if k.target == "llvm" else self._run_cpu(n, [env[i] for i in n.inputs])
                 wall = time.perf_counter() - t0
@@ -150,7 +155,7 @@ class CompiledModel:
                 ref_env[n.name] = val if rec.exact and k.target == "llvm" else rv
             layers.append(rec)
         ref_out = [ref_env[o] for o in g.outputs] if reference else None
-        return RunResult([env[o] for o in g.outputs], layers, env, ref_out)
+        return RunResult([env[o] for o in g.outputs], layers, env, ref_out, traces)
 
     def _run_llvm(self, n: Node, k: Kernel, env: Mapping[str, np.ndarray]) -> np.ndarray:
         try:

@@ -16,8 +16,10 @@ running Python, or taken from $YOSYS, $NEXTPNR_ECP5, $NEXTPNR_ICE40, $ECPPACK, $
 The report (report.json and report.md) records the Config, the tool versions, the
 source hash (`source_hash`: RTLIL + constraints + flow settings), resource use against
 the part's capacity, nextpnr's fmax against the constraint, the critical path, the
-build time, the bitstream's size and sha256, and peak GOPS at the core clock and at fmax
-next to VTA's 51.2 GOPS at 100 MHz.
+bitstream's size and sha256, and peak GOPS at the core clock and at fmax next to VTA's
+51.2 GOPS at 100 MHz. Nothing in them changes when unchanged sources are rebuilt with the
+same tools (no run times, dates or absolute paths: `write_reports`), so a rebuild leaves
+the checkout clean; the run times go to ``build/BOARD/build_times.json``.
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ import sys
 import time
 from pathlib import Path
 
+from ... import progress
+from ...config import Config
 from ..buffers import KINDS
 from . import Board
 
-__all__ = ["build", "prepare", "source_hash", "tool", "tool_versions", "BuildError", "VTA_GOPS"]
+__all__ = ["build", "prepare", "source_hash", "tool", "tool_versions", "BuildError", "VTA_GOPS", "write_reports",
+           "markdown", "REPORT_FILES"]
 
 #: VTA on the Pynq-Z1: 1x16x16 int8 GEMM at 100 MHz.
 VTA_GOPS = 51.2
@@ -57,6 +62,11 @@ _RESOURCES = {
     "ice40": [("LC (LUT4+FF)", "ICESTORM_LC"), ("BRAM (4 Kbit)", "ICESTORM_RAM"), ("SPRAM", "ICESTORM_SPRAM"),
               ("DSP (SB_MAC16)", "ICESTORM_DSP"), ("IO", "SB_IO")],
 }
+
+
+#: What each tool is doing, for the progress line (`vdla.progress.phase`: the elapsed time ticks while it runs).
+_PHASES = {"yosys": "synthesis", "nextpnr": "place and route, minutes on the larger parts",
+           "ecppack": "bitstream", "icepack": "bitstream"}
 
 
 class BuildError(RuntimeError):
@@ -176,7 +186,7 @@ def source_hash(board: Board, files: dict[str, str] | None = None) -> str:
 def _run(args: list[str], cwd: Path, log: Path, what: str, echo) -> float:
     t0 = time.monotonic()
     echo(f"  {what}: {' '.join(Path(a).name if i == 0 else a for i, a in enumerate(args))}")
-    with open(log, "w") as f:
+    with open(log, "w") as f, progress.phase(f"  {cwd.name}: {what} ({_PHASES.get(what, 'running')})"):
         r = subprocess.run(args, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
     if r.returncode:
         tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:])
@@ -298,15 +308,41 @@ def build(board: Board, *, out_dir: str | Path = "bitstreams", build_dir: str | 
         "tools": tool_versions(board.family),
         "flow": _flow_settings(board),
         "source_sha256": src,
-        "build_seconds": {k: round(v, 1) for k, v in {**times, "total": total}.items()},
         "bitstream": {"file": bit_name, "bytes": len(bit), "sha256": hashlib.sha256(bit).hexdigest()},
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    c.save(out / "config.json")  # for --config: vdla asm/run, examples, Device(config=...)
-    (out / "report.md").write_text(markdown(report))
+    times = {k: round(v, 1) for k, v in {**times, "total": total}.items()}
+    write_reports(report, c, out, build_dir, times)
     echo(f"  -> {out / bit_name} ({len(bit)} bytes, sha256 {report['bitstream']['sha256'][:16]}...), "
-         f"fmax {fmax_mhz:.1f} MHz vs {_constraint(board):g} MHz, {total:.0f} s")
+         f"fmax {fmax_mhz:.1f} MHz vs {_constraint(board):g} MHz; "
+         + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     return report
+
+
+#: The files `write_reports` puts beside the bitstream: what is committed under bitstreams/BOARD/.
+REPORT_FILES = ("report.json", "report.md", "config.json")
+#: Where the run's volatile facts (tool run times) go: the scratch build folder, never the checkout.
+TIMES_FILE = "build_times.json"
+
+
+def write_reports(report: dict, config: Config, out: Path, build_dir: Path, times: dict[str, float]) -> dict[str, Path]:
+    """report.json, report.md and config.json into `out`, and the run times into `build_dir`/TIMES_FILE.
+
+    The committed files hold only what the sources and the tools determine (Config, tool
+    versions, resources, fmax, critical path, hashes): no time stamps, durations or absolute
+    paths. A rebuild of unchanged sources with the same tools therefore writes them byte for
+    byte as they were, and the checkout stays clean; durations change from run to run, so
+    they go to the (ignored) build folder and the terminal."""
+    if "build_seconds" in report:
+        raise ValueError("report: run times belong in `times`, not in the committed report")
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {name: out / name for name in REPORT_FILES}
+    paths["report.json"].write_text(json.dumps(report, indent=2) + "\n")
+    config.save(paths["config.json"])  # for --config: vdla asm/run, examples, Device(config=...)
+    paths["report.md"].write_text(markdown(report))
+    build_dir.mkdir(parents=True, exist_ok=True)
+    paths[TIMES_FILE] = build_dir / TIMES_FILE
+    paths[TIMES_FILE].write_text(json.dumps({"board": report["board"], "seconds": times}, indent=2) + "\n")
+    return paths
 
 
 def markdown(r: dict) -> str:
@@ -351,7 +387,8 @@ def markdown(r: dict) -> str:
         "",
         f"- bitstream `{r['bitstream']['file']}`: {r['bitstream']['bytes']} bytes, sha256 `{r['bitstream']['sha256']}`",
         f"- sources (RTLIL, constraints, Yosys script, flow settings) sha256 `{r['source_sha256']}`",
-        f"- seed {r['flow']['seed']}; build time " + ", ".join(f"{k} {v} s" for k, v in r["build_seconds"].items()),
+        f"- seed {r['flow']['seed']} (run times are not recorded here: they differ from build to build; "
+        f"`vdla synth` prints them and writes build/{r['board']}/{TIMES_FILE})",
         "- tools: " + "; ".join(f"{k}: {v}" for k, v in r["tools"].items() if k != "packages"),
         "- packages: " + ", ".join(f"{k} {v}" for k, v in r["tools"].get("packages", {}).items()),
         "",

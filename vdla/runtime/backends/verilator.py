@@ -5,8 +5,9 @@
 
 The build, the C++ harness, memory timing, failures and waveforms are described in
 `vdla.simulator.rtl.verilator`; this backend keeps one model per Device. Waveforms:
-``VDLA_WAVES=path.fst`` (or ``=1``: the build folder) in the environment, or
-``VerilatorBackend(device, waves="path.fst")``.
+``Device("verilator", waves="run.vcd")`` (``.fst`` where the machine's Verilator can write it,
+else an error saying why: `vdla.simulator.rtl.waves`), complete after ``dev.close()``;
+``VDLA_WAVES=path`` (or ``=1``: a file in the build folder) in the environment when none is given.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import os
 from ...hardware.testbench import Stuck
 from ...simulator import Report
 from ...simulator.rtl.pysim import deadlock_error, report_from_run
-from ...simulator.rtl.verilator import VerilatorModel, build_dir
+from ...simulator.rtl.verilator import VerilatorModel, build_dir, wave_format, wave_support
+from ...simulator.rtl.waves import resolve as resolve_waves
 from ..device import Device
 
 __all__ = ["VerilatorBackend", "BACKEND"]
@@ -34,8 +36,9 @@ class VerilatorBackend:
         if waves is None and os.environ.get("VDLA_WAVES", "") not in ("", "0"):
             waves = os.environ["VDLA_WAVES"]
             if waves.lower() in ("1", "true", "yes"):
-                waves = str(build_dir(self.config, True) / "verilator.fst")
-        self.waves = waves
+                waves = str(build_dir(self.config, True) / f"verilator.{wave_format()}")
+        # Checked now (a format this machine cannot write fails at Device(...), not at the first run).
+        self.waves = str(resolve_waves(waves, "Device('verilator')", wave_support())) if waves else None
         self._model: VerilatorModel | None = None
 
     @property
@@ -50,6 +53,12 @@ class VerilatorBackend:
         except Stuck as e:
             raise deadlock_error(e, "verilator") from None
         return report_from_run(self.config, res, count, strict, "verilator")
+
+    def close(self) -> None:
+        """Free the model (and finish its trace file)."""
+        if self._model is not None:
+            self._model.close()
+            self._model = None
 
 
 

@@ -32,11 +32,12 @@ raises DeadlockError naming each stage's state and the queue levels, read from t
 debug registers; then the design is reset (buffers keep their contents) and the device
 stays usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
 
-Waveforms: ``Device("verilator", ...)`` with ``VDLA_WAVES=path.fst`` (or ``=1``: the build folder) in the environment
-(or ``vdla.runtime.backends.verilator.VerilatorBackend(device, waves="path.fst")``) builds a tracing variant
-(``sim_build/<config>-waves``) and writes the trace there. FST needs zlib and lz4 headers
-(Verilator's FST writer compiles against them); without them the trace is VCD
-(`wave_format` says which; the file name's suffix is adjusted).
+Waveforms: ``Device("verilator", waves="run.vcd")`` (or ``.fst``; `vdla.simulator.rtl.waves`) builds a
+tracing variant (``sim_build/<config>-waves`` for VCD, ``-waves-fst`` for FST) and writes the trace
+there; ``VDLA_WAVES=path`` (or ``=1``: the build folder) in the environment does the same when no
+file is given in code. FST needs the zlib and lz4 headers (Verilator's FST writer compiles against
+them): `wave_support` says whether this machine has them, and asking for FST without them is an
+error naming what is missing, never a silent VCD.
 """
 
 from __future__ import annotations
@@ -56,20 +57,25 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import progress
 from ...config import PRESETS, Config
 from ...hardware.core import COUNTER_NAMES, QUEUES, STAGES
 from ...hardware.fetch import ErrorCode
 from ...hardware.regmap import AXI, COUNTER_BASE, STATUS_BITS, registers
 from ...hardware.stage import State
 from ...hardware.testbench import MemoryFault, RunResult, Stuck
+from ...hardware.verilog import TOPS as VERILOG_TOPS
+from ...hardware.verilog import convert
 from ..errors import SimulatorError
+from .waves import resolve as resolve_waves
 
 __all__ = [
     "VerilatorModel", "VerilatorError", "VerilatorBuildError", "build_model", "build_library", "write_verilog",
-    "build_root", "build_dir", "tool_env", "file_lock", "TOP_NAME",
+    "build_root", "build_dir", "tool_env", "file_lock", "TOP_NAME", "lint", "wave_support", "tool_environ",
+    "wave_format",
 ]
 
-TOP_NAME = "vdla_axi_top"
+TOP_NAME = VERILOG_TOPS["axi"][0]
 HARNESS = Path(__file__).with_name("verilator_harness.cpp")
 HW_DIR = Path(__file__).resolve().parents[2] / "hardware"
 #: Verilator options for the generated Verilog (Amaranth's output trips width/unused lints).
@@ -148,24 +154,48 @@ def config_key(config: Config) -> str:
     return f"{config.name}-{hashlib.sha256(repr(config).encode()).hexdigest()[:10]}"
 
 
-def build_dir(config: Config, waves: bool = False) -> Path:
-    return build_root() / (config_key(config) + ("-waves" if waves else ""))
+def _trace_kind(waves: bool | str) -> str:
+    """"" (no trace), "vcd" or "fst" from a build's ``waves`` argument (True: `wave_format`)."""
+    if not waves:
+        return ""
+    kind = wave_format() if waves is True else str(waves).lower()
+    if kind not in ("vcd", "fst"):
+        raise VerilatorBuildError(f"waves={waves!r}: use 'vcd', 'fst' or True")
+    return kind
 
 
-_FORMAT: list[str] = []
+def build_dir(config: Config, waves: bool | str = False) -> Path:
+    kind = _trace_kind(waves)
+    return build_root() / (config_key(config) + {"": "", "vcd": "-waves", "fst": "-waves-fst"}[kind])
+
+
+_SUPPORT: dict[str, str] = {}
+
+
+def wave_support() -> dict[str, str]:
+    """Trace format -> "" where this machine's Verilator builds can write it, else the reason.
+    VCD always; FST when the C++ compiler finds zlib.h and lz4.h (Verilator's FST writer needs both)."""
+    if not _SUPPORT:
+        cxx = shutil.which("c++") or shutil.which("g++")
+        missing = []
+        for header in ("zlib.h", "lz4.h"):
+            res = None
+            if cxx:
+                res = subprocess.run([cxx, "-x", "c++", "-E", "-", "-o", os.devnull], input=f"#include <{header}>\n",
+                                     capture_output=True, text=True, check=False)
+            if res is None or res.returncode != 0:
+                missing.append(header)
+        why = ""
+        if missing:
+            why = (f"Verilator's FST writer needs {' and '.join(missing)}, which the C++ compiler does not find "
+                   "(Debian/Ubuntu: apt install zlib1g-dev liblz4-dev)")
+        _SUPPORT.update(vcd="", fst=why)
+    return dict(_SUPPORT)
 
 
 def wave_format() -> str:
-    """"fst" when the C++ compiler finds zlib.h and lz4.h (Verilator's FST writer needs both), else "vcd"."""
-    if not _FORMAT:
-        cxx = shutil.which("c++") or shutil.which("g++")
-        ok = False
-        if cxx:
-            res = subprocess.run([cxx, "-x", "c++", "-E", "-", "-o", os.devnull], input="#include <zlib.h>\n#include <lz4.h>\n",
-                                 capture_output=True, text=True, check=False)
-            ok = res.returncode == 0
-        _FORMAT.append("fst" if ok else "vcd")
-    return _FORMAT[0]
+    """"fst" where `wave_support` allows it, else "vcd": the format of ``VDLA_WAVES=1`` traces."""
+    return "fst" if not wave_support()["fst"] else "vcd"
 
 
 @contextlib.contextmanager
@@ -214,7 +244,7 @@ def hardware_fingerprint(config: Config, **options) -> str:
     import amaranth
 
     h = hashlib.sha256(repr((config, sorted(options.items()), amaranth.__version__)).encode())
-    for src in sorted(_sources(HW_DIR / "top.py")):
+    for src in sorted(_sources(HW_DIR / "verilog.py")):  # the converter, AxiTop and all they import
         h.update(src.name.encode())
         h.update(src.read_bytes())
     return h.hexdigest()
@@ -230,11 +260,8 @@ def write_verilog(config: Config, folder: Path | None = None) -> Path:
     with file_lock(folder / ".verilog.lock"):
         if path.is_file() and stamp.is_file() and stamp.read_text() == key:
             return path
-        from amaranth.back import verilog
-
-        from ...hardware.top import AxiTop
-
-        text = verilog.convert(AxiTop(config), name=TOP_NAME, emit_src=False)
+        with progress.phase(f"verilog: converting the {config.name} core (Amaranth -> Yosys)"):
+            text = convert(config, "axi")
         tmp = path.with_suffix(".tmp")
         tmp.write_text(text)
         tmp.replace(path)
@@ -265,11 +292,16 @@ def _environ(env: dict[str, str]):
         os.environ.update(saved)
 
 
+def tool_environ() -> contextlib.AbstractContextManager[None]:
+    """os.environ set to `tool_env` for the block: for cocotb's runner, which reads os.environ."""
+    return _environ(tool_env())
+
+
 def _stamp_ok(stamp: Path, key: str, *outputs: Path) -> bool:
     return stamp.is_file() and stamp.read_text() == key and all(p.is_file() for p in outputs)
 
 
-def build_model(config: Config, waves: bool = False, verbose: bool = False) -> Path:
+def build_model(config: Config, waves: bool | str = False, verbose: bool = False) -> Path:
     """Verilate AxiTop for `config` with cocotb's runner (``get_runner("verilator")``); returns
     the build folder (``sim_build/<config>[-waves]/obj``), reused while nothing it depends on changed.
 
@@ -287,8 +319,9 @@ def build_model(config: Config, waves: bool = False, verbose: bool = False) -> P
     stamp = folder / "obj.hash"
     env = tool_env()
     args = [*VERILATOR_FLAGS, "-O3", "--no-public-flat-rw", "--public-depth", "1", "-CFLAGS", "-fPIC"]
-    if waves:
-        args += ["--trace-fst" if wave_format() == "fst" else "--trace", "--trace-structs"]
+    kind = _trace_kind(waves)
+    if kind:
+        args += ["--trace-fst" if kind == "fst" else "--trace", "--trace-structs"]
     key = hashlib.sha256(repr((hardware_fingerprint(config), _verilator_version(), args)).encode()).hexdigest()
     with file_lock(folder / ".obj.lock"):
         if _stamp_ok(stamp, key, obj / TOP_NAME, obj / "Vtop__ALL.a"):
@@ -296,10 +329,11 @@ def build_model(config: Config, waves: bool = False, verbose: bool = False) -> P
         shutil.rmtree(obj, ignore_errors=True)
         stamp.unlink(missing_ok=True)
         t0 = time.monotonic()
-        with _environ(env):
+        what = f"verilator: building the {config.name} model{f' ({kind} trace)' if kind else ''} (~30-70 s, once)"
+        with _environ(env), progress.phase(what):
             runner = get_runner("verilator")
             try:
-                runner.build(sources=[verilog], hdl_toplevel=TOP_NAME, build_dir=obj, build_args=args, waves=waves,
+                runner.build(sources=[verilog], hdl_toplevel=TOP_NAME, build_dir=obj, build_args=args, waves=bool(kind),
                              always=True, log_file=folder / "build.log")
             except (SystemExit, subprocess.CalledProcessError, RuntimeError) as e:
                 log = folder / "build.log"
@@ -311,7 +345,7 @@ def build_model(config: Config, waves: bool = False, verbose: bool = False) -> P
     return obj
 
 
-def build_library(config: Config, waves: bool = False, verbose: bool = False) -> Path:
+def build_library(config: Config, waves: bool | str = False, verbose: bool = False) -> Path:
     """The harness library for `config`: `build_model`'s objects + verilator_harness.cpp."""
     obj = build_model(config, waves, verbose)
     folder = obj.parent
@@ -336,14 +370,15 @@ def build_library(config: Config, waves: bool = False, verbose: bool = False) ->
                               check=True).stdout.strip()
         tmp = lib.with_suffix(".tmp")
         link = [
-            cxx, "-O2", "-std=c++17", "-shared", "-fPIC", f"-DBUS_BYTES={config.bus_bytes}", f"-DVDLA_TRACE={(2 if wave_format() == 'fst' else 1) if waves else 0}",
+            cxx, "-O2", "-std=c++17", "-shared", "-fPIC", f"-DBUS_BYTES={config.bus_bytes}", f"-DVDLA_TRACE={ {'': 0, 'vcd': 1, 'fst': 2}[_trace_kind(waves)] }",
             f"-I{root}/include", f"-I{root}/include/vltstd", f"-I{obj}", str(HARNESS),
             str(obj / "Vtop__ALL.a"), str(runtime), "-o", str(tmp), "-pthread", "-Wl,--no-undefined",
             "-Wl,-Bsymbolic", "-Wl,--exclude-libs,ALL",  # two Configs' models in one process stay apart
         ]
-        if waves and wave_format() == "fst":
+        if _trace_kind(waves) == "fst":
             link += ["-lz", "-llz4"]
-        _run(link, folder, log, env)
+        with progress.phase(f"verilator: linking the {config.name} harness"):
+            _run(link, folder, log, env)
         tmp.replace(lib)
         stamp.write_text(key)
     return lib
@@ -358,7 +393,9 @@ class VerilatorModel:
     def __init__(self, config: Config, *, latency: int | None = None, waves: str | None = None) -> None:
         self.config = config
         self.latency = config.timing.dram_latency if latency is None else latency
-        self.lib_path = build_library(config, waves=bool(waves))
+        if waves:
+            waves = str(resolve_waves(waves, "Device('verilator')", wave_support()))
+        self.lib_path = build_library(config, waves=Path(waves).suffix[1:] if waves else False)
         lib = self._lib = ctypes.CDLL(str(self.lib_path))
         vp, u32, u64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
         lib.vdla_new.restype = vp
@@ -375,8 +412,6 @@ class VerilatorModel:
         lib.vdla_run.argtypes = [vp, u32, u32, u64, u64, ctypes.POINTER(u32), ctypes.c_int, u32, u32, u32]
         if lib.vdla_bus_bytes() != config.bus_bytes:
             raise VerilatorBuildError(f"{self.lib_path} was built for another bus width")
-        if waves:
-            waves = str(Path(waves).with_suffix("." + wave_format()))
         self.waves = waves
         self._h = lib.vdla_new(waves.encode() if waves else None, self.latency)
         self._marks = (u32 * len(_MARKS))(*(REGISTERS[f"counter_{n}"] for n in _MARKS))
@@ -477,3 +512,25 @@ def describe(dbg: dict[str, int]) -> str:
     parts.append("fetch: " + ("busy" if dbg["fetch_busy"] else "idle"))
     parts.append("tokens " + ", ".join(f"{q}={dbg[q]}" for q in QUEUES))
     return "; ".join(parts)
+
+
+# -- lint --------------------------------------------------------------------------------------------------
+
+
+def lint(verilog: str | Path, waivers: str | Path | None = None) -> str:
+    """``verilator --lint-only -Wall [waivers] verilog`` (the waivers: `vdla.hardware.verilog.lint_waivers`);
+    returns Verilator's output, raises VerilatorError on any warning or error."""
+    env = tool_env()
+    cmd = ["verilator", "--lint-only", "-Wall", *([str(waivers)] if waivers else []), str(verilog)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    out = (res.stdout + res.stderr).strip()
+    if res.returncode != 0 or "%Warning" in out or "%Error" in out:
+        lines = out.splitlines()
+        rules: dict[str, int] = {}
+        for x in lines:
+            if x.startswith(("%Warning-", "%Error")):
+                rule = x.split(":")[0].lstrip("%")
+                rules[rule] = rules.get(rule, 0) + 1
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(rules.items(), key=lambda kv: -kv[1]))
+        raise VerilatorError(f"{' '.join(cmd)}: exit {res.returncode}; {summary}\n" + "\n".join(lines[:40]))
+    return out

@@ -1,0 +1,49 @@
+"""The board build's report writer: the committed reports hold nothing a rebuild changes.
+
+No synthesis here: the committed reports (bitstreams/BOARD/) are written again through
+`write_reports` with different run times, as a rebuild of unchanged sources would write
+them, and must come out byte for byte as committed; the run times land in the build folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from support import REPO
+
+from vdla.config import Config
+from vdla.hardware.boards.build import REPORT_FILES, TIMES_FILE, write_reports
+
+REPORTS = sorted((REPO / "bitstreams").glob("*/report.json"))
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.parent.name)
+def test_rewriting_a_report_leaves_the_committed_files_unchanged(path: Path, tmp_path):
+    report = json.loads(path.read_text())
+    config = Config.load(path.parent / "config.json")
+    for run, times in enumerate(({"yosys": 21.3, "nextpnr": 136.5, "total": 159.0}, {"yosys": 9.9, "total": 60.1})):
+        out, scratch = tmp_path / f"out{run}", tmp_path / f"build{run}"
+        paths = write_reports(report, config, out, scratch, times)
+        for name in REPORT_FILES:
+            assert paths[name].read_bytes() == (path.parent / name).read_bytes(), f"{name} differs from the committed one"
+        assert json.loads(paths[TIMES_FILE].read_text())["seconds"] == times
+        assert paths[TIMES_FILE].parent == scratch
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.parent.name)
+def test_committed_reports_carry_no_volatile_facts(path: Path):
+    for name in REPORT_FILES:
+        text = (path.parent / name).read_text()
+        assert not re.search(r"\b20\d\d-\d\d-\d\d", text), f"{name}: a date"
+        assert str(REPO) not in text and "/tmp/" not in text and "/home/" not in text, f"{name}: a local path"
+        assert "build_seconds" not in text and "build time " not in text, f"{name}: run times"
+
+
+def test_run_times_are_refused_in_the_report(tmp_path):
+    report = json.loads(REPORTS[0].read_text())
+    report["build_seconds"] = {"total": 1.0}
+    with pytest.raises(ValueError, match="run times belong in `times`"):
+        write_reports(report, Config.load(REPORTS[0].parent / "config.json"), tmp_path, tmp_path, {})
