@@ -14,5 +14,12 @@ from .compiler import build, lower, te  # noqa: E402
 from .config import Config, ConfigError, preset  # noqa: E402
 from .runtime import Device, Program  # noqa: E402
 
+# TVM's names, so that TVM programs run with `import vdla as tvm` (docs/coming_from_tvm.md)
+from . import contrib, nd, testing  # noqa: E402
+from .compiler import tir  # noqa: E402
+from .compiler.targets import target  # noqa: E402
+from .runtime.ndarray import cpu, cuda, device, ext_dev  # noqa: E402
+
 __version__ = "0.1.0"
-__all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__"]
+__all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__",
+           "contrib", "nd", "testing", "tir", "target", "device", "cpu", "cuda", "ext_dev"]

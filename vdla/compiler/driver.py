@@ -29,6 +29,8 @@ from .schedule.loop_nest import schedule_to_stmt
 from .schedule.primitives import Schedule, ScheduleError
 from .targets.llvm.module import build_function as build_llvm
 from .targets.llvm.target import Target, TargetError
+from .targets.target import Target as AnyTarget
+from .targets.target import TargetError as AnyTargetError
 from .targets.vdla.module import build_function as build_vdla
 from .targets.vdla.passes import phase1_passes as vdla_phase1_passes
 from .targets.vdla.passes import resolve_config as vdla_config
@@ -42,7 +44,28 @@ Pass = Callable[[Stmt], Stmt]
 
 
 def _is_vdla(target: Any) -> bool:
-    return target is not None and isinstance(target, str) and target.split()[0] == "vdla"
+    if isinstance(target, AnyTarget):
+        return target.backend == "vdla"
+    return target is not None and isinstance(target, str) and target.split()[0] in ("vdla", "ext_dev", "vta")
+
+
+def _llvm_target(target: Any, target_host: Any) -> Any:
+    """The CPU target of ``target`` (a string, a vdla Target or an llvm Target)."""
+    if target is None:
+        target = AnyTarget.current() or "llvm"
+    if isinstance(target, str) and target.split() and target.split()[0] not in ("llvm", "c"):
+        try:
+            target = AnyTarget(target, target_host)
+        except AnyTargetError as err:
+            raise ValueError(str(err)) from None
+    if isinstance(target, AnyTarget):
+        if target.backend == "cuda":
+            raise ValueError(f"build: target {str(target)!r} (the GPU) is built by vdla.compiler.targets.cuda")
+        target = target.llvm_string()
+    try:
+        return Target.parse(target)
+    except TargetError as err:
+        raise ValueError(str(err)) from None
 
 
 def _check_args(sch: Schedule, args: Sequence[Any]) -> list[Any]:
@@ -73,12 +96,15 @@ def lower(
     phase1_passes: Sequence[Pass] = (),
     target: Any = None,
     config: Any = None,
+    simple_mode: bool = False,
 ) -> PrimFunc:
     """Lower ``sch`` to a :class:`PrimFunc` whose parameters are ``args`` (in order).
 
     ``phase1_passes`` run after storage flattening (before vectorisation and virtual
     threads), ``extra_passes`` after unrolling. ``target="vdla"`` (with an optional
-    ``config``) lowers for the VDLA accelerator (its intrinsics appear in the IR)."""
+    ``config``) lowers for the VDLA accelerator (its intrinsics appear in the IR).
+    ``simple_mode`` is TVM's flag for printing only the loops: the printed function
+    always is that, so it changes nothing."""
     if _is_vdla(target):
         cfg = vdla_config(config)
         func = _lower(sch, args, name, print_passes, (), vdla_phase1_passes(cfg))
@@ -143,10 +169,11 @@ def _lower(sch: Schedule, args: Sequence[Any], name: str, print_passes: bool, ex
 def build(
     sch: Schedule | PrimFunc,
     args: Sequence[Any] | None = None,
-    target: str | Target = "llvm",
+    target: str | Target | AnyTarget | None = "llvm",
     name: str = "main",
     opt_level: int = 3,
     config: Any = None,
+    target_host: Any = None,
 ) -> Any:
     """Compile a schedule (or an already lowered PrimFunc) for ``target``.
 
@@ -156,8 +183,12 @@ def build(
     explicit ``-mcpu``/``-mattr``) compiles ahead of time and returns a
     :class:`~vdla.compiler.targets.llvm.target.CrossModule` (object code and assembly);
     ``"vdla"`` compiles for the accelerator described by ``config`` (default Config) and
-    returns a :class:`~vdla.compiler.targets.vdla.module.VDLAFunction`.
+    returns a :class:`~vdla.compiler.targets.vdla.module.VDLAFunction`. ``target`` may be
+    a :class:`vdla.target.Target` (``Target("llvm")``, ``Target("ext_dev", host="llvm")``);
+    ``None`` takes the one of the enclosing ``with Target(...):``.
     """
+    if target is None:
+        target = AnyTarget.current() or "llvm"
     if _is_vdla(target):
         cfg = vdla_config(config)
         t0 = time.perf_counter()
@@ -165,10 +196,7 @@ def build(
         return build_vdla(func, cfg, lower_s=time.perf_counter() - t0)
     if config is not None:
         raise ValueError(f"build: config= applies to target 'vdla', not {target!r}")
-    try:
-        tgt = Target.parse(target)
-    except TargetError as err:
-        raise ValueError(str(err)) from None
+    tgt = _llvm_target(target, target_host)
     return build_llvm(_lowered(sch, args, name), tgt, opt_level)
 
 

@@ -289,6 +289,10 @@ def _shape(shape: Any, what: str) -> list[Expr]:
         raise TensorError(f"{what}: shape must be a tuple of sizes, got {shape!r}")
     out = []
     for k, s in enumerate(shape):
+        if isinstance(s, float):  # TVM's rule: `N / bn` with Python numbers is a float extent; int() it
+            if not s.is_integer():
+                raise TensorError(f"{what}: shape[{k}] = {s} is not a whole number (use // for the extent)")
+            s = int(s)
         e = convert(s)
         if not dtypes.is_int(e.dtype):
             raise TensorError(f"{what}: shape[{k}] = {e} must be an integer, got {e.dtype}")

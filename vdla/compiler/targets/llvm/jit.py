@@ -68,6 +68,10 @@ class Compiled:
         with _lock:
             return int(_state["engine"].get_function_address(name))  # type: ignore[attr-defined]
 
+    def object_code(self) -> bytes:
+        with _lock:
+            return bytes(_state["tm"].emit_object(self.module))  # type: ignore[attr-defined]
+
     def assembly(self) -> str:
         with _lock:
             return str(_state["tm"].emit_assembly(self.module))  # type: ignore[attr-defined]

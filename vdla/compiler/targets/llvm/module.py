@@ -6,20 +6,27 @@ as a :class:`BuiltFunction`, or, for another CPU, compiles it ahead of time
 (:func:`.target.cross_compile`). The callable takes numpy arrays in argument order (an
 optional leading device argument is accepted and ignored on the CPU, to match
 ``f(dev, a, b, c)``), checks their shapes, dtypes and layout, binds symbolic sizes, and
-runs the kernel in place on them.
+runs the kernel in place on them. TVM's NDArrays (``vdla.nd.array``, or any array with
+``.numpy()``) are accepted too, and the module methods of :class:`~vdla.runtime.module.ModuleMixin`
+(``time_evaluator``, ``export_library``; ``vdla.runtime.load_module`` reads the file back and
+JIT-compiles its LLVM IR again) apply.
 """
 
 from __future__ import annotations
 
 import ctypes
 import itertools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ....runtime import container
+from ....runtime.module import ModuleLoadError, ModuleMixin, register_loader
+from ....runtime.ndarray import DLDevice, host_view
 from ... import fingerprint
 from ...tir import dtypes
-from ...tir.nodes import Buffer, IntImm, PrimFunc, Var
+from ...tir.nodes import Buffer, Evaluate, IntImm, PrimFunc, Var
 from ...tir.passes.simplify import simplify_expr
 from ...tir.visitor import substitute
 from . import jit
@@ -49,8 +56,12 @@ def _ctype(dtype: str) -> Any:
     }[dtype]
 
 
-class BuiltFunction:
-    """A compiled kernel: call it with numpy arrays (outputs are written in place)."""
+MAGIC = b"VDLALLVM"
+VERSION = 1
+
+
+class BuiltFunction(ModuleMixin):
+    """A compiled kernel: call it with numpy arrays or NDArrays (outputs are written in place)."""
 
     def __init__(self, func: PrimFunc, symbol: str, llvm_ir: str, compiled: jit.Compiled) -> None:
         self.lowered = func
@@ -82,7 +93,17 @@ class BuiltFunction:
     def __call__(self, *args: Any) -> None:
         params = self.lowered.params
         if len(args) == len(params) + 1 and not isinstance(args[0], np.ndarray | int | float | np.generic):
+            if isinstance(args[0], DLDevice) and args[0].kind != "cpu":
+                raise ArgumentError(f"{self.name}() was built for the CPU (llvm), not for {args[0]}")
             args = args[1:]  # f(dev, a, b, c): the device is the host CPU here
+        views = [host_view(a) for a in args]
+        self._run(tuple(v for v, _ in views))
+        for _, back in views:
+            if back is not None:
+                back()
+
+    def _run(self, args: tuple[Any, ...]) -> None:
+        params = self.lowered.params
         if len(args) != len(params):
             names = ", ".join(getattr(p, "name", "?") for p in params)
             raise ArgumentError(f"{self.name}() takes {len(params)} arguments ({names}), got {len(args)}")
@@ -106,6 +127,53 @@ class BuiltFunction:
             if np.may_share_memory(a1, a2):
                 raise ArgumentError(f"arguments {n1!r} and {n2!r} share memory; pass distinct arrays")
         self._cfunc(*cargs)
+
+    # -- files (TVM: f.save("x.o"), f.export_library("x.so"), vdla.runtime.load_module("x.so"))
+    def save(self, path: str | Path, fmt: str = "") -> None:
+        """``.o`` (host object code), ``.ll`` (LLVM IR), ``.s`` (assembly); any other name: the module file."""
+        p = Path(path)
+        ext = fmt or p.suffix.lstrip(".")
+        if ext == "o":
+            p.write_bytes(self._compiled.object_code())
+        elif ext == "ll":
+            p.write_text(self.llvm_ir)
+        elif ext in ("s", "S"):
+            p.write_text(self.get_source("asm"))
+        else:
+            self._write_module(p)
+
+    def _write_module(self, path: Path) -> None:
+        params = []
+        for p in self.lowered.params:
+            if isinstance(p, Buffer):
+                params.append({"buffer": p.name, "dtype": p.dtype, "shape": [_dim(p, s) for s in p.shape]})
+            else:
+                params.append({"var": p.name, "dtype": p.dtype})
+        head = {"name": self.name, "symbol": self.symbol, "params": params,
+                "shape_vars": [[v.name, v.dtype] for v in self.shape_vars]}
+        path.write_bytes(container.pack(MAGIC, VERSION, head, self.llvm_ir.encode()))
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, source: str = "module") -> BuiltFunction:
+        head, payload = container.unpack(blob, magic=MAGIC, version=VERSION, what="vdla CPU module", source=source,
+                                         error=ModuleLoadError)
+        try:
+            svars = {n: Var(n, t) for n, t in head["shape_vars"]}
+            params: list[Any] = []
+            for p in head["params"]:
+                if "buffer" in p:
+                    shape = [svars[d] if isinstance(d, str) else IntImm(int(d)) for d in p["shape"]]
+                    params.append(Buffer(p["buffer"], p["dtype"], shape))
+                else:
+                    params.append(Var(p["var"], p["dtype"]))
+            name, old = str(head["name"]), str(head["symbol"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ModuleLoadError(f"{source}: corrupt module header: {e}") from None
+        # a fresh symbol: the process-wide JIT may already hold one of that name with other code
+        symbol = f"vdla_{_safe(name)}_{next(_counter)}"
+        text = payload.decode().replace(old, symbol)
+        func = PrimFunc(name, params, Evaluate(IntImm(0)), {"shape_vars": list(svars.values())})
+        return cls(func, symbol, text, jit.compile_module(text, 3))
 
     def _check_array(self, k: int, p: Buffer, a: Any, bound: dict[Var, int], arrays: list[Any]) -> int:
         if not isinstance(a, np.ndarray):
@@ -154,6 +222,18 @@ def build_function(func: PrimFunc, tgt: Target, opt_level: int = 3) -> BuiltFunc
         return cross_compile(func, text, symbol, tgt, opt_level)
     compiled = jit.compile_module(text, opt_level)
     return BuiltFunction(func, symbol, text, compiled)
+
+
+def _dim(p: Buffer, s: Any) -> int | str:
+    if isinstance(s, IntImm):
+        return s.value
+    if isinstance(s, Var):
+        return s.name
+    raise ModuleLoadError(f"export: argument {p.name!r} has shape dimension {s}, an expression; only constants "
+                          "and te.var sizes can be saved")
+
+
+register_loader(MAGIC, "CPU modules (export_library of an llvm build)", BuiltFunction.from_bytes)
 
 
 def _safe(name: str) -> str:
