@@ -10,14 +10,13 @@ from . import _deprecated
 
 _deprecated.install()  # old module paths (vdla.compiler.ir, ...) keep working for one release, with a warning
 
-from .compiler import build, lower, te  # noqa: E402
+# TVM's names too (nd, device, tir, target, testing ...), so that TVM programs run with
+# `import vdla as tvm`: docs/coming_from_tvm.md maps them
+from . import contrib, nd, testing  # noqa: E402
+from .compiler import build, lower, te, tir  # noqa: E402
+from .compiler.targets import target  # noqa: E402
 from .config import Config, ConfigError, preset  # noqa: E402
 from .runtime import Device, Program  # noqa: E402
-
-# TVM's names, so that TVM programs run with `import vdla as tvm` (docs/coming_from_tvm.md)
-from . import contrib, nd, testing  # noqa: E402
-from .compiler import tir  # noqa: E402
-from .compiler.targets import target  # noqa: E402
 from .runtime.ndarray import cpu, cuda, device, ext_dev  # noqa: E402
 
 __version__ = "0.1.0"

@@ -29,7 +29,6 @@ from ..te.operation import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from ..tir.arith import equal
 from ..tir.nodes import (
     AddressOf,
-    CallExtern,
     ElemOffset,
     Evaluate,
     Expr,
@@ -44,6 +43,7 @@ from ..tir.nodes import (
     make_const,
     seq,
 )
+from ..tir.op import call_extern
 from ..tir.passes.simplify import simplify_expr
 from ..tir.visitor import post_order_map, substitute, walk
 from .bound import sym_interval
@@ -86,11 +86,6 @@ def decl_tensor_intrin(
     if not callable(fintrin):
         raise TensorizeError(f"decl_tensor_intrin {name!r}: fintrin must be callable (ins, outs) -> IR")
     return TensorIntrin(op, fintrin, name)
-
-
-def call_extern(dtype: str, name: str, *args: Any) -> Expr:
-    """A call of the external function ``name`` (``dtype`` ``"void"`` when it returns nothing)."""
-    return CallExtern(name, [convert(a) for a in args], dtype)
 
 
 class TensorRegion:
@@ -136,9 +131,14 @@ class TensorRegion:
             v = v.astype(self.dtype)
         return ProducerStore(self.tensor, self._full(list(idx)), v)
 
-    def access_ptr(self) -> Expr:
-        """Address of the region's first element (``handle``)."""
-        return AddressOf(TensorRead(self.tensor, list(self.mins), self.dtype))
+    def access_ptr(self, access_mask: Any = "rw", ptr_type: str = "handle", content_lanes: int = 1,
+                   offset: Any = 0) -> Expr:
+        """Address of the region's first element (``handle``); TVM's ``access_mask`` ("r", "w", "rw")
+        is accepted; ``offset`` counts elements of the innermost dimension."""
+        mins = list(self.mins)
+        if not (isinstance(offset, int) and offset == 0):
+            mins[-1] = simplify_expr(mins[-1] + convert(offset))
+        return AddressOf(TensorRead(self.tensor, mins, self.dtype))
 
     @property
     def elem_offset(self) -> Expr:

@@ -114,6 +114,10 @@ class Tensor(ExprOp):
             raise TensorError(f"tensor {self.name!r} has {self.ndim} dimensions; index it as {self.name}[...]")
         return TensorRead(self, [], self.dtype)
 
+    def __call__(self, *indices: Any) -> Expr:
+        """``A(i, j)``: the same read as ``A[i, j]`` (TVM's call syntax, used as ``lambda *i: A(*i)``)."""
+        return self[tuple(indices)]
+
     def __getitem__(self, indices: Any) -> Expr:
         if not isinstance(indices, tuple):
             indices = (indices,)

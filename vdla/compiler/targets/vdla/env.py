@@ -18,7 +18,7 @@ from typing import Any
 from ....config import Config
 from ....isa import Mem
 from ... import te
-from ...tir.nodes import AddressOf, Call, CallExtern, Evaluate, Expr, IntImm, convert, make_const, seq
+from ...tir.nodes import AddressOf, CallExtern, Evaluate, Expr, IntImm, seq, shift
 
 __all__ = [
     "Env", "get_env", "INP_SCOPE", "WGT_SCOPE", "ACC_SCOPE", "DMA_COPY", "ALU", "SCOPE_MEM",
@@ -135,20 +135,14 @@ def get_env(config: Config | None = None) -> Env:
     return env
 
 
-def _shift(name: str, x: Any, n: Any) -> Expr:
-    x = convert(x)
-    n = make_const(n, x.dtype) if isinstance(n, int) else convert(n)
-    return Call(name, [x, n], x.dtype)
-
-
 def shift_right(x: Any, n: Any) -> Expr:
-    """Arithmetic shift right (the ALU's SHR); numpy: ``x >> n``."""
-    return _shift("shift_right", x, n)
+    """Arithmetic shift right (the ALU's SHR); numpy: ``x >> n``. The same as ``x >> n`` on expressions."""
+    return shift("shift_right", x, n)
 
 
 def shift_left(x: Any, n: Any) -> Expr:
     """Shift left (the ALU's SHR by a negative amount); numpy: ``x << n``."""
-    return _shift("shift_left", x, n)
+    return shift("shift_left", x, n)
 
 
 def is_addr(e: Any) -> bool:
