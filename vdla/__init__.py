@@ -12,7 +12,7 @@ _deprecated.install()  # old module paths (vdla.compiler.ir, ...) keep working f
 
 # TVM's names too (nd, device, tir, target, testing ...), so that TVM programs run with
 # `import vdla as tvm`: docs/coming_from_tvm.md maps them
-from . import contrib, nd, testing  # noqa: E402
+from . import contrib, nd, rpc, testing  # noqa: E402
 from .compiler import build, lower, te, tir  # noqa: E402
 from .compiler.targets import target  # noqa: E402
 from .config import Config, ConfigError, preset  # noqa: E402
@@ -21,4 +21,4 @@ from .runtime.ndarray import cpu, cuda, device, ext_dev  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__",
-           "contrib", "nd", "testing", "tir", "target", "device", "cpu", "cuda", "ext_dev"]
+           "contrib", "nd", "rpc", "testing", "tir", "target", "device", "cpu", "cuda", "ext_dev"]

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BenchmarkResult", "ModuleMixin", "ModuleLoadError", "register_loader", "load_module", "time_calls"]
+__all__ = ["BenchmarkResult", "ModuleMixin", "ModuleLoadError", "register_loader", "load_module", "time_calls",
+           "enabled"]
 
 
 class ModuleLoadError(ValueError):
@@ -161,3 +162,14 @@ def load_module(path: str | Path, fmt: str = "") -> Any:
             f"the files its own export_library/save write ({kinds}), not native shared libraries"
         )
     return entry[1](blob, str(p))
+
+
+def enabled(target: str) -> bool:
+    """Whether this build supports ``target`` (TVM's ``tvm.runtime.enabled``): the CPU and the accelerator
+    yes, ``cuda`` when a GPU is there, ``rpc`` no (vdla has none)."""
+    from .ndarray import cuda
+
+    kind = str(target).split()[0] if str(target).split() else ""
+    if kind in ("cuda", "gpu", "nvptx"):
+        return cuda(0).exist
+    return kind in ("llvm", "cpu", "c", "ext_dev", "vdla", "vta")

@@ -26,7 +26,8 @@ import numpy as np
 
 __all__ = [
     "DLDevice", "NDArray", "array", "empty", "device", "cpu", "cuda", "ext_dev", "host_view", "is_array_like",
-    "set_ext_dev_backend", "ext_dev_backend", "NDArrayError",
+    "set_ext_dev_backend", "ext_dev_backend", "NDArrayError", "ext_dev_stats", "clear_ext_dev_stats",
+    "record_ext_dev_run",
 ]
 
 
@@ -58,6 +59,25 @@ def set_ext_dev_backend(backend: str) -> None:
 def ext_dev_backend() -> str:
     """The backend name ``ext_dev`` runs on."""
     return _ext_backend
+
+
+_stats: dict[str, int] = {}
+
+
+def record_ext_dev_run(report: Any) -> None:
+    """Add a run's counters (bytes loaded per buffer, GEMM/ALU iterations, cycles) to the ext_dev totals."""
+    for k, v in getattr(report, "counters", {}).items():
+        _stats[k] = _stats.get(k, 0) + int(v)
+    _stats["cycles"] = _stats.get("cycles", 0) + int(getattr(report, "cycles", 0))
+
+
+def ext_dev_stats() -> dict[str, int]:
+    """VTA's simulator statistics: counter totals of the ext_dev runs since :func:`clear_ext_dev_stats`."""
+    return dict(_stats)
+
+
+def clear_ext_dev_stats() -> None:
+    _stats.clear()
 
 
 def _cuda_count() -> int:

@@ -84,6 +84,53 @@ class Env:
     def out_dtype(self) -> str:
         return _int_dtype(self.config.out_width)
 
+    # -- VTA's spellings (vta.get_env().INP_WIDTH, LOG_BLOCK_IN, ACC_BUFF_SIZE, INP_ELEM_BYTES, TARGET ...)
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("LOG_"):
+            v = getattr(self, name[4:])
+            if not isinstance(v, int) or v <= 0 or v & (v - 1):
+                raise AttributeError(f"{name}: {name[4:]} = {v} is not a power of two")
+            return v.bit_length() - 1
+        if name in _VTA_CONFIG_NAMES:
+            return getattr(self.config, _VTA_CONFIG_NAMES[name])
+        if name.endswith("_ELEM_BITS") and name[:-5] + "_BYTES" in _VTA_CONFIG_NAMES:
+            return 8 * getattr(self.config, _VTA_CONFIG_NAMES[name[:-5] + "_BYTES"])
+        raise AttributeError(f"the VDLA environment has no attribute {name!r}")
+
+    @property
+    def TARGET(self) -> str:  # noqa: N802
+        """VTA's name of where ``ext_dev`` runs: ``sim`` (fsim), ``tsim`` (RTL simulation) or the backend name."""
+        from ....runtime.ndarray import ext_dev_backend
+
+        kind = ext_dev_backend().split(":")[0]
+        return {"fsim": "sim", "pysim": "tsim", "verilator": "tsim"}.get(kind, kind)
+
+    HW_VER = "0.0.2"
+    target_host = "llvm"
+    target_vta_cpu = "llvm"
+
+    @property
+    def MODEL(self) -> str:  # noqa: N802
+        return f"{self.TARGET}_{self.config.name}"
+
+    @property
+    def target(self) -> Any:
+        """``Target("ext_dev", host="llvm")``: what ``vta.build`` and ``vdla.build`` compile for."""
+        from ..target import Target
+
+        return Target("ext_dev", host=self.target_host)
+
+    @property
+    def dev(self) -> Any:
+        return self
+
+    def __enter__(self) -> Env:
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.pop()
+
     def elem_scalars(self, mem: Mem) -> int:
         """Scalars (lanes) in one element of a memory type."""
         c = self.config
@@ -121,11 +168,23 @@ def _gemm_intrin(env: Env) -> Any:
     return te.decl_tensor_intrin(out.op, fintrin, name="GEMM")
 
 
+#: VTA's environment names that are Config fields
+_VTA_CONFIG_NAMES = {
+    "INP_WIDTH": "inp_width", "WGT_WIDTH": "wgt_width", "ACC_WIDTH": "acc_width", "OUT_WIDTH": "out_width",
+    "UOP_BUFF_SIZE": "uop_buff_size", "INP_BUFF_SIZE": "inp_buff_size", "WGT_BUFF_SIZE": "wgt_buff_size",
+    "ACC_BUFF_SIZE": "acc_buff_size", "INP_ELEM_BYTES": "inp_elem_bytes", "WGT_ELEM_BYTES": "wgt_elem_bytes",
+    "ACC_ELEM_BYTES": "acc_elem_bytes", "OUT_ELEM_BYTES": "out_elem_bytes", "UOP_ELEM_BYTES": "uop_elem_bytes",
+}
+
 _ENVS: dict[Config, Env] = {}
+_CURRENT: list[Env] = []  # `with env:` blocks (VTA's Environment.current)
 
 
 def get_env(config: Config | None = None) -> Env:
-    """The environment of ``config`` (the default Config if None); one object per Config."""
+    """The environment of ``config``: the one of the innermost ``with env:`` block, else the
+    default Config's; one object per Config."""
+    if config is None and _CURRENT:
+        return _CURRENT[-1]
     config = config or Config()
     env = _ENVS.get(config)
     if env is None:
