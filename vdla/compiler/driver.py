@@ -60,7 +60,8 @@ def _llvm_target(target: Any, target_host: Any) -> Any:
             raise ValueError(str(err)) from None
     if isinstance(target, AnyTarget):
         if target.backend == "cuda":
-            raise ValueError(f"build: target {str(target)!r} (the GPU) is built by vdla.compiler.targets.cuda")
+            raise ValueError(f"unknown target {target.kind.name!r} ({str(target)!r}): the GPU back end "
+                             "(vdla.compiler.targets.cuda) is not in this build")
         target = target.llvm_string()
     try:
         return Target.parse(target)

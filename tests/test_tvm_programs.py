@@ -1,0 +1,26 @@
+"""TVM and VTA tutorial programs run with only the import line changed (tests/tvm_programs/)."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).parent / "tvm_programs"
+
+#: program -> a line it prints only when every check in it passed
+CASES = {
+    "te_getting_started.py": "TE getting started: all checks passed",
+    "vta_matrix_multiply.py": "Successful blocked matrix multiply test!",
+}
+
+
+def test_every_program_is_listed():
+    assert sorted(p.name for p in PROGRAMS.glob("*.py")) == sorted(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_program_runs(name, capsys):
+    runpy.run_path(str(PROGRAMS / name), run_name="__main__")
+    assert CASES[name] in capsys.readouterr().out
