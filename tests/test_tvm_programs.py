@@ -12,6 +12,7 @@ PROGRAMS = Path(__file__).parent / "tvm_programs"
 #: program -> a line it prints only when every check in it passed
 CASES = {
     "te_getting_started.py": "TE getting started: all checks passed",
+    "tensorize.py": "tensorize: all checks passed",
     "vta_matrix_multiply.py": "Successful blocked matrix multiply test!",
 }
 

@@ -18,7 +18,9 @@ from .compiler.targets import target  # noqa: E402
 from .config import Config, ConfigError, preset  # noqa: E402
 from .runtime import Device, Program  # noqa: E402
 from .runtime.ndarray import cpu, cuda, device, ext_dev  # noqa: E402
+from .runtime.packed import get_global_func, register_func  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__",
-           "contrib", "nd", "rpc", "testing", "tir", "target", "device", "cpu", "cuda", "ext_dev"]
+           "contrib", "nd", "rpc", "testing", "tir", "target", "device", "cpu", "cuda", "ext_dev",
+           "register_func", "get_global_func"]

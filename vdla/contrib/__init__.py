@@ -1,5 +1,5 @@
-"""``vdla.contrib``: the helpers TVM programs import from ``tvm.contrib`` (``utils.tempdir``)."""
+"""``vdla.contrib``: the helpers TVM programs import from ``tvm.contrib`` (``utils.tempdir``, ``clang.create_llvm``)."""
 
-from . import utils
+from . import clang, utils
 
-__all__ = ["utils"]
+__all__ = ["clang", "utils"]

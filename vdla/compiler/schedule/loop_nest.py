@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..te.operation import ComputeOp, IterVar, PlaceholderOp, ScanOp, Tensor
+from ..te.operation import ComputeOp, ExternOp, IterVar, PlaceholderOp, ScanOp, Tensor
 from ..tir.nodes import (
     AttrStmt,
     BinOp,
@@ -145,6 +145,9 @@ class _Lowering:
                     if st.is_output and t not in self.arg_tensors:
                         raise self.err(st, f"output {t.name!r} of the scan is not in the argument list")
                 continue
+            if isinstance(op, ExternOp):
+                self._check_extern(st)
+                continue
             assert isinstance(op, ComputeOp)
             t = op.output(0)
 
@@ -226,6 +229,34 @@ class _Lowering:
                         f"it is computed at {parent.name!r} (axis {st.attach_ivar.name!r}) but is also read by "
                         f"{', '.join(repr(o) for o in others)}; compute it at root instead",
                     )
+
+    def _check_extern(self, st: Stage) -> None:
+        """An extern op reads whole stored inputs and writes whole outputs, at the top level."""
+        op = st.op
+        assert isinstance(op, ExternOp)
+        for t in op.inputs:
+            r = self.sch.resolve(t)
+            ist = self.sch.stage_map.get(r.op)
+            if isinstance(r.op, PlaceholderOp) and r not in self.arg_tensors:
+                raise self.err(st, f"it reads placeholder {r.name!r}, which is not in the argument list")
+            if ist is not None and ist.attach_type in ("inline", "scope"):
+                how = "inlined" if ist.attach_type == "inline" else "computed at another stage"
+                raise self.err(st, f"it is an extern op and reads {r.name!r} whole, but {r.name!r} is {how}; "
+                                   "compute it at root")
+        for t in op.outputs:
+            if st.is_output and t not in self.arg_tensors:
+                raise self.err(st, f"output {t.name!r} of the extern op is not in the argument list")
+
+    def extern_nest(self, st: Stage) -> Stmt:
+        """The extern op's body, its buffers bound to the tensors they stand for (storage_flatten binds them)."""
+        op = st.op
+        assert isinstance(op, ExternOp)
+        body = op.body
+        pairs = [(b, self.sch.resolve(t)) for b, t in zip(op.input_placeholders, op.inputs, strict=True)]
+        pairs += list(zip(op.output_placeholders, op.outputs, strict=True))
+        for b, t in reversed(pairs):
+            body = AttrStmt("extern_buffer_bind", (b, t), body)
+        return body
 
     # ------------------------------------------------------------------ bounds
     def infer_bounds(self) -> None:
@@ -329,6 +360,10 @@ class _Lowering:
             if isinstance(st.op, ScanOp):
                 root_stmts.append(self.scan_nest(st))
                 realize_scans.append(st)
+                continue
+            if isinstance(st.op, ExternOp):
+                root_stmts.append(self.extern_nest(st))
+                realize_scans.append(st)  # its outputs are realized whole, as a scan's
                 continue
             info = self.infos.get(st)
             if info is None or st.attach_type in ("scope", "scan"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..te.operation import ComputeOp, IterVar, Operation, PlaceholderOp, Range, ScanOp, Tensor
+from ..te.operation import ComputeOp, ExternOp, IterVar, Operation, PlaceholderOp, Range, ScanOp, Tensor
 from ..tir.nodes import Expr, IntImm, Reduce, TensorRead, Var, convert
 from ..tir.visitor import post_order_map, substitute, walk
 
@@ -80,6 +80,8 @@ class Stage:
     def _compute(self, what: str) -> None:
         if isinstance(self.op, ScanOp):
             raise self._err(f"{what}: it is a scan; schedule its init and update stages instead")
+        if isinstance(self.op, ExternOp):
+            raise self._err(f"{what}: it is an extern op (te.extern); its loops are the ones its body writes")
         if not isinstance(self.op, ComputeOp):
             raise self._err(f"{what}: it is a placeholder (an input) and has no loops to schedule")
 

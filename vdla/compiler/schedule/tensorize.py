@@ -73,13 +73,29 @@ class TensorIntrin:
 
 
 def decl_tensor_intrin(
-    op: Operation | Tensor, fintrin: Callable[..., IntrinResult], name: str = "tensor_intrin"
+    op: Operation | Tensor, fintrin: Callable[..., IntrinResult], name: str = "tensor_intrin",
+    binds: dict[Tensor, Any] | None = None, scalar_params: Any = None, default_buffer_params: Any = None,
 ) -> TensorIntrin:
-    """Declare an intrinsic computing ``op`` (whose inputs are placeholders) lowered by ``fintrin``."""
+    """Declare an intrinsic computing ``op`` (whose inputs are placeholders) lowered by ``fintrin``.
+
+    ``binds`` (TVM's: a ``tir.decl_buffer`` per tensor, saying which strides and offsets the
+    intrinsic accepts) is checked for dtype and rank; the regions ``fintrin`` receives carry the
+    actual strides and offset (``.strides``, ``.elem_offset``, ``.access_ptr()``), so any layout
+    the schedule produces is passed on as it is."""
     if isinstance(op, Tensor):
         op = op.op
     if not isinstance(op, ComputeOp):
         raise TensorizeError(f"decl_tensor_intrin {name!r}: expected a te.compute, got {op!r}")
+    if scalar_params:
+        raise TensorizeError(f"decl_tensor_intrin {name!r}: scalar_params are not supported")
+    tensors = {t: t for t in op.input_tensors()} | {op.output(0): op.output(0)}
+    for t, buf in (binds or {}).items():
+        if t not in tensors:
+            raise TensorizeError(f"decl_tensor_intrin {name!r}: binds names {getattr(t, 'name', t)!r}, which is "
+                                 "neither an input nor the output of the intrinsic")
+        if getattr(buf, "dtype", None) != t.dtype or len(getattr(buf, "shape", ())) != t.ndim:
+            raise TensorizeError(f"decl_tensor_intrin {name!r}: buffer bound to {t.name!r} must be "
+                                 f"{t.dtype} with {t.ndim} dimension(s), got {buf!r}")
     for t in op.input_tensors():
         if not isinstance(t.op, PlaceholderOp):
             raise TensorizeError(f"decl_tensor_intrin {name!r}: input {t.name!r} must be a te.placeholder")

@@ -2,7 +2,8 @@
 
 Modelled on TVM's ``tvm.te``: a :class:`Tensor` is one output of an :class:`Operation`
 (:class:`PlaceholderOp` for inputs, :class:`ComputeOp` for an expression over index
-variables, :class:`ScanOp` for recurrences); :class:`IterVar` names a loop axis (data
+variables, :class:`ScanOp` for recurrences, :class:`ExternOp` for a statement written by
+hand -- an ``ir_builder`` loop nest or a ``call_packed`` into Python); :class:`IterVar` names a loop axis (data
 parallel, reduction or thread). Shapes may hold symbolic ``te.var`` sizes; they are
 bound from the arrays at call time. Expressions themselves are loop-IR nodes
 (:mod:`vdla.compiler.tir.nodes`).
@@ -18,7 +19,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tir import dtypes
-from ..tir.nodes import Expr, ExprOp, IntImm, IRError, Reduce, TensorRead, Var, convert, make_const
+from ..tir.nodes import (
+    Buffer,
+    Evaluate,
+    Expr,
+    ExprOp,
+    IntImm,
+    IRError,
+    Reduce,
+    Stmt,
+    TensorRead,
+    Var,
+    convert,
+    make_const,
+)
 from ..tir.visitor import walk
 
 
@@ -217,6 +231,83 @@ class ScanOp(Operation):
 
     def input_tensors(self) -> list[Tensor]:
         return list(self.init) + list(self.update) + list(self.inputs)
+
+
+class ExternOp(Operation):
+    """Outputs computed by ``body``, a statement over flat buffers: ``input_placeholders`` stand for
+    the (whole) input tensors and ``output_placeholders`` for the outputs (TVM's ``te.extern``)."""
+
+    def __init__(self, name: str, inputs: list[Tensor], input_placeholders: list[Buffer],
+                 output_placeholders: list[Buffer], body: Stmt, tag: str = "",
+                 attrs: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.inputs = inputs
+        self.input_placeholders = input_placeholders
+        self.output_placeholders = output_placeholders
+        self.body = body
+        self.tag = tag
+        self.attrs = dict(attrs or {})
+        n = len(output_placeholders)
+        self.outputs = [
+            Tensor(self, list(b.shape), b.dtype, name if n == 1 else f"{name}.v{k}", k)
+            for k, b in enumerate(output_placeholders)
+        ]
+
+    def input_tensors(self) -> list[Tensor]:
+        return list(self.inputs)
+
+
+def extern(
+    shape: Any,
+    inputs: Sequence[Tensor],
+    fcompute: Callable[[list[Buffer], list[Buffer]], Any],
+    name: str = "extern",
+    dtype: str | Sequence[str] | None = None,
+    in_buffers: Sequence[Buffer] | None = None,
+    out_buffers: Sequence[Buffer] | None = None,
+    tag: str = "",
+    attrs: dict[str, Any] | None = None,
+) -> Any:
+    """Tensors computed by hand-written IR (TVM's ``te.extern``): ``fcompute(ins, outs)`` gets one
+    buffer per input and per output and returns the statement that fills the outputs -- an
+    ``ir_builder`` body, or ``tir.call_packed("name", *ins, *outs)`` calling a function registered
+    with ``vdla.register_func``. ``shape`` is one shape or a list of them (several outputs); the
+    dtype defaults to the first input's. Returns a tensor, or a list for several outputs."""
+    from ..tir.op import decl_buffer
+
+    single = not (isinstance(shape, list | tuple) and shape and isinstance(shape[0], list | tuple))
+    shapes = [shape] if single else list(shape)
+    inputs = list(inputs)
+    for k, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TensorError(f"extern {name!r}: input {k} ({t!r}) is not a tensor")
+    if dtype is None:
+        if not inputs:
+            raise TensorError(f"extern {name!r}: give dtype= (there are no inputs to take it from)")
+        dts = [inputs[0].dtype] * len(shapes)
+    else:
+        dts = [dtype] * len(shapes) if isinstance(dtype, str) else list(dtype)
+    if len(dts) != len(shapes):
+        raise TensorError(f"extern {name!r}: {len(shapes)} output shape(s) but {len(dts)} dtype(s)")
+    ins = list(in_buffers) if in_buffers is not None else [decl_buffer(t.shape, t.dtype, t.name) for t in inputs]
+    outs = list(out_buffers) if out_buffers is not None else [
+        decl_buffer(_shape(sh, f"extern {name!r}"), dt, name if len(shapes) == 1 else f"{name}.v{k}")
+        for k, (sh, dt) in enumerate(zip(shapes, dts, strict=True))
+    ]
+    if len(ins) != len(inputs) or len(outs) != len(shapes):
+        raise TensorError(f"extern {name!r}: in_buffers/out_buffers must give one buffer per input/output")
+    for t, b in zip(inputs, ins, strict=True):
+        if b.dtype != t.dtype or len(b.shape) != t.ndim:
+            raise TensorError(f"extern {name!r}: buffer {b.name!r} ({b.dtype}, {len(b.shape)}-d) does not fit "
+                              f"input {t.name!r} ({t.dtype}{tuple(t.shape)})")
+    body = fcompute(ins, outs)
+    if isinstance(body, Expr):
+        body = Evaluate(body)
+    if not isinstance(body, Stmt):
+        raise TensorError(f"extern {name!r}: fcompute must return a statement (ib.get()) or a call "
+                          f"(tir.call_packed ...), got {body!r}")
+    op = ExternOp(name, inputs, ins, outs, body, tag, attrs)
+    return op.outputs[0] if len(op.outputs) == 1 else list(op.outputs)
 
 
 def scan(

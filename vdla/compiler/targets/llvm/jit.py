@@ -94,6 +94,44 @@ def compile_module(text: str, opt_level: int = 3) -> Compiled:
         return Compiled(mod, str(mod))
 
 
+class LinkError(ValueError):
+    """LLVM IR given with ``pragma(ax, "import_llvm", ir)`` that cannot be linked, or a kernel calling
+    an external function nothing defines."""
+
+
+def link_ir(text: str, imports: list[str], name: str) -> str:
+    """The kernel module ``text`` with the LLVM IR modules ``imports`` linked in (their functions
+    made internal, so that two kernels importing the same code do not clash in the JIT)."""
+    with _lock:
+        _init()
+        mod = llvm.parse_assembly(text)
+        for k, ir_text in enumerate(imports):
+            try:
+                other = llvm.parse_assembly(ir_text)
+                other.verify()
+            except RuntimeError as err:
+                raise LinkError(f"{name}: the LLVM IR of import_llvm pragma {k} does not parse: {err}") from None
+            defined = [f.name for f in other.functions if not f.is_declaration]
+            mod.link_in(other)
+            for fname in defined:
+                mod.get_function(fname).linkage = "internal"
+        return str(mod)
+
+
+def check_externs(text: str, name: str) -> None:
+    """Every function the kernel declares must resolve (an LLVM intrinsic, the runtime, libm, a
+    registered extern): an unresolved one would be a null call at run time."""
+    with _lock:
+        _init()
+        mod = llvm.parse_assembly(text)
+        for f in mod.functions:
+            if f.is_declaration and not f.name.startswith("llvm.") and llvm.address_of_symbol(f.name) is None:
+                raise LinkError(
+                    f"{name}: external function {f.name!r} is not defined: give its LLVM IR with "
+                    f"s[stage].pragma(axis, 'import_llvm', ir_text), or register it (jit.register_extern)"
+                )
+
+
 # ---------------------------------------------------------------------------- runtime symbols
 
 _TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)

@@ -26,11 +26,12 @@ from ....runtime.module import ModuleLoadError, ModuleMixin, register_loader
 from ....runtime.ndarray import DLDevice, host_view
 from ... import fingerprint
 from ...tir import dtypes
-from ...tir.nodes import Buffer, Evaluate, IntImm, PrimFunc, Var
+from ...tir.nodes import AttrStmt, Buffer, Evaluate, IntImm, PrimFunc, Var
 from ...tir.passes.simplify import simplify_expr
-from ...tir.visitor import substitute
+from ...tir.visitor import substitute, walk
 from . import jit
-from .codegen import generate
+from .codegen import CodegenError, generate
+from .packed import PackedSite, lower_packed_calls, register_site, take_error
 from .target import CrossModule, Target, cross_compile
 
 _counter = itertools.count()
@@ -63,7 +64,9 @@ VERSION = 1
 class BuiltFunction(ModuleMixin):
     """A compiled kernel: call it with numpy arrays or NDArrays (outputs are written in place)."""
 
-    def __init__(self, func: PrimFunc, symbol: str, llvm_ir: str, compiled: jit.Compiled) -> None:
+    def __init__(self, func: PrimFunc, symbol: str, llvm_ir: str, compiled: jit.Compiled,
+                 packed: list[PackedSite] | None = None) -> None:
+        self.packed_sites = list(packed or [])
         self.lowered = func
         self.name = func.name
         self.symbol = symbol
@@ -98,6 +101,9 @@ class BuiltFunction(ModuleMixin):
             args = args[1:]  # f(dev, a, b, c): the device is the host CPU here
         views = [host_view(a) for a in args]
         self._run(tuple(v for v, _ in views))
+        err = take_error() if self.packed_sites else None
+        if err is not None:
+            raise err
         for _, back in views:
             if back is not None:
                 back()
@@ -150,7 +156,8 @@ class BuiltFunction(ModuleMixin):
             else:
                 params.append({"var": p.name, "dtype": p.dtype})
         head = {"name": self.name, "symbol": self.symbol, "params": params,
-                "shape_vars": [[v.name, v.dtype] for v in self.shape_vars]}
+                "shape_vars": [[v.name, v.dtype] for v in self.shape_vars],
+                "packed": [p.to_json() for p in self.packed_sites]}
         path.write_bytes(container.pack(MAGIC, VERSION, head, self.llvm_ir.encode()))
 
     @classmethod
@@ -167,13 +174,21 @@ class BuiltFunction(ModuleMixin):
                 else:
                     params.append(Var(p["var"], p["dtype"]))
             name, old = str(head["name"]), str(head["symbol"])
-        except (KeyError, TypeError, ValueError) as e:
+            sites = [PackedSite.from_json(v) for v in head.get("packed", [])]
+        except (KeyError, TypeError, ValueError, IndexError) as e:
             raise ModuleLoadError(f"{source}: corrupt module header: {e}") from None
-        # a fresh symbol: the process-wide JIT may already hold one of that name with other code
+        # fresh symbols: the process-wide JIT may already hold ones of those names with other code
         symbol = f"vdla_{_safe(name)}_{next(_counter)}"
-        text = payload.decode().replace(old, symbol)
+        text = payload.decode()
+        new_sites = []
+        for site in sites:
+            fresh = PackedSite(f"{site.symbol}_ld{next(_counter)}", site.func, site.args)
+            text = text.replace(f"@{site.symbol}(", f"@{fresh.symbol}(").replace(f"@\"{site.symbol}\"(", f"@\"{fresh.symbol}\"(")
+            register_site(fresh)
+            new_sites.append(fresh)
+        text = text.replace(old, symbol)
         func = PrimFunc(name, params, Evaluate(IntImm(0)), {"shape_vars": list(svars.values())})
-        return cls(func, symbol, text, jit.compile_module(text, 3))
+        return cls(func, symbol, text, jit.compile_module(text, 3), new_sites)
 
     def _check_array(self, k: int, p: Buffer, a: Any, bound: dict[Var, int], arrays: list[Any]) -> int:
         if not isinstance(a, np.ndarray):
@@ -215,13 +230,21 @@ def build_function(func: PrimFunc, tgt: Target, opt_level: int = 3) -> BuiltFunc
         if not isinstance(p, Buffer):
             dtypes.check(p.dtype)
     symbol = f"vdla_{_safe(func.name)}_{next(_counter)}"
+    imports = [str(n.value) for n in walk(func.body) if isinstance(n, AttrStmt) and n.key == "pragma_import_llvm"]
+    func, sites = lower_packed_calls(func)
+    if sites and not tgt.is_host():
+        raise CodegenError(f"{func.name}: tir.call_packed calls Python, so it runs only on this machine (llvm), "
+                           f"not on {tgt}")
     module = generate(func, symbol)
     text = str(module)
     fingerprint.record("llvm", func.name, text.replace(symbol, "SYMBOL") + "\n" + str(tgt))
+    if imports:
+        text = jit.link_ir(text, imports, func.name)
     if not tgt.is_host():
         return cross_compile(func, text, symbol, tgt, opt_level)
+    jit.check_externs(text, func.name)
     compiled = jit.compile_module(text, opt_level)
-    return BuiltFunction(func, symbol, text, compiled)
+    return BuiltFunction(func, symbol, text, compiled, sites)
 
 
 def _dim(p: Buffer, s: Any) -> int | str:
