@@ -323,7 +323,10 @@ class Buffer:
         acc: Expr = IntImm(1)
         for d in reversed(self.shape):
             out.append(acc)
-            acc = binary("mul", acc, d)
+            if isinstance(acc, IntImm) and isinstance(d, IntImm):
+                acc = IntImm(acc.value * d.value)
+            else:
+                acc = d if isinstance(acc, IntImm) and acc.value == 1 else binary("mul", acc, d)
         return list(reversed(out))
 
     @property
