@@ -59,7 +59,9 @@ def test_const_and_decl_buffer():
     b = tir.decl_buffer((4, 6), "int8", name="Bb", strides=[te.var("s"), 1], offset_factor=1)
     assert (b.name, b.dtype, [s.value for s in b.shape]) == ("Bb", "int8", [4, 6])
     assert [str(s) for s in b.strides] == ["6", "1"]
-    assert str(b.vload([1, 2])) == "Bb[8]" and str(b[3]) == "Bb[3]"
+    from vdla.compiler.tir.passes.simplify import simplify_expr
+
+    assert simplify_expr(b.vload([1, 2]).index).value == 8 and str(b[3]) == "Bb[3]"
     assert "Bb" in str(b.access_ptr("r"))
     with pytest.raises(IRError, match="2 dimension"):
         b.vload([1, 2, 3])

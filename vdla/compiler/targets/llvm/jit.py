@@ -77,6 +77,10 @@ class Compiled:
             return str(_state["tm"].emit_assembly(self.module))  # type: ignore[attr-defined]
 
 
+#: functions defined by modules already in the JIT (later kernels may call them by name)
+_defined: set[str] = set()
+
+
 def compile_module(text: str, opt_level: int = 3) -> Compiled:
     """Parse, verify, optimise and JIT-load an LLVM IR module for the host."""
     with _lock:
@@ -88,6 +92,7 @@ def compile_module(text: str, opt_level: int = 3) -> Compiled:
         mod.data_layout = str(tm.target_data)  # type: ignore[attr-defined]
         if opt_level > 0:
             _optimize(mod, tm, opt_level)  # type: ignore[arg-type]
+        _defined.update(f.name for f in mod.functions if not f.is_declaration)
         engine = _state["engine"]
         engine.add_module(mod)  # type: ignore[attr-defined]
         engine.finalize_object()  # type: ignore[attr-defined]
@@ -125,7 +130,8 @@ def check_externs(text: str, name: str) -> None:
         _init()
         mod = llvm.parse_assembly(text)
         for f in mod.functions:
-            if f.is_declaration and not f.name.startswith("llvm.") and llvm.address_of_symbol(f.name) is None:
+            if (f.is_declaration and not f.name.startswith("llvm.") and f.name not in _defined
+                    and llvm.address_of_symbol(f.name) is None):
                 raise LinkError(
                     f"{name}: external function {f.name!r} is not defined: give its LLVM IR with "
                     f"s[stage].pragma(axis, 'import_llvm', ir_text), or register it (jit.register_extern)"
