@@ -229,8 +229,14 @@ class Select(Expr):
     cond: Expr
     t: Expr
     f: Expr
-    dtype: str
+    dtype: str = ""  # TVM's tir.Select(cond, t, f): the dtype is the branches'
     lazy: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            self.cond = as_bool(self.cond)
+            both = binary("add", self.t, self.f)  # promotes the branches to one dtype
+            self.t, self.f, self.dtype = both.a, both.b, both.dtype
 
 
 @dataclass(eq=False, repr=False)
