@@ -185,18 +185,22 @@ class ComputeOp(Operation):
     ) -> None:
         self.name = name
         self.axis = axis
-        self.body = body
+        self.bodies: list[Expr] = list(body) if isinstance(body, list | tuple) else [body]
+        self.body = self.bodies[0]
         self.tag = tag
         self.attrs = dict(attrs or {})
-        self.reduce_axis: list[IterVar] = list(body.axis) if isinstance(body, Reduce) else []
+        self.reduce_axis: list[IterVar] = list(self.body.axis) if isinstance(self.body, Reduce) else []
         shape = [iv.dom.extent for iv in axis]
-        self.outputs = [Tensor(self, shape, body.dtype, name)]
+        n = len(self.bodies)
+        self.outputs = [Tensor(self, shape, b.dtype, name if n == 1 else f"{name}.v{k}", k)
+                        for k, b in enumerate(self.bodies)]
 
     def input_tensors(self) -> list[Tensor]:
         seen: dict[Tensor, None] = {}
-        for n in walk(self.body):
-            if isinstance(n, TensorRead):
-                seen.setdefault(n.tensor, None)
+        for b in self.bodies:
+            for n in walk(b):
+                if isinstance(n, TensorRead):
+                    seen.setdefault(n.tensor, None)
         return list(seen)
 
 
@@ -488,21 +492,33 @@ def compute(
     axis = [
         IterVar(Range(make_const(0, s.dtype), s), Var(n, s.dtype), "data_par") for n, s in zip(names, shp, strict=True)
     ]
-    body = fcompute(*[iv.var for iv in axis])
-    if isinstance(body, tuple | list):
-        raise TensorError(f"compute {name!r}: multiple outputs are not supported; return one expression")
-    if isinstance(body, Tensor):
-        raise TensorError(f"compute {name!r}: fcompute returned a tensor; index it (e.g. {body.name}[i])")
-    try:
-        body = convert(body)
-    except IRError as err:
-        raise TensorError(f"compute {name!r}: {err}") from None
-    if dtypes.lanes(body.dtype) != 1:
-        raise TensorError(f"compute {name!r}: body must be scalar, got {body.dtype}")
-    reduce_vars = {n.var for n in _reduce_axes_in(body)}
-    reduce_vars |= {v for v in _vars_in(body) if v in _REDUCE_VARS}
-    _check_reductions(name, body, reduce_vars)
-    return ComputeOp(name, axis, body, tag, attrs).output(0)
+    result = fcompute(*[iv.var for iv in axis])
+    several = isinstance(result, tuple | list)
+    bodies = []
+    for k, body in enumerate(result if several else [result]):
+        what = f"compute {name!r}" + (f" (output {k})" if several else "")
+        if isinstance(body, Tensor):
+            raise TensorError(f"{what}: fcompute returned a tensor; index it (e.g. {body.name}[i])")
+        try:
+            body = convert(body)
+        except IRError as err:
+            raise TensorError(f"{what}: {err}") from None
+        if dtypes.lanes(body.dtype) != 1:
+            raise TensorError(f"{what}: body must be scalar, got {body.dtype}")
+        reduce_vars = {n.var for n in _reduce_axes_in(body)}
+        reduce_vars |= {v for v in _vars_in(body) if v in _REDUCE_VARS}
+        _check_reductions(name, body, reduce_vars)
+        bodies.append(body)
+    if not bodies:
+        raise TensorError(f"compute {name!r}: fcompute returned no value")
+    if several:
+        red = [isinstance(b, Reduce) for b in bodies]
+        if any(red) and not (all(red) and all(b.sources is not None and b.sources is bodies[0].sources
+                                              for b in bodies) and len(bodies) == len(bodies[0].sources)):
+            raise TensorError(f"compute {name!r}: several outputs are either all plain expressions or the values "
+                              "of one tuple reduction (a te.comm_reducer over a tuple)")
+    op = ComputeOp(name, axis, bodies if several else bodies[0], tag, attrs)
+    return list(op.outputs) if several else op.output(0)
 
 
 def _vars_in(e: Expr) -> list[Var]:

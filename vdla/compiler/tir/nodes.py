@@ -305,6 +305,8 @@ class Reduce(Expr):
     condition: Expr | None
     init: Expr | None
     dtype: str
+    value_index: int = 0  # a tuple reduction (argmax): which value this is ...
+    sources: list[Expr] | None = None  # ... of all the values reduced together
 
 
 @dataclass(eq=False, repr=False)
