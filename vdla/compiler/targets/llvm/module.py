@@ -237,7 +237,10 @@ def build_function(func: PrimFunc, tgt: Target, opt_level: int = 3) -> BuiltFunc
                            f"not on {tgt}")
     module = generate(func, symbol)
     text = str(module)
-    fingerprint.record("llvm", func.name, text.replace(symbol, "SYMBOL") + "\n" + str(tgt))
+    stable = text.replace(symbol, "SYMBOL")
+    for k, site in sorted(enumerate(sites), key=lambda e: -len(e[1].symbol)):  # numbered per process
+        stable = stable.replace(site.symbol, f"PACKED{k}")
+    fingerprint.record("llvm", func.name, stable + "\n" + str(tgt))
     if imports:
         text = jit.link_ir(text, imports, func.name)
     if not tgt.is_host():
