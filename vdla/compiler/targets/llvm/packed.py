@@ -49,6 +49,8 @@ class PackedSite:
 
 
 def _scalar_ctype(dtype: str) -> Any:
+    if dtypes.is_bool(dtype):
+        return ctypes.c_int32  # passed widened (lower_packed_calls), given to Python as a bool
     if dtypes.is_float(dtype):
         return ctypes.c_double if dtypes.bits(dtype) == 64 else ctypes.c_float
     return {8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32, 64: ctypes.c_int64}[dtypes.bits(dtype)]
@@ -66,7 +68,8 @@ def register_site(site: PackedSite) -> None:
             it = iter(raw)
             for kind, dt, nd in site.args:
                 if kind == "scalar":
-                    vals.append(next(it))
+                    v = next(it)
+                    vals.append(bool(v) if dt == "bool" else v)
                     continue
                 ptr = next(it)
                 shape = tuple(int(next(it)) for _ in range(nd))
@@ -101,8 +104,8 @@ def lower_packed_calls(func: PrimFunc) -> tuple[PrimFunc, list[PackedSite]]:
                 kinds.append(("buffer", a.dtype, len(a.shape)))
             else:
                 e = convert(a)
-                dt = "float64" if dtypes.is_float(e.dtype) and dtypes.bits(e.dtype) == 64 else e.dtype
-                args.append(e)
+                dt = e.dtype
+                args.append(e.astype("int32") if dtypes.is_bool(dt) else e)
                 kinds.append(("scalar", dt, 0))
         site = PackedSite(f"vdla_packed_{next(_ids)}", n.name, tuple(kinds))
         register_site(site)
