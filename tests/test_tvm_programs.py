@@ -17,6 +17,7 @@ CASES = {
     "tuple_inputs.py": "tuple inputs: all checks passed",
     "vta_matrix_multiply.py": "Successful blocked matrix multiply test!",
     "vta_convolution_opt.py": "Successful 2D convolution test!",
+    "vta_insn.py": "vta insn: all checks passed",
 }
 
 
