@@ -92,6 +92,8 @@ def test_save_upload_load_like_the_tutorial(tmp_path):
     with pytest.raises(TypeError, match="its arrays are on cpu"):
         g(vdla.nd.array(a), vdla.nd.array(b), vdla.nd.empty((1, 1, 1, 16), "int8"))
     out = np.zeros((1, 1, 1, 16), "int8")
+    with pytest.raises(TypeError, match="must be a device"):
+        g(a, a, b, out)
     g(vdla.Device("fsim"), a, b, out)  # vdla's own call form still works
     np.testing.assert_array_equal(out, _ref(env, a, b))
 

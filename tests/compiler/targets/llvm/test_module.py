@@ -50,6 +50,8 @@ def test_ndarrays_in_and_out():
         f(a, b, vdla.nd.empty((16,), "float64"))
     with pytest.raises(ArgumentError, match="not for ext_dev"):
         f(vdla.ext_dev(), a, b, c)
+    with pytest.raises(ArgumentError, match="takes 3 arguments"):
+        f(a, a, b, c)  # an extra array is not taken for a device
 
 
 def test_export_and_load(tmp_path):

@@ -23,7 +23,7 @@ import numpy as np
 
 from ....runtime import container
 from ....runtime.module import ModuleLoadError, ModuleMixin, register_loader
-from ....runtime.ndarray import DLDevice, host_view
+from ....runtime.ndarray import DLDevice, host_view, is_array_like
 from ... import fingerprint
 from ...tir import dtypes
 from ...tir.nodes import AttrStmt, Buffer, Evaluate, IntImm, PrimFunc, Var
@@ -95,7 +95,8 @@ class BuiltFunction(ModuleMixin):
 
     def __call__(self, *args: Any) -> None:
         params = self.lowered.params
-        if len(args) == len(params) + 1 and not isinstance(args[0], np.ndarray | int | float | np.generic):
+        if (len(args) == len(params) + 1 and not isinstance(args[0], np.ndarray | int | float | np.generic)
+                and not is_array_like(args[0])):
             if isinstance(args[0], DLDevice) and args[0].kind != "cpu":
                 raise ArgumentError(f"{self.name}() was built for the CPU (llvm), not for {args[0]}")
             args = args[1:]  # f(dev, a, b, c): the device is the host CPU here

@@ -111,6 +111,10 @@ class VDLAFunction(ModuleMixin):
         Arrays are numpy arrays or NDArrays; outputs are written into them. Returns the Report."""
         if len(args) == len(self.args) + 1:
             dev, arrays = args[0], args[1:]
+            if not (isinstance(dev, DLDevice) or callable(getattr(dev, "run", None))):
+                names = ", ".join(a.name for a in self.args)
+                raise TypeError(f"{self.name}() takes {len(self.args)} arrays ({names}); the extra first argument "
+                                f"must be a device, got {type(dev).__name__}")
         elif len(args) == len(self.args):
             dev, arrays = None, args
             on = [a.device for a in args if isinstance(getattr(a, "device", None), DLDevice)]
