@@ -13,6 +13,7 @@ PROGRAMS = Path(__file__).parent / "tvm_programs"
 CASES = {
     "extern_op.py": "extern op: all checks passed",
     "te_getting_started.py": "TE getting started: all checks passed",
+    "schedule_primitives.py": "schedule primitives: all checks passed",
     "tensorize.py": "tensorize: all checks passed",
     "tuple_inputs.py": "tuple inputs: all checks passed",
     "vta_matrix_multiply.py": "Successful blocked matrix multiply test!",

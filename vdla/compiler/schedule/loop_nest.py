@@ -11,6 +11,9 @@ intrinsic's IR (:mod:`vdla.compiler.schedule.tensorize`).
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +67,15 @@ class StageInfo:
     def stored(self, args: set[Tensor]) -> list[Tensor]:
         """The outputs this stage must allocate (those not passed as arguments)."""
         return [] if self.external and len(self.tensors) == 1 else [t for t in self.tensors if t not in args]
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by the caller point at the first frame outside vdla."""
+    pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    level, frame = 1, sys._getframe(1)  # level 1: the caller of warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _ceildiv(a: Expr, b: Expr) -> Expr:
@@ -186,7 +198,9 @@ class _Lowering:
                 if isinstance(body, Reduce):
                     raise self.err(st, "it is a reduction and cannot be inlined")
                 if any(ot in self.arg_tensors for ot in outs):
-                    raise self.err(st, "it is inlined (compute_inline) but also passed as an argument")
+                    # TVM lowers this too: the argument is never written, which is worth a word
+                    warnings.warn(f"stage {st.name!r} is inlined (compute_inline) and also passed as an argument; "
+                                  "its argument array is not written", stacklevel=_user_stacklevel())
                 if t in self.store_as:
                     raise self.err(st, "it is the init or update of a scan and cannot be inlined")
                 continue
