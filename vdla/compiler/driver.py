@@ -39,6 +39,7 @@ from .tir.nodes import Buffer, PrimFunc, Stmt, Var
 from .tir.passes import inject_virtual_thread, simplify, storage_flatten, unroll, vectorize
 from .tir.printer import stmt_str
 from .tir.visitor import free_vars, walk
+from .transform import PassContext
 
 Pass = Callable[[Stmt], Stmt]
 
@@ -172,7 +173,7 @@ def build(
     args: Sequence[Any] | None = None,
     target: str | Target | AnyTarget | None = "llvm",
     name: str = "main",
-    opt_level: int = 3,
+    opt_level: int | None = None,
     config: Any = None,
     target_host: Any = None,
 ) -> Any:
@@ -190,6 +191,8 @@ def build(
     """
     if target is None:
         target = AnyTarget.current() or "llvm"
+    if opt_level is None:  # the enclosing `with PassContext(opt_level=...)`, 3 by default
+        opt_level = min(PassContext.current().opt_level, 3)
     if _is_vdla(target):
         cfg = vdla_config(config)
         t0 = time.perf_counter()

@@ -14,12 +14,12 @@ imports it.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import Any
 
 from ..compiler import driver
 from ..compiler.targets.target import Target
 from ..compiler.targets.vdla.env import Env, get_env
+from ..compiler.transform import PassContext
 from ..runtime.ndarray import ext_dev_backend
 from . import testing
 
@@ -28,21 +28,12 @@ Environment = Env
 __all__ = ["get_env", "Environment", "build_config", "build", "lower", "program_fpga", "reconfig_runtime", "testing"]
 
 
-class _BuildConfig(AbstractContextManager):
-    """``with vta.build_config(...):`` (TVM's PassContext for VTA). VDLA's passes are always in the
-    pipeline of a ``vdla`` build, so the options are recorded, not needed."""
-
-    def __init__(self, opt_level: int = 3, debug_flag: int = 0, **kwargs: Any) -> None:
-        self.opt_level = opt_level
-        self.debug_flag = debug_flag
-        self.options = kwargs
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def build_config(debug_flag: int = 0, **kwargs: Any) -> _BuildConfig:
-    return _BuildConfig(debug_flag=debug_flag, **kwargs)
+def build_config(debug_flag: int = 0, **kwargs: Any) -> PassContext:
+    """``with vta.build_config(...):`` -- a PassContext (VDLA's passes are always in the pipeline of a
+    ``vdla`` build; ``debug_flag`` is kept in its config)."""
+    ctx = PassContext(**{"opt_level": 3, **kwargs})
+    ctx.config["vta.debug_flag"] = debug_flag
+    return ctx
 
 
 def _is_accel(target: Any) -> bool:
