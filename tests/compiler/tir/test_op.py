@@ -98,3 +98,13 @@ def test_ir_builder_shapes_statements():
             pass
     with pytest.raises(IRError, match="expected a buffer"):
         ib.buffer_ptr(A)
+
+
+def test_tvm_argument_order_of_constants():
+    x = tir.IntImm("int8", 3)
+    assert (x.value, x.dtype) == (3, "int8") and isinstance(x, tir.IntImm) and not isinstance(x, tir.FloatImm)
+    y = tir.FloatImm("float64", 0.5)
+    assert (y.value, y.dtype) == (0.5, "float64") and isinstance(y, tir.FloatImm)
+    assert isinstance(te.const(2), tir.IntImm)
+    s = tir.Select(te.var("a") > 0, 1, 2.5)
+    assert s.dtype == "float32"

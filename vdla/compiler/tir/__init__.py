@@ -17,23 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from . import ir_builder
+from . import nodes as _nodes
 from .nodes import (
-    AttrStmt,
     Buffer,
-    BufferLoad,
-    BufferStore,
-    Call,
     Cast,
     Evaluate,
     Expr,
-    FloatImm,
-    For,
     IfThenElse,
-    IntImm,
     PrimFunc,
     Select,
     Stmt,
     Var,
+    make_const,
 )
 from .op import (
     CallPacked,
@@ -56,6 +51,32 @@ from .op import (
 SizeVar = Var
 PrimExpr = Expr
 
+
+class _ConstMeta(type):
+    """``isinstance(x, tir.IntImm)`` is ``isinstance(x, nodes.IntImm)``."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, cls._node)  # type: ignore[attr-defined]
+
+
+class IntImm(metaclass=_ConstMeta):
+    """TVM's argument order, ``tir.IntImm("int32", 3)`` (the IR node takes value first)."""
+
+    _node = _nodes.IntImm
+
+    def __new__(cls, dtype: str, value: int) -> Expr:  # type: ignore[misc]
+        return make_const(value, dtype)
+
+
+class FloatImm(metaclass=_ConstMeta):
+    """TVM's argument order, ``tir.FloatImm("float32", 0.5)``."""
+
+    _node = _nodes.FloatImm
+
+    def __new__(cls, dtype: str, value: float) -> Expr:  # type: ignore[misc]
+        return make_const(value, dtype)
+
+
 _TE_NAMES = {"exp", "log", "sqrt", "tanh", "sigmoid", "abs", "power", "floor", "ceil", "if_then_else", "all", "any",
              "max_value", "min_value", "select"}
 
@@ -70,9 +91,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# Only the nodes whose constructors take TVM's arguments in TVM's order are exported here
+# (BufferLoad, BufferStore, For, AttrStmt and Call differ: build those with ir_builder).
 __all__ = [
-    "ir_builder", "AttrStmt", "Buffer", "BufferLoad", "BufferStore", "Call", "Cast", "Evaluate", "Expr", "FloatImm",
-    "For", "IfThenElse", "IntImm", "PrimFunc", "Select", "Stmt", "Var", "SizeVar", "PrimExpr", "CallPacked",
+    "ir_builder", "Buffer", "Cast", "Evaluate", "Expr", "FloatImm", "IfThenElse", "IntImm", "PrimFunc", "Select",
+    "Stmt", "Var", "SizeVar", "PrimExpr", "CallPacked",
     "call_extern", "call_intrin", "call_packed", "call_pure_extern", "const", "decl_buffer", "floordiv", "floormod",
     "indexdiv", "indexmod", "shift_left", "shift_right", "truncdiv", "truncmod",
 ]
