@@ -45,3 +45,16 @@ def _keep_registry():
 def test_program_runs(name, capsys, _keep_registry):
     runpy.run_path(str(PROGRAMS / name), run_name="__main__")
     assert CASES[name] in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_vta_program_on_the_rtl(capsys, _keep_registry):
+    """The same VTA program with ext_dev on the Amaranth simulation of the core (env.TARGET "tsim")."""
+    from vdla.runtime import ndarray
+
+    ndarray.set_ext_dev_backend("pysim")
+    try:
+        runpy.run_path(str(PROGRAMS / "vta_matrix_multiply.py"), run_name="__main__")
+    finally:
+        ndarray.set_ext_dev_backend("fsim")
+    assert CASES["vta_matrix_multiply.py"] in capsys.readouterr().out
