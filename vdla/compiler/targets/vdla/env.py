@@ -120,10 +120,6 @@ class Env:
 
         return Target("ext_dev", host=self.target_host)
 
-    @property
-    def dev(self) -> Any:
-        return self
-
     def __enter__(self) -> Env:
         _CURRENT.append(self)
         return self
