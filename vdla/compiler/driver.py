@@ -31,6 +31,8 @@ from .schedule.primitives import Schedule, ScheduleError
 from .targets.cuda.target import CudaTarget, is_cuda
 from .targets.llvm.module import build_function as build_llvm
 from .targets.llvm.target import Target, TargetError
+from .targets.target import Target as AnyTarget
+from .targets.target import TargetError as AnyTargetError
 from .targets.vdla.module import build_function as build_vdla
 from .targets.vdla.passes import phase1_passes as vdla_phase1_passes
 from .targets.vdla.passes import resolve_config as vdla_config
@@ -39,12 +41,32 @@ from .tir.nodes import Buffer, PrimFunc, Stmt, Var
 from .tir.passes import inject_virtual_thread, simplify, storage_flatten, unroll, vectorize
 from .tir.printer import stmt_str
 from .tir.visitor import free_vars, walk
+from .transform import PassContext
 
 Pass = Callable[[Stmt], Stmt]
 
 
 def _is_vdla(target: Any) -> bool:
-    return target is not None and isinstance(target, str) and target.split()[0] == "vdla"
+    if isinstance(target, AnyTarget):
+        return target.backend == "vdla"
+    return target is not None and isinstance(target, str) and target.split()[0] in ("vdla", "ext_dev", "vta")
+
+
+def _llvm_target(target: Any, target_host: Any) -> Any:
+    """The CPU target of ``target`` (a string, a vdla Target or an llvm Target)."""
+    if target is None:
+        target = AnyTarget.current() or "llvm"
+    if isinstance(target, str) and target.split() and target.split()[0] not in ("llvm", "c"):
+        try:
+            target = AnyTarget(target, target_host)
+        except AnyTargetError as err:
+            raise ValueError(str(err)) from None
+    if isinstance(target, AnyTarget):
+        target = target.llvm_string()
+    try:
+        return Target.parse(target)
+    except TargetError as err:
+        raise ValueError(str(err)) from None
 
 
 def _check_args(sch: Schedule, args: Sequence[Any]) -> list[Any]:
@@ -75,12 +97,15 @@ def lower(
     phase1_passes: Sequence[Pass] = (),
     target: Any = None,
     config: Any = None,
+    simple_mode: bool = False,
 ) -> PrimFunc:
     """Lower ``sch`` to a :class:`PrimFunc` whose parameters are ``args`` (in order).
 
     ``phase1_passes`` run after storage flattening (before vectorisation and virtual
     threads), ``extra_passes`` after unrolling. ``target="vdla"`` (with an optional
-    ``config``) lowers for the VDLA accelerator (its intrinsics appear in the IR)."""
+    ``config``) lowers for the VDLA accelerator (its intrinsics appear in the IR).
+    ``simple_mode`` is TVM's flag for printing only the loops: the printed function
+    always is that, so it changes nothing."""
     if _is_vdla(target):
         cfg = vdla_config(config)
         func = _lower(sch, args, name, print_passes, (), vdla_phase1_passes(cfg))
@@ -145,10 +170,11 @@ def _lower(sch: Schedule, args: Sequence[Any], name: str, print_passes: bool, ex
 def build(
     sch: Schedule | PrimFunc,
     args: Sequence[Any] | None = None,
-    target: str | Target | CudaTarget = "llvm",
+    target: str | Target | AnyTarget | CudaTarget | None = "llvm",
     name: str = "main",
-    opt_level: int = 3,
+    opt_level: int | None = None,
     config: Any = None,
+    target_host: Any = None,
 ) -> Any:
     """Compile a schedule (or an already lowered PrimFunc) for ``target``.
 
@@ -160,8 +186,14 @@ def build(
     ``"vdla"`` compiles for the accelerator described by ``config`` (default Config) and
     returns a :class:`~vdla.compiler.targets.vdla.module.VDLAFunction`; ``"cuda"``/``"nvptx"``
     (``"cuda -arch=sm_90"``, or a CudaTarget) emits PTX and returns a
-    :class:`~vdla.compiler.targets.cuda.module.CUDAModule`.
+    :class:`~vdla.compiler.targets.cuda.module.CUDAModule`. ``target`` may be
+    a :class:`vdla.target.Target` (``Target("llvm")``, ``Target("ext_dev", host="llvm")``, ``Target("cuda")``);
+    ``None`` takes the one of the enclosing ``with Target(...):``.
     """
+    if target is None:
+        target = AnyTarget.current() or "llvm"
+    if opt_level is None:  # the enclosing `with PassContext(opt_level=...)`, 3 by default
+        opt_level = min(PassContext.current().opt_level, 3)
     if _is_vdla(target):
         cfg = vdla_config(config)
         t0 = time.perf_counter()
@@ -169,6 +201,8 @@ def build(
         return build_vdla(func, cfg, lower_s=time.perf_counter() - t0)
     if config is not None:
         raise ValueError(f"build: config= applies to target 'vdla', not {target!r}")
+    if isinstance(target, AnyTarget) and target.backend == "cuda":
+        target = str(target)
     if is_cuda(target):
         from .targets.cuda.module import build_function as build_cuda
 
@@ -177,10 +211,7 @@ def build(
         except TargetError as err:
             raise ValueError(str(err)) from None
         return build_cuda(_lowered(sch, args, name), ctgt, opt_level)
-    try:
-        tgt = Target.parse(target)
-    except TargetError as err:
-        raise ValueError(str(err)) from None
+    tgt = _llvm_target(target, target_host)
     return build_llvm(_lowered(sch, args, name), tgt, opt_level)
 
 

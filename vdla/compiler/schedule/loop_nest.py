@@ -11,10 +11,13 @@ intrinsic's IR (:mod:`vdla.compiler.schedule.tensorize`).
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..te.operation import ComputeOp, IterVar, PlaceholderOp, ScanOp, Tensor
+from ..te.operation import ComputeOp, ExternOp, IterVar, PlaceholderOp, ScanOp, Tensor
 from ..tir.nodes import (
     AttrStmt,
     BinOp,
@@ -22,6 +25,7 @@ from ..tir.nodes import (
     For,
     IfThenElse,
     IntImm,
+    LetStmt,
     ProducerRealize,
     ProducerStore,
     Reduce,
@@ -51,6 +55,27 @@ class StageInfo:
     guards: list[Expr] = field(default_factory=list)
     domain_guards: list[tuple[IterVar, tuple[Expr, Expr]]] = field(default_factory=list)
     external: bool = False
+    #: every output (te.compute returning several values) and its body; tensor/body are the first
+    tensors: list[Tensor] = field(default_factory=list)
+    bodies: list[Expr] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.tensors:
+            self.tensors = [self.tensor]
+            self.bodies = [self.body]
+
+    def stored(self, args: set[Tensor]) -> list[Tensor]:
+        """The outputs this stage must allocate (those not passed as arguments)."""
+        return [] if self.external and len(self.tensors) == 1 else [t for t in self.tensors if t not in args]
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by the caller point at the first frame outside vdla."""
+    pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    level, frame = 1, sys._getframe(1)  # level 1: the caller of warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _ceildiv(a: Expr, b: Expr) -> Expr:
@@ -145,8 +170,12 @@ class _Lowering:
                     if st.is_output and t not in self.arg_tensors:
                         raise self.err(st, f"output {t.name!r} of the scan is not in the argument list")
                 continue
+            if isinstance(op, ExternOp):
+                self._check_extern(st)
+                continue
             assert isinstance(op, ComputeOp)
             t = op.output(0)
+            outs = list(op.outputs)
 
             def fix(n: Any) -> Any:
                 if isinstance(n, TensorRead) and n.tensor in self.state_out:
@@ -161,11 +190,17 @@ class _Lowering:
                         return TensorRead(rt, n.indices, n.dtype)
                 return None
 
-            body = post_order_map(op.body, fix)
-            bodies[t] = (op, body)
+            fixed = [post_order_map(b, fix) for b in op.bodies]
+            body = fixed[0]
+            for ot, ob in zip(outs, fixed, strict=True):
+                bodies[ot] = (op, ob)
             if st.attach_type == "inline":
-                if t in self.arg_tensors:
-                    raise self.err(st, "it is inlined (compute_inline) but also passed as an argument")
+                if isinstance(body, Reduce):
+                    raise self.err(st, "it is a reduction and cannot be inlined")
+                if any(ot in self.arg_tensors for ot in outs):
+                    # TVM lowers this too: the argument is never written, which is worth a word
+                    warnings.warn(f"stage {st.name!r} is inlined (compute_inline) and also passed as an argument; "
+                                  "its argument array is not written", stacklevel=_user_stacklevel())
                 if t in self.store_as:
                     raise self.err(st, "it is the init or update of a scan and cannot be inlined")
                 continue
@@ -179,22 +214,24 @@ class _Lowering:
                 out = self.store_as[t]
                 self.infos[st] = StageInfo(st, out, body, external=True)
                 continue
-            self.infos[st] = StageInfo(st, t, body, external=t in self.arg_tensors)
+            if len(outs) > 1 and t in self.store_as:  # pragma: no cover - scans take single-output stages
+                raise self.err(st, "a stage with several outputs cannot be a scan's init or update")
+            self.infos[st] = StageInfo(st, t, body, external=t in self.arg_tensors, tensors=outs, bodies=fixed)
         # every placeholder read must be an argument; every output must be an argument
         for info in self.infos.values():
-            for n in walk(info.body):
+            for n in (x for b in info.bodies for x in walk(b)):
                 if isinstance(n, TensorRead) and isinstance(n.tensor.op, PlaceholderOp):
                     if n.tensor not in self.arg_tensors:
                         raise ScheduleError(
                             f"placeholder {n.tensor.name!r} is read by stage {info.stage.name!r} but is not in the "
                             "argument list"
                         )
-            if info.stage.is_output and not info.external:
+            if info.stage.is_output and not any(t in self.arg_tensors for t in info.tensors):
                 raise self.err(info.stage, "it is an output of the schedule but is not in the argument list")
         # readers
         self.readers: dict[Tensor, list[StageInfo]] = {}
         for info in self.infos.values():
-            for n in walk(info.body):
+            for n in (x for b in info.bodies for x in walk(b)):
                 if isinstance(n, TensorRead):
                     lst = self.readers.setdefault(n.tensor, [])
                     if info not in lst:
@@ -206,7 +243,7 @@ class _Lowering:
                 assert parent is not None
                 if parent.attach_type == "inline":
                     raise self.err(st, f"it is computed at stage {parent.name!r}, which is inlined")
-                rd = self.readers.get(info.tensor, [])
+                rd = self._readers_of(info)
                 # a reader attached at the same loop (computed before the parent's body) may stand
                 # in for the parent: bounds then follow that reader's region (TVM's InferBound)
                 same_point = [
@@ -226,6 +263,40 @@ class _Lowering:
                         f"it is computed at {parent.name!r} (axis {st.attach_ivar.name!r}) but is also read by "
                         f"{', '.join(repr(o) for o in others)}; compute it at root instead",
                     )
+
+    def _readers_of(self, info: StageInfo) -> list[StageInfo]:
+        out: list[StageInfo] = []
+        for t in info.tensors:
+            out += [r for r in self.readers.get(t, []) if r not in out]
+        return out
+
+    def _check_extern(self, st: Stage) -> None:
+        """An extern op reads whole stored inputs and writes whole outputs, at the top level."""
+        op = st.op
+        assert isinstance(op, ExternOp)
+        for t in op.inputs:
+            r = self.sch.resolve(t)
+            ist = self.sch.stage_map.get(r.op)
+            if isinstance(r.op, PlaceholderOp) and r not in self.arg_tensors:
+                raise self.err(st, f"it reads placeholder {r.name!r}, which is not in the argument list")
+            if ist is not None and ist.attach_type in ("inline", "scope"):
+                how = "inlined" if ist.attach_type == "inline" else "computed at another stage"
+                raise self.err(st, f"it is an extern op and reads {r.name!r} whole, but {r.name!r} is {how}; "
+                                   "compute it at root")
+        for t in op.outputs:
+            if st.is_output and t not in self.arg_tensors:
+                raise self.err(st, f"output {t.name!r} of the extern op is not in the argument list")
+
+    def extern_nest(self, st: Stage) -> Stmt:
+        """The extern op's body, its buffers bound to the tensors they stand for (storage_flatten binds them)."""
+        op = st.op
+        assert isinstance(op, ExternOp)
+        body = op.body
+        pairs = [(b, self.sch.resolve(t)) for b, t in zip(op.input_placeholders, op.inputs, strict=True)]
+        pairs += list(zip(op.output_placeholders, op.outputs, strict=True))
+        for b, t in reversed(pairs):
+            body = AttrStmt("extern_buffer_bind", (b, t), body)
+        return body
 
     # ------------------------------------------------------------------ bounds
     def infer_bounds(self) -> None:
@@ -278,10 +349,11 @@ class _Lowering:
                 r = (make_const(0, mn.dtype), BinOp("sub", parent.ext[riv], make_const(1, mn.dtype), mn.dtype))
                 m = (mn, mn)
             root_relax[riv.var] = (simplify_expr(m[0] + r[0]), simplify_expr(m[1] + r[1]))
-        reads = [n.indices for n in walk(parent.body) if isinstance(n, TensorRead) and n.tensor is info.tensor]
+        mine = set(info.tensors)
+        reads = [n.indices for b in parent.bodies for n in walk(b) if isinstance(n, TensorRead) and n.tensor in mine]
         region = region_of(reads, root_relax, len(op.axis)) if reads else [None] * len(op.axis)
         # readers computed at the same loop: their (already inferred) regions bound what they read
-        for r in self.readers.get(info.tensor, []):
+        for r in self._readers_of(info):
             rst = r.stage
             if rst is pst or not (rst.attach_type == "scope" and rst.attach_stage is pst and rst.attach_ivar is st.attach_ivar):
                 continue
@@ -289,7 +361,7 @@ class _Lowering:
                 riv.var: (mn, simplify_expr(BinOp("sub", BinOp("add", mn, e, mn.dtype), make_const(1, mn.dtype), mn.dtype)))
                 for riv, (mn, e) in r.root.items()
             }
-            r_reads = [n.indices for n in walk(r.body) if isinstance(n, TensorRead) and n.tensor is info.tensor]
+            r_reads = [n.indices for b in r.bodies for n in walk(b) if isinstance(n, TensorRead) and n.tensor in mine]
             rr = region_of(r_reads, r_relax, len(op.axis))
             if not reads:
                 region, reads = rr, r_reads
@@ -366,16 +438,21 @@ class _Lowering:
                 root_stmts.append(self.scan_nest(st))
                 realize_scans.append(st)
                 continue
+            if isinstance(st.op, ExternOp):
+                root_stmts.append(self.extern_nest(st))
+                realize_scans.append(st)  # its outputs are realized whole, as a scan's
+                continue
             info = self.infos.get(st)
             if info is None or st.attach_type in ("scope", "scan"):
                 continue
             root_stmts.append(self.stage_nest(info))
-            if not info.external:
+            if info.stored(self.arg_tensors):
                 realize.append(info)
         body = seq(*root_stmts)
         for info in reversed(realize):
             op = info.stage.op
-            body = ProducerRealize(info.tensor, [(iv.dom.min, iv.dom.extent) for iv in op.axis], body, info.stage.scope)
+            for t in reversed(info.stored(self.arg_tensors)):
+                body = ProducerRealize(t, [(iv.dom.min, iv.dom.extent) for iv in op.axis], body, info.stage.scope)
         for st in realize_scans:
             for t in st.op.outputs:
                 if t not in self.arg_tensors:
@@ -396,8 +473,8 @@ class _Lowering:
         steps = [i for i in members if i.stage.op not in init_ops]
         body = seq(*[self.stage_nest(i) for i in steps])
         for i in reversed(steps):
-            if not i.external:
-                body = ProducerRealize(i.tensor, [i.root[iv] for iv in i.stage.op.axis], body, i.stage.scope)
+            for t in reversed(i.stored(self.arg_tensors)):
+                body = ProducerRealize(t, [i.root[iv] for iv in i.stage.op.axis], body, i.stage.scope)
         ax = op.scan_axis
         loop = For(ax.var, ax.dom.min, ax.dom.extent, "serial", body)
         return seq(*inits, loop)
@@ -453,7 +530,9 @@ class _Lowering:
         derived_reduce = self._reduce_derived(st, reduce_ivs)
         init: Stmt | None = None
         r0 = len(leaves)
-        if isinstance(body, Reduce):
+        if len(info.tensors) > 1:
+            innermost, init, init_leaves, r0 = self._multi_nest(info, sub, idx, leaves, derived_reduce)
+        elif isinstance(body, Reduce):
             src = substitute(body.source, sub)
             cur = TensorRead(t, idx, t.dtype)
             upd: Stmt = ProducerStore(t, idx, body.combiner.combine(cur, src))
@@ -468,6 +547,11 @@ class _Lowering:
         else:
             innermost = ProducerStore(t, idx, substitute(body, sub))
             init_leaves = []
+        if st.store_predicate is not None:  # set_store_predicate: only these stores happen
+            pred = substitute(st.store_predicate, sub)
+            innermost = IfThenElse(pred, innermost)
+            if init is not None:
+                init = IfThenElse(pred, init)
         guards = self._guards(info)
         leaf_vars = {iv.var: k for k, iv in enumerate(leaves)}
 
@@ -513,11 +597,36 @@ class _Lowering:
             out = IfThenElse(c, out)
         return out
 
+    def _multi_nest(self, info: StageInfo, sub: dict[Var, Expr], idx: list[Expr], leaves: list[IterVar],
+                    derived_reduce: set[IterVar]) -> tuple[Stmt, Stmt | None, list[IterVar], int]:
+        """Stores of a stage with several outputs: one per output, or a tuple reduction whose new
+        values are all computed (LetStmt) from the old ones before any is stored."""
+        ts, bodies = info.tensors, info.bodies
+        first = bodies[0]
+        if not isinstance(first, Reduce):
+            stores = [ProducerStore(t, idx, substitute(b, sub)) for t, b in zip(ts, bodies, strict=True)]
+            return seq(*stores), None, [], len(leaves)
+        assert first.sources is not None
+        srcs = [substitute(x, sub) for x in first.sources]
+        curs: list[Expr] = [TensorRead(t, idx, t.dtype) for t in ts]
+        new = first.combiner.combine_tuple(curs, srcs)
+        tmps = [Var(f"{t.name}.new", t.dtype) for t in ts]
+        upd: Stmt = seq(*[ProducerStore(t, idx, v) for t, v in zip(ts, tmps, strict=True)])
+        for v, e in reversed(list(zip(tmps, new, strict=True))):
+            upd = LetStmt(v, e, upd)
+        if first.condition is not None:
+            upd = IfThenElse(substitute(first.condition, sub), upd)
+        ident = first.combiner.identity_tuple([t.dtype for t in ts])
+        init = seq(*[ProducerStore(t, idx, substitute(v, sub)) for t, v in zip(ts, ident, strict=True)])
+        r0 = next((k for k, iv in enumerate(leaves) if iv in derived_reduce), len(leaves))
+        init_leaves = [iv for iv in leaves[r0:] if iv not in derived_reduce]
+        return upd, init, init_leaves, r0
+
     def _realize(self, att: StageInfo, body: Stmt) -> Stmt:
-        if att.external:
-            return body
         op = att.stage.op
-        return ProducerRealize(att.tensor, [att.root[iv] for iv in op.axis], body, att.stage.scope)
+        for t in reversed(att.stored(self.arg_tensors)):
+            body = ProducerRealize(t, [att.root[iv] for iv in op.axis], body, att.stage.scope)
+        return body
 
     def _reduce_derived(self, st: Stage, reduce_ivs: set[IterVar]) -> set[IterVar]:
         out = set(reduce_ivs)
@@ -549,6 +658,8 @@ class _Lowering:
         leaves = st.leaf_iter_vars
         iv = leaves[p]
         intrin = st.tensorize_intrin[iv]
+        if len(info.tensors) > 1:
+            raise self.err(st, f"tensorize at axis {iv.name!r}: the stage has several outputs")
         ranges: dict[Var, tuple[int | None, int | None]] = {}
         cur: Stage | None = st
         while cur is not None and cur in self.infos:

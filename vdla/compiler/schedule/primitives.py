@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..te.operation import ComputeOp, IterVar, Operation, PlaceholderOp, Range, ScanOp, Tensor
-from ..tir.nodes import Expr, IntImm, Reduce, TensorRead, Var, convert
+from ..te.operation import ComputeOp, ExternOp, IterVar, Operation, PlaceholderOp, Range, ScanOp, Tensor
+from ..tir.nodes import Expr, IntImm, Reduce, Select, TensorRead, Var, as_bool, convert
 from ..tir.visitor import post_order_map, substitute, walk
 
 
@@ -57,6 +57,7 @@ class Stage:
         self.iter_var_attrs: dict[IterVar, dict[str, Any]] = {}
         self.tensorize_intrin: dict[IterVar, Any] = {}
         self.scan_group: Stage | None = None  # the scan whose time loop this stage runs in
+        self.store_predicate: Expr | None = None
         self._reset_axes()
 
     def _reset_axes(self) -> None:
@@ -80,6 +81,8 @@ class Stage:
     def _compute(self, what: str) -> None:
         if isinstance(self.op, ScanOp):
             raise self._err(f"{what}: it is a scan; schedule its init and update stages instead")
+        if isinstance(self.op, ExternOp):
+            raise self._err(f"{what}: it is an extern op (te.extern); its loops are the ones its body writes")
         if not isinstance(self.op, ComputeOp):
             raise self._err(f"{what}: it is a placeholder (an input) and has no loops to schedule")
 
@@ -213,6 +216,11 @@ class Stage:
 
     def set_scope(self, scope: str) -> None:
         self.scope = scope
+
+    def set_store_predicate(self, predicate: Any) -> None:
+        """Store this stage's values only where ``predicate`` holds (TVM's ``set_store_predicate``)."""
+        self._compute("set_store_predicate")
+        self.store_predicate = as_bool(predicate)
 
     # ------------------------------------------------------------------ annotations
     def _annotate(self, iv: IterVar, kind: str, **extra: Any) -> None:
@@ -363,6 +371,97 @@ class Schedule:
                     return True
                 todo.append(p)
         return False
+
+    # ------------------------------------------------------------------ rfactor
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+        """Factor the reduction of ``tensor`` over ``axis`` (a reduce axis, or the inner or outer part
+        of its split) into a new stage whose data-parallel axes include ``axis`` (at position
+        ``factor_axis``); ``tensor`` then reduces that stage over the factored axis. Returns the new
+        stage's tensor (TVM's ``s.rfactor``)."""
+        st = self[tensor]
+        st._compute("rfactor")
+        op = st.op
+        assert isinstance(op, ComputeOp)
+        body = op.body
+        if not isinstance(body, Reduce):
+            raise st._err("rfactor: it is not a reduction")
+        st._leaf(axis, "rfactor")
+        if axis.iter_type != "reduce":
+            raise st._err(f"rfactor: axis {axis.name!r} is not a reduction axis")
+        if st.iter_var_attrs or st.tensorize_intrin or any(
+            rel.parent.iter_type != "reduce" if isinstance(rel, Split) else True for rel in st.relations
+        ):
+            raise st._err("rfactor: call it before the stage's other loops are scheduled (only splits of the "
+                          "reduction axis may come first)")
+        if not 0 <= factor_axis <= len(op.axis):
+            raise st._err(f"rfactor: factor_axis {factor_axis} is out of range 0..{len(op.axis)}")
+        root: IterVar = axis
+        split: Split | None = None
+        for rel in st.relations:
+            if isinstance(rel, Split) and axis in (rel.outer, rel.inner):
+                root, split = rel.parent, rel
+        if root not in op.reduce_axis or (split is not None and len(
+                [r for r in st.relations if isinstance(r, Split) and r.parent is root]) != 1):
+            raise st._err(f"rfactor: axis {axis.name!r} must be a reduction axis of {op.name!r} or a part of "
+                          "one split of one")
+        from ..tir.passes.simplify import simplify_expr
+
+        ext = root.dom.extent
+        keep = [iv for iv in op.reduce_axis if iv is not root]
+        if split is None:
+            f_ext, r_ext = ext, None
+        else:
+            amount = split.factor if split.factor is not None else split.nparts
+            other = simplify_expr((ext + amount - 1) // amount)
+            inner_ext, outer_ext = (amount, other) if split.factor is not None else (other, amount)
+            f_ext, r_ext = (inner_ext, outer_ext) if axis is split.inner else (outer_ext, inner_ext)
+        fvar = IterVar(Range(convert(0), f_ext), Var(f"{axis.name}.v", "int32"))
+        new_axis = [IterVar(Range(iv.dom.min, iv.dom.extent), Var(iv.var.name, iv.var.dtype)) for iv in op.axis]
+        sub: dict[Var, Expr] = {iv.var: n.var for iv, n in zip(op.axis, new_axis, strict=True)}
+        new_keep = [IterVar(Range(iv.dom.min, iv.dom.extent), Var(iv.var.name, iv.var.dtype), "reduce")
+                    for iv in keep]
+        sub.update({iv.var: n.var for iv, n in zip(keep, new_keep, strict=True)})
+        cond = body.condition
+        if r_ext is None:
+            sub[root.var] = root.dom.min + fvar.var
+            rvars = new_keep
+        else:
+            rvar = IterVar(Range(convert(0), r_ext), Var(f"{root.name}.r", "int32"), "reduce")
+            outer, inner = (rvar.var, fvar.var) if axis is split.inner else (fvar.var, rvar.var)  # type: ignore[union-attr]
+            step = split.factor if split.factor is not None else simplify_expr((ext + split.nparts - 1)  # type: ignore[union-attr]
+                                                                               // split.nparts)  # type: ignore[union-attr]
+            value = root.dom.min + outer * step + inner
+            sub[root.var] = value
+            guard = simplify_expr(value < root.dom.min + ext)
+            if not (isinstance(guard, IntImm) and guard.value):
+                cond = guard if cond is None else (cond & guard)
+            rvars = [rvar] + new_keep
+        src = substitute(body.source, sub)
+        cond = None if cond is None else substitute(cond, sub)
+        all_axis = list(new_axis)
+        all_axis.insert(factor_axis, fvar)
+        if rvars:
+            rf_body: Expr = Reduce(body.combiner, src, rvars, cond, None, src.dtype)
+        else:
+            rf_body = src if cond is None else Select(cond, src, body.combiner.identity(src.dtype))
+        rf_op = ComputeOp(f"{op.name}.rf", all_axis, rf_body, op.tag, op.attrs)
+        rf_t = rf_op.output(0)
+        # the stage itself now reduces the factored stage over the factored axis
+        kv = IterVar(Range(convert(0), f_ext), Var(f"{axis.name}.v", "int32"), "reduce")
+        idx: list[Expr] = [iv.var for iv in op.axis]
+        idx.insert(factor_axis, kv.var)
+        init = body.init
+        new_op = ComputeOp(op.name, list(op.axis), Reduce(body.combiner, TensorRead(rf_t, idx, rf_t.dtype), [kv],
+                                                            None, init, body.dtype), op.tag, op.attrs)
+        self.tensor_map[op.output(0)] = new_op.output(0)
+        st.op = new_op
+        st.relations = []
+        st._reset_axes()
+        self.stage_map[new_op] = st
+        rst = Stage(rf_op, self)
+        self.stage_map[rf_op] = rst
+        self.stages.insert(self.stages.index(st), rst)
+        return rf_t
 
     # ------------------------------------------------------------------ caches
     def cache_write(self, tensor: Tensor, scope: str) -> Tensor:

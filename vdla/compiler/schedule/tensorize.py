@@ -29,7 +29,6 @@ from ..te.operation import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from ..tir.arith import equal
 from ..tir.nodes import (
     AddressOf,
-    CallExtern,
     ElemOffset,
     Evaluate,
     Expr,
@@ -44,6 +43,7 @@ from ..tir.nodes import (
     make_const,
     seq,
 )
+from ..tir.op import call_extern
 from ..tir.passes.simplify import simplify_expr
 from ..tir.visitor import post_order_map, substitute, walk
 from .bound import sym_interval
@@ -73,24 +73,35 @@ class TensorIntrin:
 
 
 def decl_tensor_intrin(
-    op: Operation | Tensor, fintrin: Callable[..., IntrinResult], name: str = "tensor_intrin"
+    op: Operation | Tensor, fintrin: Callable[..., IntrinResult], name: str = "tensor_intrin",
+    binds: dict[Tensor, Any] | None = None, scalar_params: Any = None, default_buffer_params: Any = None,
 ) -> TensorIntrin:
-    """Declare an intrinsic computing ``op`` (whose inputs are placeholders) lowered by ``fintrin``."""
+    """Declare an intrinsic computing ``op`` (whose inputs are placeholders) lowered by ``fintrin``.
+
+    ``binds`` (TVM's: a ``tir.decl_buffer`` per tensor, saying which strides and offsets the
+    intrinsic accepts) is checked for dtype and rank; the regions ``fintrin`` receives carry the
+    actual strides and offset (``.strides``, ``.elem_offset``, ``.access_ptr()``), so any layout
+    the schedule produces is passed on as it is."""
     if isinstance(op, Tensor):
         op = op.op
     if not isinstance(op, ComputeOp):
         raise TensorizeError(f"decl_tensor_intrin {name!r}: expected a te.compute, got {op!r}")
+    if scalar_params:
+        raise TensorizeError(f"decl_tensor_intrin {name!r}: scalar_params are not supported")
+    tensors = {t: t for t in op.input_tensors()} | {op.output(0): op.output(0)}
+    for t, buf in (binds or {}).items():
+        if t not in tensors:
+            raise TensorizeError(f"decl_tensor_intrin {name!r}: binds names {getattr(t, 'name', t)!r}, which is "
+                                 "neither an input nor the output of the intrinsic")
+        if getattr(buf, "dtype", None) != t.dtype or len(getattr(buf, "shape", ())) != t.ndim:
+            raise TensorizeError(f"decl_tensor_intrin {name!r}: buffer bound to {t.name!r} must be "
+                                 f"{t.dtype} with {t.ndim} dimension(s), got {buf!r}")
     for t in op.input_tensors():
         if not isinstance(t.op, PlaceholderOp):
             raise TensorizeError(f"decl_tensor_intrin {name!r}: input {t.name!r} must be a te.placeholder")
     if not callable(fintrin):
         raise TensorizeError(f"decl_tensor_intrin {name!r}: fintrin must be callable (ins, outs) -> IR")
     return TensorIntrin(op, fintrin, name)
-
-
-def call_extern(dtype: str, name: str, *args: Any) -> Expr:
-    """A call of the external function ``name`` (``dtype`` ``"void"`` when it returns nothing)."""
-    return CallExtern(name, [convert(a) for a in args], dtype)
 
 
 class TensorRegion:
@@ -136,9 +147,14 @@ class TensorRegion:
             v = v.astype(self.dtype)
         return ProducerStore(self.tensor, self._full(list(idx)), v)
 
-    def access_ptr(self) -> Expr:
-        """Address of the region's first element (``handle``)."""
-        return AddressOf(TensorRead(self.tensor, list(self.mins), self.dtype))
+    def access_ptr(self, access_mask: Any = "rw", ptr_type: str = "handle", content_lanes: int = 1,
+                   offset: Any = 0) -> Expr:
+        """Address of the region's first element (``handle``); TVM's ``access_mask`` ("r", "w", "rw")
+        is accepted; ``offset`` counts elements of the innermost dimension."""
+        mins = list(self.mins)
+        if not (isinstance(offset, int) and offset == 0):
+            mins[-1] = simplify_expr(mins[-1] + convert(offset))
+        return AddressOf(TensorRead(self.tensor, mins, self.dtype))
 
     @property
     def elem_offset(self) -> Expr:

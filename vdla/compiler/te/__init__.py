@@ -39,6 +39,7 @@ from .intrinsics import (
 )
 from .operation import (
     ComputeOp,
+    ExternOp,
     IterVar,
     Operation,
     PlaceholderOp,
@@ -48,6 +49,7 @@ from .operation import (
     TensorError,
     compute,
     const,
+    extern,
     placeholder,
     reduce_axis,
     scan,
@@ -78,7 +80,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Range", "IterVar", "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "ScanOp", "CommReducer", "TensorError",
+    "Range", "IterVar", "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "ScanOp", "ExternOp", "extern", "CommReducer", "TensorError",
     "placeholder", "compute", "scan", "reduce_axis", "thread_axis", "var", "size_var", "const", "comm_reducer",
     "sum", "max", "min", "if_then_else", "select", "floordiv", "floormod", "truncdiv", "truncmod", "exp", "log",
     "sqrt", "tanh", "sigmoid", "abs", "power", "floor", "ceil", "all", "any", "max_value", "min_value",

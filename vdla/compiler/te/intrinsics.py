@@ -10,6 +10,7 @@ from typing import Any
 
 from ..tir import dtypes
 from ..tir.nodes import Call, Expr, Logic, Select, as_bool, binary, convert, make_const
+from ..tir.op import floordiv, floormod, truncdiv, truncmod  # noqa: F401 - te re-exports tir's
 
 
 def if_then_else(cond: Any, t: Any, f: Any) -> Expr:
@@ -24,22 +25,6 @@ def select(cond: Any, t: Any, f: Any) -> Expr:
     c = as_bool(cond)
     tmp = binary("add", t, f)
     return Select(c, tmp.a, tmp.b, tmp.dtype, lazy=False)
-
-
-def floordiv(a: Any, b: Any) -> Expr:
-    return binary("floordiv", a, b)
-
-
-def floormod(a: Any, b: Any) -> Expr:
-    return binary("floormod", a, b)
-
-
-def truncdiv(a: Any, b: Any) -> Expr:
-    return binary("truncdiv", a, b)
-
-
-def truncmod(a: Any, b: Any) -> Expr:
-    return binary("truncmod", a, b)
 
 
 def _float_call(name: str, x: Any) -> Expr:

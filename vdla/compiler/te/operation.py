@@ -2,7 +2,8 @@
 
 Modelled on TVM's ``tvm.te``: a :class:`Tensor` is one output of an :class:`Operation`
 (:class:`PlaceholderOp` for inputs, :class:`ComputeOp` for an expression over index
-variables, :class:`ScanOp` for recurrences); :class:`IterVar` names a loop axis (data
+variables, :class:`ScanOp` for recurrences, :class:`ExternOp` for a statement written by
+hand -- an ``ir_builder`` loop nest or a ``call_packed`` into Python); :class:`IterVar` names a loop axis (data
 parallel, reduction or thread). Shapes may hold symbolic ``te.var`` sizes; they are
 bound from the arrays at call time. Expressions themselves are loop-IR nodes
 (:mod:`vdla.compiler.tir.nodes`).
@@ -18,7 +19,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tir import dtypes
-from ..tir.nodes import Expr, ExprOp, IntImm, IRError, Reduce, TensorRead, Var, convert, make_const
+from ..tir.nodes import (
+    Buffer,
+    Evaluate,
+    Expr,
+    ExprOp,
+    IntImm,
+    IRError,
+    Reduce,
+    Stmt,
+    TensorRead,
+    Var,
+    convert,
+    make_const,
+)
 from ..tir.visitor import walk
 
 
@@ -114,6 +128,10 @@ class Tensor(ExprOp):
             raise TensorError(f"tensor {self.name!r} has {self.ndim} dimensions; index it as {self.name}[...]")
         return TensorRead(self, [], self.dtype)
 
+    def __call__(self, *indices: Any) -> Expr:
+        """``A(i, j)``: the same read as ``A[i, j]`` (TVM's call syntax, used as ``lambda *i: A(*i)``)."""
+        return self[tuple(indices)]
+
     def __getitem__(self, indices: Any) -> Expr:
         if not isinstance(indices, tuple):
             indices = (indices,)
@@ -167,18 +185,22 @@ class ComputeOp(Operation):
     ) -> None:
         self.name = name
         self.axis = axis
-        self.body = body
+        self.bodies: list[Expr] = list(body) if isinstance(body, list | tuple) else [body]
+        self.body = self.bodies[0]
         self.tag = tag
         self.attrs = dict(attrs or {})
-        self.reduce_axis: list[IterVar] = list(body.axis) if isinstance(body, Reduce) else []
+        self.reduce_axis: list[IterVar] = list(self.body.axis) if isinstance(self.body, Reduce) else []
         shape = [iv.dom.extent for iv in axis]
-        self.outputs = [Tensor(self, shape, body.dtype, name)]
+        n = len(self.bodies)
+        self.outputs = [Tensor(self, shape, b.dtype, name if n == 1 else f"{name}.v{k}", k)
+                        for k, b in enumerate(self.bodies)]
 
     def input_tensors(self) -> list[Tensor]:
         seen: dict[Tensor, None] = {}
-        for n in walk(self.body):
-            if isinstance(n, TensorRead):
-                seen.setdefault(n.tensor, None)
+        for b in self.bodies:
+            for n in walk(b):
+                if isinstance(n, TensorRead):
+                    seen.setdefault(n.tensor, None)
         return list(seen)
 
 
@@ -213,6 +235,83 @@ class ScanOp(Operation):
 
     def input_tensors(self) -> list[Tensor]:
         return list(self.init) + list(self.update) + list(self.inputs)
+
+
+class ExternOp(Operation):
+    """Outputs computed by ``body``, a statement over flat buffers: ``input_placeholders`` stand for
+    the (whole) input tensors and ``output_placeholders`` for the outputs (TVM's ``te.extern``)."""
+
+    def __init__(self, name: str, inputs: list[Tensor], input_placeholders: list[Buffer],
+                 output_placeholders: list[Buffer], body: Stmt, tag: str = "",
+                 attrs: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.inputs = inputs
+        self.input_placeholders = input_placeholders
+        self.output_placeholders = output_placeholders
+        self.body = body
+        self.tag = tag
+        self.attrs = dict(attrs or {})
+        n = len(output_placeholders)
+        self.outputs = [
+            Tensor(self, list(b.shape), b.dtype, name if n == 1 else f"{name}.v{k}", k)
+            for k, b in enumerate(output_placeholders)
+        ]
+
+    def input_tensors(self) -> list[Tensor]:
+        return list(self.inputs)
+
+
+def extern(
+    shape: Any,
+    inputs: Sequence[Tensor],
+    fcompute: Callable[[list[Buffer], list[Buffer]], Any],
+    name: str = "extern",
+    dtype: str | Sequence[str] | None = None,
+    in_buffers: Sequence[Buffer] | None = None,
+    out_buffers: Sequence[Buffer] | None = None,
+    tag: str = "",
+    attrs: dict[str, Any] | None = None,
+) -> Any:
+    """Tensors computed by hand-written IR (TVM's ``te.extern``): ``fcompute(ins, outs)`` gets one
+    buffer per input and per output and returns the statement that fills the outputs -- an
+    ``ir_builder`` body, or ``tir.call_packed("name", *ins, *outs)`` calling a function registered
+    with ``vdla.register_func``. ``shape`` is one shape or a list of them (several outputs); the
+    dtype defaults to the first input's. Returns a tensor, or a list for several outputs."""
+    from ..tir.op import decl_buffer
+
+    single = not (isinstance(shape, list | tuple) and shape and isinstance(shape[0], list | tuple))
+    shapes = [shape] if single else list(shape)
+    inputs = list(inputs)
+    for k, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TensorError(f"extern {name!r}: input {k} ({t!r}) is not a tensor")
+    if dtype is None:
+        if not inputs:
+            raise TensorError(f"extern {name!r}: give dtype= (there are no inputs to take it from)")
+        dts = [inputs[0].dtype] * len(shapes)
+    else:
+        dts = [dtype] * len(shapes) if isinstance(dtype, str) else list(dtype)
+    if len(dts) != len(shapes):
+        raise TensorError(f"extern {name!r}: {len(shapes)} output shape(s) but {len(dts)} dtype(s)")
+    ins = list(in_buffers) if in_buffers is not None else [decl_buffer(t.shape, t.dtype, t.name) for t in inputs]
+    outs = list(out_buffers) if out_buffers is not None else [
+        decl_buffer(_shape(sh, f"extern {name!r}"), dt, name if len(shapes) == 1 else f"{name}.v{k}")
+        for k, (sh, dt) in enumerate(zip(shapes, dts, strict=True))
+    ]
+    if len(ins) != len(inputs) or len(outs) != len(shapes):
+        raise TensorError(f"extern {name!r}: in_buffers/out_buffers must give one buffer per input/output")
+    for t, b in zip(inputs, ins, strict=True):
+        if b.dtype != t.dtype or len(b.shape) != t.ndim:
+            raise TensorError(f"extern {name!r}: buffer {b.name!r} ({b.dtype}, {len(b.shape)}-d) does not fit "
+                              f"input {t.name!r} ({t.dtype}{tuple(t.shape)})")
+    body = fcompute(ins, outs)
+    if isinstance(body, Expr):
+        body = Evaluate(body)
+    if not isinstance(body, Stmt):
+        raise TensorError(f"extern {name!r}: fcompute must return a statement (ib.get()) or a call "
+                          f"(tir.call_packed ...), got {body!r}")
+    op = ExternOp(name, inputs, ins, outs, body, tag, attrs)
+    return op.outputs[0] if len(op.outputs) == 1 else list(op.outputs)
 
 
 def scan(
@@ -289,6 +388,10 @@ def _shape(shape: Any, what: str) -> list[Expr]:
         raise TensorError(f"{what}: shape must be a tuple of sizes, got {shape!r}")
     out = []
     for k, s in enumerate(shape):
+        if isinstance(s, float):  # TVM's rule: `N / bn` with Python numbers is a float extent; int() it
+            if not s.is_integer():
+                raise TensorError(f"{what}: shape[{k}] = {s} is not a whole number (use // for the extent)")
+            s = int(s)
         e = convert(s)
         if not dtypes.is_int(e.dtype):
             raise TensorError(f"{what}: shape[{k}] = {e} must be an integer, got {e.dtype}")
@@ -389,21 +492,33 @@ def compute(
     axis = [
         IterVar(Range(make_const(0, s.dtype), s), Var(n, s.dtype), "data_par") for n, s in zip(names, shp, strict=True)
     ]
-    body = fcompute(*[iv.var for iv in axis])
-    if isinstance(body, tuple | list):
-        raise TensorError(f"compute {name!r}: multiple outputs are not supported; return one expression")
-    if isinstance(body, Tensor):
-        raise TensorError(f"compute {name!r}: fcompute returned a tensor; index it (e.g. {body.name}[i])")
-    try:
-        body = convert(body)
-    except IRError as err:
-        raise TensorError(f"compute {name!r}: {err}") from None
-    if dtypes.lanes(body.dtype) != 1:
-        raise TensorError(f"compute {name!r}: body must be scalar, got {body.dtype}")
-    reduce_vars = {n.var for n in _reduce_axes_in(body)}
-    reduce_vars |= {v for v in _vars_in(body) if v in _REDUCE_VARS}
-    _check_reductions(name, body, reduce_vars)
-    return ComputeOp(name, axis, body, tag, attrs).output(0)
+    result = fcompute(*[iv.var for iv in axis])
+    several = isinstance(result, tuple | list)
+    bodies = []
+    for k, body in enumerate(result if several else [result]):
+        what = f"compute {name!r}" + (f" (output {k})" if several else "")
+        if isinstance(body, Tensor):
+            raise TensorError(f"{what}: fcompute returned a tensor; index it (e.g. {body.name}[i])")
+        try:
+            body = convert(body)
+        except IRError as err:
+            raise TensorError(f"{what}: {err}") from None
+        if dtypes.lanes(body.dtype) != 1:
+            raise TensorError(f"{what}: body must be scalar, got {body.dtype}")
+        reduce_vars = {n.var for n in _reduce_axes_in(body)}
+        reduce_vars |= {v for v in _vars_in(body) if v in _REDUCE_VARS}
+        _check_reductions(name, body, reduce_vars)
+        bodies.append(body)
+    if not bodies:
+        raise TensorError(f"compute {name!r}: fcompute returned no value")
+    if several:
+        red = [isinstance(b, Reduce) for b in bodies]
+        if any(red) and not (all(red) and all(b.sources is not None and b.sources is bodies[0].sources
+                                              for b in bodies) and len(bodies) == len(bodies[0].sources)):
+            raise TensorError(f"compute {name!r}: several outputs are either all plain expressions or the values "
+                              "of one tuple reduction (a te.comm_reducer over a tuple)")
+    op = ComputeOp(name, axis, bodies if several else bodies[0], tag, attrs)
+    return list(op.outputs) if several else op.output(0)
 
 
 def _vars_in(e: Expr) -> list[Var]:

@@ -33,7 +33,32 @@ class CommReducer:
         e = convert(v) if isinstance(v, ExprOp) else make_const(v, dtype)
         return e.astype(dtype)
 
-    def __call__(self, expr: Any, axis: Any = None, where: Any = None, init: Any = None) -> Expr:
+    def combine_tuple(self, xs: list[Expr], ys: list[Expr]) -> list[Expr]:
+        """A tuple reducer's combination: ``fcombine(xs, ys)``, each value in its own dtype."""
+        rs = self.fcombine(tuple(xs), tuple(ys))
+        if not isinstance(rs, tuple | list) or len(rs) != len(xs):
+            raise TensorError(f"reducer {self.name!r}: fcombine must return {len(xs)} values, got {rs!r}")
+        out = []
+        for r, x in zip(rs, xs, strict=True):
+            e = convert(r)
+            out.append(e if e.dtype == x.dtype else e.astype(x.dtype))
+        return out
+
+    def identity_tuple(self, dts: list[str]) -> list[Expr]:
+        vs = self.fidentity(*dts)
+        if not isinstance(vs, tuple | list) or len(vs) != len(dts):
+            raise TensorError(f"reducer {self.name!r}: fidentity must return {len(dts)} values, got {vs!r}")
+        return [(convert(v) if isinstance(v, ExprOp) else make_const(v, t)).astype(t) for v, t in zip(vs, dts,
+                                                                                                    strict=True)]
+
+    def _tuple_call(self, exprs: Any, axes: list[IterVar], where: Any) -> tuple[Expr, ...]:
+        srcs = [convert(e) for e in exprs]
+        cond = None if where is None else as_bool(where)
+        return tuple(Reduce(self, s, axes, cond, None, s.dtype, k, srcs) for k, s in enumerate(srcs))
+
+    def __call__(self, expr: Any, axis: Any = None, where: Any = None, init: Any = None) -> Any:
+        """``reducer(expr, axis=k)``; ``reducer((e0, e1), axis=k)`` for a tuple reducer gives one
+        reduction per value (a te.compute returning them has one output each)."""
         if isinstance(axis, Var) and self.name not in ("max", "min"):
             raise TensorError(
                 f"te.{self.name}: axis {axis.name!r} is not a reduction axis; create it with te.reduce_axis"
@@ -50,6 +75,10 @@ class CommReducer:
         for ax in axes:
             if not isinstance(ax, IterVar) or ax.iter_type != "reduce":
                 raise TensorError(f"te.{self.name}: axis {ax!r} is not a reduction axis; create it with te.reduce_axis")
+        if isinstance(expr, tuple | list):
+            if init is not None:
+                raise TensorError(f"te.{self.name}: init= is not supported for tuple reductions")
+            return self._tuple_call(expr, axes, where)
         src = convert(expr)
         cond = None if where is None else as_bool(where)
         ini = None if init is None else convert(init).astype(src.dtype)

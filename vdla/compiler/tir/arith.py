@@ -39,6 +39,8 @@ def skey(e: Any) -> Any:
                 parts.append(skey(v))
             elif isinstance(v, list):
                 parts.append(tuple(skey(x) if isinstance(x, Expr) else id(x) for x in v))
+            elif isinstance(v, int | float | str):  # a constant's value (FloatImm): by value, not identity
+                parts.append(v)
             else:
                 parts.append(id(v) if v is not None else None)
         if hasattr(e, "value") and not isinstance(getattr(e, "value", None), Expr):

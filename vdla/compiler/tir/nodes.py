@@ -107,6 +107,18 @@ class ExprOp:
     def __invert__(self) -> Expr:
         return Not(convert(self), "bool")
 
+    def __rshift__(self, o: Any) -> Expr:
+        return shift("shift_right", self, o)
+
+    def __rrshift__(self, o: Any) -> Expr:
+        return shift("shift_right", o, self)
+
+    def __lshift__(self, o: Any) -> Expr:
+        return shift("shift_left", self, o)
+
+    def __rlshift__(self, o: Any) -> Expr:
+        return shift("shift_left", o, self)
+
     __hash__ = object.__hash__
 
     def astype(self, dtype: str) -> Expr:
@@ -217,8 +229,14 @@ class Select(Expr):
     cond: Expr
     t: Expr
     f: Expr
-    dtype: str
+    dtype: str = ""  # TVM's tir.Select(cond, t, f): the dtype is the branches'
     lazy: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.dtype:
+            self.cond = as_bool(self.cond)
+            both = binary("add", self.t, self.f)  # promotes the branches to one dtype
+            self.t, self.f, self.dtype = both.a, both.b, both.dtype
 
 
 @dataclass(eq=False, repr=False)
@@ -287,6 +305,8 @@ class Reduce(Expr):
     condition: Expr | None
     init: Expr | None
     dtype: str
+    value_index: int = 0  # a tuple reduction (argmax): which value this is ...
+    sources: list[Expr] | None = None  # ... of all the values reduced together
 
 
 @dataclass(eq=False, repr=False)
@@ -303,6 +323,56 @@ class Buffer:
 
     __repr__ = __str__
     __hash__ = object.__hash__
+
+    # -- TVM's Buffer methods (extern-op and intrinsic bodies use them; row-major storage)
+    @property
+    def strides(self) -> list[Expr]:
+        out: list[Expr] = []
+        acc: Expr = IntImm(1)
+        for d in reversed(self.shape):
+            out.append(acc)
+            if isinstance(acc, IntImm) and isinstance(d, IntImm):
+                acc = IntImm(acc.value * d.value)
+            else:
+                acc = d if isinstance(acc, IntImm) and acc.value == 1 else binary("mul", acc, d)
+        return list(reversed(out))
+
+    @property
+    def elem_offset(self) -> Expr:
+        return IntImm(0)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def offset_of(self, indices: Any) -> Expr:
+        """The flat element index of ``indices`` (one flat index, or one per dimension)."""
+        idx = list(indices) if isinstance(indices, list | tuple) else [indices]
+        if len(idx) == 1:
+            return convert(idx[0])
+        if len(idx) != len(self.shape):
+            raise IRError(f"buffer {self.name!r} has {len(self.shape)} dimension(s), indexed with {len(idx)}")
+        acc: Expr | None = None
+        for i, st in zip(idx, self.strides, strict=True):
+            term = binary("mul", i, st)
+            acc = term if acc is None else binary("add", acc, term)
+        assert acc is not None
+        return acc
+
+    def vload(self, begin: Any, dtype: str | None = None) -> Expr:
+        return BufferLoad(self, self.offset_of(begin), dtype or self.dtype)
+
+    def __getitem__(self, indices: Any) -> Expr:
+        return self.vload(indices)
+
+    def vstore(self, begin: Any, value: Any) -> Stmt:
+        v = convert(value)
+        return BufferStore(self, self.offset_of(begin), v if v.dtype == self.dtype else Cast(self.dtype, v))
+
+    def access_ptr(self, access_mask: Any = "rw", ptr_type: str = "handle", content_lanes: int = 1,
+                   offset: Any = 0) -> Expr:
+        """The address of element ``offset`` (``access_mask`` is TVM's "r"/"w"/"rw" hint, not needed here)."""
+        return AddressOf(BufferLoad(self, convert(offset), self.dtype))
 
 
 @dataclass(eq=False, repr=False)
@@ -559,6 +629,17 @@ def binary(op: str, a: Any, b: Any) -> Expr:
             )
         raise IRError(f"{op} needs integer operands, got {a.dtype}")
     return BinOp(op, a, b, a.dtype)
+
+
+def shift(name: str, a: Any, b: Any) -> Expr:
+    """``a >> b`` (``shift_right``, arithmetic for signed types) or ``a << b`` (``shift_left``) on integers."""
+    a, b = _convert_pair(a, b)
+    for x in (a, b):
+        if not dtypes.is_int(x.dtype):
+            raise IRError(f"{name}: operands must be integers, got {x} of type {x.dtype}")
+    if b.dtype != a.dtype:
+        b = Cast(a.dtype, b)
+    return Call(name, [a, b], a.dtype)
 
 
 def compare(op: str, a: Any, b: Any) -> Expr:

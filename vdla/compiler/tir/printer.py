@@ -58,6 +58,8 @@ def expr_str(e: Any) -> str:
         return f"{e.name}({', '.join(expr_str(a) for a in e.args)})"
     if _is(e, "CallExtern"):
         return f"call_extern({e.name!r}, {', '.join(expr_str(a) for a in e.args)})"
+    if _is(e, "CallPacked"):
+        return f"call_packed({e.name!r}, {', '.join(expr_str(a) for a in e.args)})"
     if _is(e, "AddressOf"):
         return f"&{expr_str(e.value)}"
     if _is(e, "ElemOffset"):

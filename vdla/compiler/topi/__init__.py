@@ -16,6 +16,7 @@ fast is a target's business: the CPU schedules are in
 """
 
 from ..._deprecated import moved_names
+from . import nn, testing  # TVM's topi.nn and topi.testing
 from .conv2d import (
     conv2d_nchw,
     conv2d_NCHWc,
@@ -73,4 +74,6 @@ __all__ = [
     "softmax",
     "subtract",
     "unpack_nchwc",
+    "nn",
+    "testing",
 ]

@@ -80,3 +80,21 @@ def pool2d(x: np.ndarray, k: int, s: int, p: int, kind: str, count_include_pad: 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
+
+
+def conv2d_nchw_python(a_np: np.ndarray, w_np: np.ndarray, stride: int | tuple[int, int],
+                       padding: int | tuple[int, int], groups: int = 1) -> np.ndarray:
+    """TVM's ``topi.testing.conv2d_nchw_python`` (same stride and padding in both dimensions)."""
+    s = stride if isinstance(stride, int) else tuple(stride)
+    p = padding if isinstance(padding, int) else tuple(padding)
+    if not isinstance(s, int):
+        if len(set(s)) != 1:
+            raise ValueError(f"conv2d_nchw_python: different strides per dimension {s} are not supported")
+        s = s[0]
+    if not isinstance(p, int):
+        if len(set(p)) != 1:
+            raise ValueError(f"conv2d_nchw_python: different paddings per dimension {p} are not supported")
+        p = p[0]
+    if groups != 1:
+        raise ValueError("conv2d_nchw_python: groups != 1 is not supported")
+    return conv2d_nchw(a_np, w_np, s, p)

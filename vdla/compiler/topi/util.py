@@ -120,3 +120,8 @@ def vector_split(extent: int, lanes: int = 16) -> int:
         if w <= lanes and extent % w == 0:
             return w
     return lanes
+
+
+def get_const_tuple(shape: Sequence[Any]) -> tuple[int, ...]:
+    """The constant sizes of a shape (TVM's ``topi.utils.get_const_tuple``)."""
+    return tuple(const_int(s) for s in shape)

@@ -556,6 +556,11 @@ class LLVMCodegen:
         return self.b.call(fn, args)
 
     def _e_Call(self, e: Call) -> ir.Value:
+        if e.name in ("shift_right", "shift_left") and not dtypes.is_float(e.dtype):
+            a, n = (self.expr(x) for x in e.args)
+            if e.name == "shift_left":
+                return self.b.shl(a, n)
+            return self.b.lshr(a, n) if dtypes.is_uint(e.dtype) else self.b.ashr(a, n)
         if e.name not in _INTRIN:
             raise CodegenError(f"unknown intrinsic {e.name!r}")
         if not dtypes.is_float(e.dtype):

@@ -68,9 +68,17 @@ class Compiled:
         with _lock:
             return int(_state["engine"].get_function_address(name))  # type: ignore[attr-defined]
 
+    def object_code(self) -> bytes:
+        with _lock:
+            return bytes(_state["tm"].emit_object(self.module))  # type: ignore[attr-defined]
+
     def assembly(self) -> str:
         with _lock:
             return str(_state["tm"].emit_assembly(self.module))  # type: ignore[attr-defined]
+
+
+#: functions defined by modules already in the JIT (later kernels may call them by name)
+_defined: set[str] = set()
 
 
 def compile_module(text: str, opt_level: int = 3) -> Compiled:
@@ -84,10 +92,50 @@ def compile_module(text: str, opt_level: int = 3) -> Compiled:
         mod.data_layout = str(tm.target_data)  # type: ignore[attr-defined]
         if opt_level > 0:
             _optimize(mod, tm, opt_level)  # type: ignore[arg-type]
+        _defined.update(f.name for f in mod.functions if not f.is_declaration)
         engine = _state["engine"]
         engine.add_module(mod)  # type: ignore[attr-defined]
         engine.finalize_object()  # type: ignore[attr-defined]
         return Compiled(mod, str(mod))
+
+
+class LinkError(ValueError):
+    """LLVM IR given with ``pragma(ax, "import_llvm", ir)`` that cannot be linked, or a kernel calling
+    an external function nothing defines."""
+
+
+def link_ir(text: str, imports: list[str], name: str) -> str:
+    """The kernel module ``text`` with the LLVM IR modules ``imports`` linked in (their functions
+    made internal, so that two kernels importing the same code do not clash in the JIT)."""
+    with _lock:
+        _init()
+        mod = llvm.parse_assembly(text)
+        for k, ir_text in enumerate(imports):
+            try:
+                other = llvm.parse_assembly(ir_text)
+                other.verify()
+            except RuntimeError as err:
+                raise LinkError(f"{name}: the LLVM IR of import_llvm pragma {k} does not parse: {err}") from None
+            defined = [f.name for f in other.functions if not f.is_declaration]
+            mod.link_in(other)
+            for fname in defined:
+                mod.get_function(fname).linkage = "internal"
+        return str(mod)
+
+
+def check_externs(text: str, name: str) -> None:
+    """Every function the kernel declares must resolve (an LLVM intrinsic, the runtime, libm, a
+    registered extern): an unresolved one would be a null call at run time."""
+    with _lock:
+        _init()
+        mod = llvm.parse_assembly(text)
+        for f in mod.functions:
+            if (f.is_declaration and not f.name.startswith("llvm.") and f.name not in _defined
+                    and llvm.address_of_symbol(f.name) is None):
+                raise LinkError(
+                    f"{name}: external function {f.name!r} is not defined: give its LLVM IR with "
+                    f"s[stage].pragma(axis, 'import_llvm', ir_text), or register it (jit.register_extern)"
+                )
 
 
 # ---------------------------------------------------------------------------- runtime symbols

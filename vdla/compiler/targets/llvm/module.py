@@ -6,24 +6,32 @@ as a :class:`BuiltFunction`, or, for another CPU, compiles it ahead of time
 (:func:`.target.cross_compile`). The callable takes numpy arrays in argument order (an
 optional leading device argument is accepted and ignored on the CPU, to match
 ``f(dev, a, b, c)``), checks their shapes, dtypes and layout, binds symbolic sizes, and
-runs the kernel in place on them.
+runs the kernel in place on them. TVM's NDArrays (``vdla.nd.array``, or any array with
+``.numpy()``) are accepted too, and the module methods of :class:`~vdla.runtime.module.ModuleMixin`
+(``time_evaluator``, ``export_library``; ``vdla.runtime.load_module`` reads the file back and
+JIT-compiles its LLVM IR again) apply.
 """
 
 from __future__ import annotations
 
 import ctypes
 import itertools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ....runtime import container
+from ....runtime.module import ModuleLoadError, ModuleMixin, register_loader
+from ....runtime.ndarray import DLDevice, host_view, is_array_like
 from ... import fingerprint
 from ...tir import dtypes
-from ...tir.nodes import Buffer, IntImm, PrimFunc, Var
+from ...tir.nodes import AttrStmt, Buffer, Evaluate, IntImm, PrimFunc, Var
 from ...tir.passes.simplify import simplify_expr
-from ...tir.visitor import substitute
+from ...tir.visitor import substitute, walk
 from . import jit
-from .codegen import generate
+from .codegen import CodegenError, generate
+from .packed import PackedSite, lower_packed_calls, register_site, take_error
 from .target import CrossModule, Target, cross_compile
 
 _counter = itertools.count()
@@ -49,10 +57,16 @@ def _ctype(dtype: str) -> Any:
     }[dtype]
 
 
-class BuiltFunction:
-    """A compiled kernel: call it with numpy arrays (outputs are written in place)."""
+MAGIC = b"VDLALLVM"
+VERSION = 1
 
-    def __init__(self, func: PrimFunc, symbol: str, llvm_ir: str, compiled: jit.Compiled) -> None:
+
+class BuiltFunction(ModuleMixin):
+    """A compiled kernel: call it with numpy arrays or NDArrays (outputs are written in place)."""
+
+    def __init__(self, func: PrimFunc, symbol: str, llvm_ir: str, compiled: jit.Compiled,
+                 packed: list[PackedSite] | None = None) -> None:
+        self.packed_sites = list(packed or [])
         self.lowered = func
         self.name = func.name
         self.symbol = symbol
@@ -81,8 +95,22 @@ class BuiltFunction:
 
     def __call__(self, *args: Any) -> None:
         params = self.lowered.params
-        if len(args) == len(params) + 1 and not isinstance(args[0], np.ndarray | int | float | np.generic):
+        if (len(args) == len(params) + 1 and not isinstance(args[0], np.ndarray | int | float | np.generic)
+                and not is_array_like(args[0])):
+            if isinstance(args[0], DLDevice) and args[0].kind != "cpu":
+                raise ArgumentError(f"{self.name}() was built for the CPU (llvm), not for {args[0]}")
             args = args[1:]  # f(dev, a, b, c): the device is the host CPU here
+        views = [host_view(a) for a in args]
+        self._run(tuple(v for v, _ in views))
+        err = take_error() if self.packed_sites else None
+        if err is not None:
+            raise err
+        for _, back in views:
+            if back is not None:
+                back()
+
+    def _run(self, args: tuple[Any, ...]) -> None:
+        params = self.lowered.params
         if len(args) != len(params):
             names = ", ".join(getattr(p, "name", "?") for p in params)
             raise ArgumentError(f"{self.name}() takes {len(params)} arguments ({names}), got {len(args)}")
@@ -106,6 +134,62 @@ class BuiltFunction:
             if np.may_share_memory(a1, a2):
                 raise ArgumentError(f"arguments {n1!r} and {n2!r} share memory; pass distinct arrays")
         self._cfunc(*cargs)
+
+    # -- files (TVM: f.save("x.o"), f.export_library("x.so"), vdla.runtime.load_module("x.so"))
+    def save(self, path: str | Path, fmt: str = "") -> None:
+        """``.o`` (host object code), ``.ll`` (LLVM IR), ``.s`` (assembly); any other name: the module file."""
+        p = Path(path)
+        ext = fmt or p.suffix.lstrip(".")
+        if ext == "o":
+            p.write_bytes(self._compiled.object_code())
+        elif ext == "ll":
+            p.write_text(self.llvm_ir)
+        elif ext in ("s", "S"):
+            p.write_text(self.get_source("asm"))
+        else:
+            self._write_module(p)
+
+    def _write_module(self, path: Path) -> None:
+        params = []
+        for p in self.lowered.params:
+            if isinstance(p, Buffer):
+                params.append({"buffer": p.name, "dtype": p.dtype, "shape": [_dim(p, s) for s in p.shape]})
+            else:
+                params.append({"var": p.name, "dtype": p.dtype})
+        head = {"name": self.name, "symbol": self.symbol, "params": params,
+                "shape_vars": [[v.name, v.dtype] for v in self.shape_vars],
+                "packed": [p.to_json() for p in self.packed_sites]}
+        path.write_bytes(container.pack(MAGIC, VERSION, head, self.llvm_ir.encode()))
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, source: str = "module") -> BuiltFunction:
+        head, payload = container.unpack(blob, magic=MAGIC, version=VERSION, what="vdla CPU module", source=source,
+                                         error=ModuleLoadError)
+        try:
+            svars = {n: Var(n, t) for n, t in head["shape_vars"]}
+            params: list[Any] = []
+            for p in head["params"]:
+                if "buffer" in p:
+                    shape = [svars[d] if isinstance(d, str) else IntImm(int(d)) for d in p["shape"]]
+                    params.append(Buffer(p["buffer"], p["dtype"], shape))
+                else:
+                    params.append(Var(p["var"], p["dtype"]))
+            name, old = str(head["name"]), str(head["symbol"])
+            sites = [PackedSite.from_json(v) for v in head.get("packed", [])]
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ModuleLoadError(f"{source}: corrupt module header: {e}") from None
+        # fresh symbols: the process-wide JIT may already hold ones of those names with other code
+        symbol = f"vdla_{_safe(name)}_{next(_counter)}"
+        text = payload.decode()
+        new_sites = []
+        for site in sites:
+            fresh = PackedSite(f"{site.symbol}_ld{next(_counter)}", site.func, site.args)
+            text = text.replace(f"@{site.symbol}(", f"@{fresh.symbol}(").replace(f"@\"{site.symbol}\"(", f"@\"{fresh.symbol}\"(")
+            register_site(fresh)
+            new_sites.append(fresh)
+        text = text.replace(old, symbol)
+        func = PrimFunc(name, params, Evaluate(IntImm(0)), {"shape_vars": list(svars.values())})
+        return cls(func, symbol, text, jit.compile_module(text, 3), new_sites)
 
     def _check_array(self, k: int, p: Buffer, a: Any, bound: dict[Var, int], arrays: list[Any]) -> int:
         if not isinstance(a, np.ndarray):
@@ -147,13 +231,36 @@ def build_function(func: PrimFunc, tgt: Target, opt_level: int = 3) -> BuiltFunc
         if not isinstance(p, Buffer):
             dtypes.check(p.dtype)
     symbol = f"vdla_{_safe(func.name)}_{next(_counter)}"
+    imports = [str(n.value) for n in walk(func.body) if isinstance(n, AttrStmt) and n.key == "pragma_import_llvm"]
+    func, sites = lower_packed_calls(func)
+    if sites and not tgt.is_host():
+        raise CodegenError(f"{func.name}: tir.call_packed calls Python, so it runs only on this machine (llvm), "
+                           f"not on {tgt}")
     module = generate(func, symbol)
     text = str(module)
-    fingerprint.record("llvm", func.name, text.replace(symbol, "SYMBOL") + "\n" + str(tgt))
+    stable = text.replace(symbol, "SYMBOL")
+    for k, site in sorted(enumerate(sites), key=lambda e: -len(e[1].symbol)):  # numbered per process
+        stable = stable.replace(site.symbol, f"PACKED{k}")
+    fingerprint.record("llvm", func.name, stable + "\n" + str(tgt))
+    if imports:
+        text = jit.link_ir(text, imports, func.name)
     if not tgt.is_host():
         return cross_compile(func, text, symbol, tgt, opt_level)
+    jit.check_externs(text, func.name)
     compiled = jit.compile_module(text, opt_level)
-    return BuiltFunction(func, symbol, text, compiled)
+    return BuiltFunction(func, symbol, text, compiled, sites)
+
+
+def _dim(p: Buffer, s: Any) -> int | str:
+    if isinstance(s, IntImm):
+        return s.value
+    if isinstance(s, Var):
+        return s.name
+    raise ModuleLoadError(f"export: argument {p.name!r} has shape dimension {s}, an expression; only constants "
+                          "and te.var sizes can be saved")
+
+
+register_loader(MAGIC, "CPU modules (export_library of an llvm build)", BuiltFunction.from_bytes)
 
 
 def _safe(name: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from ....config import Config
 from ....isa import Mem
 from ... import te
-from ...tir.nodes import AddressOf, Call, CallExtern, Evaluate, Expr, IntImm, convert, make_const, seq
+from ...tir.nodes import AddressOf, CallExtern, Evaluate, Expr, IntImm, seq, shift
 
 __all__ = [
     "Env", "get_env", "INP_SCOPE", "WGT_SCOPE", "ACC_SCOPE", "DMA_COPY", "ALU", "SCOPE_MEM",
@@ -84,6 +84,49 @@ class Env:
     def out_dtype(self) -> str:
         return _int_dtype(self.config.out_width)
 
+    # -- VTA's spellings (vta.get_env().INP_WIDTH, LOG_BLOCK_IN, ACC_BUFF_SIZE, INP_ELEM_BYTES, TARGET ...)
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("LOG_"):
+            v = getattr(self, name[4:])
+            if not isinstance(v, int) or v <= 0 or v & (v - 1):
+                raise AttributeError(f"{name}: {name[4:]} = {v} is not a power of two")
+            return v.bit_length() - 1
+        if name in _VTA_CONFIG_NAMES:
+            return getattr(self.config, _VTA_CONFIG_NAMES[name])
+        if name.endswith("_ELEM_BITS") and name[:-5] + "_BYTES" in _VTA_CONFIG_NAMES:
+            return 8 * getattr(self.config, _VTA_CONFIG_NAMES[name[:-5] + "_BYTES"])
+        raise AttributeError(f"the VDLA environment has no attribute {name!r}")
+
+    @property
+    def TARGET(self) -> str:  # noqa: N802
+        """VTA's name of where ``ext_dev`` runs: ``sim`` (fsim), ``tsim`` (RTL simulation) or the backend name."""
+        from ....runtime.ndarray import ext_dev_backend
+
+        kind = ext_dev_backend().split(":")[0]
+        return {"fsim": "sim", "pysim": "tsim", "verilator": "tsim"}.get(kind, kind)
+
+    HW_VER = "0.0.2"
+    target_host = "llvm"
+    target_vta_cpu = "llvm"
+
+    @property
+    def MODEL(self) -> str:  # noqa: N802
+        return f"{self.TARGET}_{self.config.name}"
+
+    @property
+    def target(self) -> Any:
+        """``Target("ext_dev", host="llvm")``: what ``vta.build`` and ``vdla.build`` compile for."""
+        from ..target import Target
+
+        return Target("ext_dev", host=self.target_host)
+
+    def __enter__(self) -> Env:
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.pop()
+
     def elem_scalars(self, mem: Mem) -> int:
         """Scalars (lanes) in one element of a memory type."""
         c = self.config
@@ -121,11 +164,23 @@ def _gemm_intrin(env: Env) -> Any:
     return te.decl_tensor_intrin(out.op, fintrin, name="GEMM")
 
 
+#: VTA's environment names that are Config fields
+_VTA_CONFIG_NAMES = {
+    "INP_WIDTH": "inp_width", "WGT_WIDTH": "wgt_width", "ACC_WIDTH": "acc_width", "OUT_WIDTH": "out_width",
+    "UOP_BUFF_SIZE": "uop_buff_size", "INP_BUFF_SIZE": "inp_buff_size", "WGT_BUFF_SIZE": "wgt_buff_size",
+    "ACC_BUFF_SIZE": "acc_buff_size", "INP_ELEM_BYTES": "inp_elem_bytes", "WGT_ELEM_BYTES": "wgt_elem_bytes",
+    "ACC_ELEM_BYTES": "acc_elem_bytes", "OUT_ELEM_BYTES": "out_elem_bytes", "UOP_ELEM_BYTES": "uop_elem_bytes",
+}
+
 _ENVS: dict[Config, Env] = {}
+_CURRENT: list[Env] = []  # `with env:` blocks (VTA's Environment.current)
 
 
 def get_env(config: Config | None = None) -> Env:
-    """The environment of ``config`` (the default Config if None); one object per Config."""
+    """The environment of ``config``: the one of the innermost ``with env:`` block, else the
+    default Config's; one object per Config."""
+    if config is None and _CURRENT:
+        return _CURRENT[-1]
     config = config or Config()
     env = _ENVS.get(config)
     if env is None:
@@ -135,20 +190,14 @@ def get_env(config: Config | None = None) -> Env:
     return env
 
 
-def _shift(name: str, x: Any, n: Any) -> Expr:
-    x = convert(x)
-    n = make_const(n, x.dtype) if isinstance(n, int) else convert(n)
-    return Call(name, [x, n], x.dtype)
-
-
 def shift_right(x: Any, n: Any) -> Expr:
-    """Arithmetic shift right (the ALU's SHR); numpy: ``x >> n``."""
-    return _shift("shift_right", x, n)
+    """Arithmetic shift right (the ALU's SHR); numpy: ``x >> n``. The same as ``x >> n`` on expressions."""
+    return shift("shift_right", x, n)
 
 
 def shift_left(x: Any, n: Any) -> Expr:
     """Shift left (the ALU's SHR by a negative amount); numpy: ``x << n``."""
-    return _shift("shift_left", x, n)
+    return shift("shift_left", x, n)
 
 
 def is_addr(e: Any) -> bool:

@@ -7,6 +7,11 @@ arguments; callable on any Device, saved and loaded without recompiling.
 
 Instructions that address an argument carry its element offset; each call allocates the
 arguments in the device's DRAM and adds their base addresses (relocation).
+
+As TVM/VTA write it, the arrays may be NDArrays on ``vdla.ext_dev()`` and the device left
+out: ``f(a_nd, b_nd, c_nd)`` runs on the ext_dev backend (``fsim`` unless
+``vdla.runtime.ndarray.set_ext_dev_backend`` says otherwise). ``vdla.runtime.load_module``
+reads a saved function back; ``time_evaluator`` reports the cycle model's time.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import numpy as np
 from ....config import Config
 from ....isa import Mem, elem_bytes, encode
 from ....runtime import Program, container
+from ....runtime.module import ModuleMixin, register_loader
+from ....runtime.ndarray import DLDevice, ext_dev, host_view, is_array_like, record_ext_dev_run
 from ... import fingerprint
 from ...tir.nodes import Buffer, CallExtern, PrimFunc
 from ...tir.visitor import walk
@@ -48,7 +55,7 @@ class ArgLayout:
         return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
 
 
-class VDLAFunction:
+class VDLAFunction(ModuleMixin):
     def __init__(self, name: str, program: Program, args: list[ArgLayout], relocs: list[tuple[int, int, Mem]],
                  lowered: Any = None, info: dict[str, Any] | None = None) -> None:
         self.name = name
@@ -99,14 +106,47 @@ class VDLAFunction:
         p = self.program
         return Program(p.config, encode(insns, p.config), p.uops, p.uop_relocs, (), p.name)
 
-    def __call__(self, dev: Any, *arrays: np.ndarray) -> Any:
-        """Run on ``dev`` (any Device); outputs are written into their arrays. Returns the Report."""
-        if len(arrays) != len(self.args):
+    def __call__(self, *args: Any) -> Any:
+        """``f(dev, a, b, c)`` on a Device, or ``f(a, b, c)`` (TVM's way) on the arrays' ext_dev.
+        Arrays are numpy arrays or NDArrays; outputs are written into them. Returns the Report."""
+        if len(args) == len(self.args) + 1:
+            dev, arrays = args[0], args[1:]
+            if not (isinstance(dev, DLDevice) or callable(getattr(dev, "run", None))):
+                names = ", ".join(a.name for a in self.args)
+                raise TypeError(f"{self.name}() takes {len(self.args)} arrays ({names}); the extra first argument "
+                                f"must be a device, got {type(dev).__name__}")
+        elif len(args) == len(self.args):
+            dev, arrays = None, args
+            on = [a.device for a in args if isinstance(getattr(a, "device", None), DLDevice)]
+            if on:
+                dev = on[0]
+        else:
             names = ", ".join(a.name for a in self.args)
-            raise TypeError(f"{self.name}() takes {len(self.args)} arrays ({names}), got {len(arrays)}")
+            raise TypeError(f"{self.name}() takes {len(self.args)} arrays ({names}) after an optional device, "
+                            f"got {len(args)} arguments")
+        dl_run = dev is None or isinstance(dev, DLDevice)
+        if dl_run:
+            dl = dev or ext_dev(0)
+            if dl.kind != "ext_dev":
+                raise TypeError(f"{self.name}() runs on the accelerator (vdla.ext_dev()), but its arrays are on {dl}")
+            dev = dl.accelerator(self.config)
+        views = [host_view(a) for a in arrays]
+        report = self._run(dev, tuple(v for v, _ in views))
+        if dl_run:
+            record_ext_dev_run(report)
+        for (_, back), a, spec in zip(views, arrays, self.args, strict=True):
+            if back is not None and spec.output and is_array_like(a):
+                back()
+        return report
+
+    def _device_seconds(self) -> float | None:
+        return None if self.last_report is None else float(self.last_report.seconds)
+
+    def _run(self, dev: Any, arrays: tuple[Any, ...]) -> Any:
         for k, (a, spec) in enumerate(zip(arrays, self.args, strict=True)):
             if not isinstance(a, np.ndarray):
-                raise TypeError(f"argument {k} ({spec.name!r}) must be a numpy array, got {type(a).__name__}")
+                raise TypeError(f"argument {k} ({spec.name!r}) must be a numpy array or an NDArray, "
+                                f"got {type(a).__name__}")
             if a.shape != spec.shape or a.dtype != np.dtype(spec.dtype):
                 raise TypeError(
                     f"argument {k} ({spec.name!r}): expected {spec.dtype}{list(spec.shape)}, got {a.dtype}{list(a.shape)}"
@@ -136,8 +176,12 @@ class VDLAFunction:
         }
         return container.pack(MAGIC, VERSION, header, self.program.to_bytes())
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path, fmt: str = "") -> None:
+        """Write the function file (any extension: TVM's ``f.save("gemm.o")`` writes this too)."""
         Path(path).write_bytes(self.to_bytes())
+
+    def _write_module(self, path: Path) -> None:
+        self.save(path)
 
     @classmethod
     def from_bytes(cls, blob: bytes, source: str = "function") -> VDLAFunction:
@@ -158,6 +202,9 @@ class VDLAFunction:
     @classmethod
     def load(cls, path: str | Path) -> VDLAFunction:
         return cls.from_bytes(Path(path).read_bytes(), str(path))
+
+
+register_loader(MAGIC, "VDLA functions (save/export_library of a vdla build)", VDLAFunction.from_bytes)
 
 
 def build_function(func: PrimFunc, cfg: Config, lower_s: float = 0.0) -> VDLAFunction:

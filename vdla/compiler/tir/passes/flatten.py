@@ -2,15 +2,19 @@
 
 ``ProducerRealize(T, [(min, extent), ...])`` becomes an ``Allocate`` of a row-major buffer
 of the realized extents; accesses subtract the region's minimum.  Tensors bound to
-function arguments use the argument's full shape.
+function arguments use the argument's full shape. An extern op's body (``te.extern``)
+uses flat buffers that stand for whole tensors; ``extern_buffer_bind`` attributes name the
+tensor of each, and its accesses move to that tensor's buffer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..nodes import (
     Allocate,
+    AttrStmt,
     BinOp,
     Buffer,
     BufferLoad,
@@ -53,6 +57,7 @@ def _index_dtype(shape: list[Expr]) -> str:
 
 class _Flattener:
     def __init__(self, binds: dict[Any, Buffer]) -> None:
+        self.alias: dict[Buffer, Buffer] = {}  # extern-op buffer -> the buffer of its tensor
         self.env: dict[Any, tuple[Buffer, list[Expr], list[Expr], str]] = {}
         for t, buf in binds.items():
             zeros = [make_const(0, "int32") for _ in buf.shape]
@@ -71,7 +76,29 @@ class _Flattener:
             acc = make_const(0, idt)
         return buf, simplify_expr(acc)
 
+    def _bind_extern(self, n: AttrStmt) -> Stmt:
+        ph, tensor = n.value
+        if tensor not in self.env:
+            raise FlattenError(f"extern op buffer {ph.name!r}: tensor {tensor.name!r} is not stored here")
+        buf, mins, _, _ = self.env[tensor]
+        if any(not (isinstance(m, IntImm) and m.value == 0) for m in mins) or len(buf.shape) != len(ph.shape):
+            raise FlattenError(f"extern op buffer {ph.name!r}: tensor {tensor.name!r} is not stored whole")
+        self.alias[ph] = buf
+        try:
+            return self.node(n.body)
+        finally:
+            del self.alias[ph]
+
     def node(self, n: Any) -> Any:
+        if isinstance(n, AttrStmt) and n.key == "extern_buffer_bind":
+            return self._bind_extern(n)
+        if self.alias and isinstance(n, BufferLoad | BufferStore):
+            n2 = map_children(n, self.node)
+            b = self.alias.get(n2.buffer)
+            return n2 if b is None else dataclasses.replace(n2, buffer=b)
+        if self.alias and hasattr(n, "args") and any(isinstance(a, Buffer) for a in getattr(n, "args", ())):
+            n2 = map_children(n, self.node)  # call_packed: buffers among the arguments
+            return dataclasses.replace(n2, args=[self.alias.get(a, a) if isinstance(a, Buffer) else a for a in n2.args])
         if isinstance(n, TensorStride):
             if n.tensor not in self.env:
                 raise FlattenError(f"stride of tensor {n.tensor.name!r} requested outside the scope where it is stored")
