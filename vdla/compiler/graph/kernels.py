@@ -65,6 +65,8 @@ def count_macs(node: Node, graph: Graph) -> int:
         return int(np.prod(o)) * w[1] * w[2] * w[3]
     if n.op == "conv2d_transpose":
         return int(np.prod(g.type_of(n.inputs[0]).shape)) * w[1] * w[2] * w[3]
+    if n.op == "matmul":  # [..., K, M]: K products per output
+        return int(np.prod(o)) * w[-2]
     return int(np.prod(o)) * w[1]
 
 

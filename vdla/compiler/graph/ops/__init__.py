@@ -8,7 +8,7 @@ inference and numpy semantics, registered by name.
 (``vdla.compiler.graph`` does so on import, so the graph IR always finds every op).
 """
 
-from . import elemwise, fused, nn, packed, pooling, shape  # noqa: F401  (each registers its operators)
+from . import elemwise, fused, math, nd, nn, norm, packed, pooling, shape, tensor  # noqa: F401  (each registers its operators)
 from .elemwise import shift_round
 from .nn import conv2d_nchw, conv2d_transpose_nchw, conv_out, exact_matmul
 from .registry import OPS, OpDef, get_op, normalize_attrs, op_kind, register
