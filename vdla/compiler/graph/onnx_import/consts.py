@@ -171,7 +171,8 @@ def _reshape(imp, node, idx, at, xs):
 @folder("Flatten")
 def _flatten(imp, node, idx, at, xs):
     x = xs[0]
-    a = at.get("axis", 1) % (x.ndim + 1) if x.ndim else 0
+    a = at.get("axis", 1)
+    a = a + x.ndim if a < 0 else a
     return [x.reshape(int(np.prod(x.shape[:a])), -1)]
 
 

@@ -199,6 +199,8 @@ class Core:
     def reshape(self, node: Any, x: str, shape: Sequence[int], suffix: str) -> str:
         if tuple(self.g.type_of(x).shape) == tuple(shape):
             return x
+        if x in self.g.consts:  # a weight stays a constant
+            return self.g.add_const(f"{x}.{suffix}", self.g.consts[x].reshape(tuple(shape)))
         return self.helper_node(node, "reshape", [x], suffix, shape=tuple(int(s) for s in shape))
 
     def alias(self, node: Any, src: str, out: int = 0) -> None:

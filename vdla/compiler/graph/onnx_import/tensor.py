@@ -60,7 +60,11 @@ class TensorOps:
 
     def op_Flatten(self, n: Any, i: int) -> None:
         a = self.attrs(n, i, {"axis": 1})
-        self.emit(n, "flatten", [self.value(n.input[0])], axis=a["axis"])
+        x = self.value(n.input[0])
+        r = len(self.g.type_of(x).shape)
+        if not -r <= a["axis"] <= r:
+            raise self.bad(n, i, "axis", a["axis"], f"out of range for rank {r}")
+        self.emit(n, "flatten", [x], axis=a["axis"] + r if a["axis"] < 0 else a["axis"])
 
     def _squeeze_axes(self, n: Any, i: int) -> list[int] | None:
         if self.opset >= 13:
