@@ -79,11 +79,12 @@ def _model_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _run_model(args: argparse.Namespace) -> int:
     """`vdla run MODEL`: a built-in model, an .onnx file or a compiled model file."""
-    from .compiler.graph.job import run_job, stderr_progress
+    from .compiler.graph.job import parse_shapes, run_job, stderr_progress
 
     progress = stderr_progress(not args.quiet)
     res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
-                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress)
+                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
+                  shapes=parse_shapes(args.shape))
     if progress and sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
@@ -92,10 +93,10 @@ def _run_model(args: argparse.Namespace) -> int:
 
 def _build_model(args: argparse.Namespace) -> int:
     """`vdla build MODEL -o model.vdla`: compile once, run later without recompiling."""
-    from .compiler.graph.job import build_model, load_model, stderr_progress
+    from .compiler.graph.job import build_model, load_model, parse_shapes, stderr_progress
 
     progress = stderr_progress(not args.quiet)
-    spec = load_model(args.model, reduced=args.reduced, size=args.size)
+    spec = load_model(args.model, reduced=args.reduced, size=args.size, shapes=parse_shapes(args.shape))
     m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
     if progress and sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
@@ -125,6 +126,8 @@ def _model_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--size", type=int, default=None, help="input height/width of the model")
     q.add_argument("--calib", type=int, default=1, help="calibration inputs for int8 quantisation")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    q.add_argument("--shape", action="append", default=[], metavar="NAME=d0,d1,...",
+                   help="bind an ONNX input's dynamic dimensions (repeat per input)")
 
 
 def _model_errors() -> tuple[type[BaseException], ...]:

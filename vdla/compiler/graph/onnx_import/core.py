@@ -50,6 +50,9 @@ class Core:
         self.g = Graph(og.name or "onnx")
         self.known: dict[str, np.ndarray] = {}  # values computed at import, by ONNX name
         self.env: dict[str, str] = {}  # ONNX value name -> graph value name
+        # ONNX N,C,L values -> their N,C,1,L graph form, so chains of 1-D convs and their
+        # activations stay 2-D (and on VDLA) without a reshape between every pair
+        self.h1: dict[str, str] = {}
         for t in og.initializer:
             self.known[t.name] = numpy_helper.to_array(t)
         self._inputs(og, dict(shapes or {}))

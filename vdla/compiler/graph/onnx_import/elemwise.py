@@ -38,13 +38,23 @@ def _unary(onnx_op: str):
     def f(self: Any, n: Any, i: int) -> None:
         a = self.attrs(n, i, {**defaults, "consumed_inputs": None})
         a.pop("consumed_inputs")
-        self.emit(n, op, [self.value(n.input[0])], **{k: float(v) for k, v in a.items()})
+        self.elemwise_unary(n, op, **{k: float(v) for k, v in a.items()})
 
     f.__name__ = f"op_{onnx_op}"
     return f
 
 
 class ElemwiseOps:
+    def elemwise_unary(self, n: Any, op: str, **attrs: Any) -> None:
+        """``op`` on input 0; on a 1-D conv's height-1 form too, so the next conv can read that."""
+        x4 = self.h1.get(n.input[0])
+        if x4 is None:
+            self.emit(n, op, [self.value(n.input[0])], **attrs)
+            return
+        y4 = self.helper_node(n, op, [x4], "h1", **attrs)
+        self.emit(n, "reshape", [y4], shape=self.g.type_of(self.value(n.input[0])).shape)
+        self.h1[n.output[0]] = y4
+
     # -- binaries -------------------------------------------------------------------------
     def operand(self, name: str, other_dtype: str | None) -> str:
         """Graph value of a binary operand; a known array meeting a float32 value is float32."""
@@ -169,7 +179,7 @@ class ElemwiseOps:
         # Clip-6's defaults are the float range: no bound
         lo = None if lo is not None and lo <= -3.4e38 else lo
         hi = None if hi is not None and hi >= 3.4e38 else hi
-        self.emit(n, "clip", [self.value(n.input[0])], min=lo, max=hi)
+        self.elemwise_unary(n, "clip", min=lo, max=hi)
 
     def _softmax(self, n: Any, i: int, op: str) -> None:
         a = self.attrs(n, i, {"axis": -1 if self.opset >= 13 else 1})

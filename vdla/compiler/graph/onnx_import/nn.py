@@ -75,12 +75,13 @@ class NNOps:
             self.emit(n, "conv2d", [x, w] + b, strides=s, padding=(p[0], p[1], p[2], p[3]), dilation=d,
                       groups=a["group"])
         elif nd == 1:  # as 2-D with height 1: VDLA's templates take it
-            x2 = self.reshape(n, x, xt.shape[:2] + (1, xt.shape[2]), "h1")
+            x2 = self.h1.get(n.input[0]) or self.reshape(n, x, xt.shape[:2] + (1, xt.shape[2]), "h1")
             w2 = self.reshape(n, w, wt.shape[:2] + (1, wt.shape[2]), "w_h1")
             y = self.helper_node(n, "conv2d", [x2, w2] + b, "conv2d", strides=(1, s[0]), padding=(0, p[0], 0, p[1]),
                                  dilation=(1, d[0]), groups=a["group"])
             yt = self.g.type_of(y).shape
             self.emit(n, "reshape", [y], shape=(yt[0], yt[1], yt[3]))
+            self.h1[n.output[0]] = y
         else:
             self.emit(n, "conv_nd", [x, w] + b, stride=s, pads=p, dilations=d, groups=a["group"])
 

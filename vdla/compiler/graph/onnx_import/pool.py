@@ -56,6 +56,22 @@ class PoolOps:
             raise self.bad(n, i, "kernel_shape", list(k), f"the input {xt} has {max(nd, 0)} spatial axes")
         s, d, p = self.spatial(n, i, a, xt.shape[2:], k)
         ex = ceil_extra(xt.shape[2:], k, s, d, p) if a.get("ceil_mode", 0) else (0,) * nd
+        if nd == 1 and d == (1,) and (mode == "max" or (mode == "avg" and not any(ex))):
+            # as 2-D with height 1, like a 1-D conv (see nn.py): the int8 flow keeps its layout
+            x4 = self.h1.get(n.input[0]) or self.reshape(n, x, xt.shape[:2] + (1, xt.shape[2]), "h1")
+            pads = (0, p[0], 0, p[1] + ex[0])
+            if mode == "max" and pads[1] < k[0] and pads[3] < k[0]:
+                y4 = self.helper_node(n, "max_pool2d", [x4], "h1", kernel=(1, k[0]), strides=(1, s[0]), padding=pads)
+            elif mode == "avg":
+                y4 = self.helper_node(n, "avg_pool2d", [x4], "h1", kernel=(1, k[0]), strides=(1, s[0]), padding=pads,
+                                      count_include_pad=bool(a["count_include_pad"]))
+            else:
+                y4 = None
+            if y4 is not None:
+                yt = self.g.type_of(y4).shape
+                self.emit(n, "reshape", [y4], shape=(yt[0], yt[1], yt[3]))
+                self.h1[n.output[0]] = y4
+                return
         plain2d = nd == 2 and all(v == 1 for v in d) and mode != "lp"
         if plain2d and mode == "max":
             pads = (p[0], p[1], p[2] + ex[0], p[3] + ex[1])
