@@ -174,7 +174,7 @@ def _single(op, attrs=None, inputs=("x",), inits=(), opset=17, name="the_node"):
 def test_errors_name_op_attribute_and_node():
     with pytest.raises(GraphError, match="unsupported ONNX operator NonMaxSuppression at node 'the_node' \\(opset 17\\)"):
         from_onnx(_single("NonMaxSuppression", {}))
-    with pytest.raises(GraphError, match="MaxPool \\(opset 17\\) at node 'the_node': unsupported attribute 'foo'"):
+    with pytest.raises(GraphError, match="MaxPool \\(opset 17\\) at node 'the_node': attribute 'foo' is not defined for MaxPool at opset 17"):
         from_onnx(_single("MaxPool", {"kernel_shape": [2, 2], "foo": 1}))
     with pytest.raises(GraphError, match="MaxPool \\(opset 11\\) at node 'the_node': unsupported attribute storage_order=1"):
         from_onnx(_single("MaxPool", {"kernel_shape": [2, 2], "storage_order": 1}, opset=11))

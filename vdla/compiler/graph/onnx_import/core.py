@@ -122,11 +122,22 @@ class Core:
     def attrs(self, node: Any, idx: int, allowed: Mapping[str, Any]) -> dict[str, Any]:
         """The node's attributes over ``allowed``'s defaults; any other attribute is an error."""
         out = dict(allowed)
+        schema = self.schema(node.op_type)
         for k, v in self.attr_values(node).items():
+            if schema is not None and k not in schema.attributes:
+                raise self.err(node, idx, f"attribute {k!r} is not defined for {node.op_type} at opset {self.opset} "
+                                          f"(version {schema.since_version}; it has {', '.join(schema.attributes) or 'none'})")
             if k not in allowed:
                 raise self.err(node, idx, f"unsupported attribute {k!r} (supported: {', '.join(allowed) or 'none'})")
             out[k] = v
         return out
+
+    def schema(self, op_type: str) -> Any:
+        """ONNX's schema of ``op_type`` as of this model's opset (None when onnx has none)."""
+        try:
+            return self.onnx.defs.get_schema(op_type, self.opset, "")
+        except Exception:  # noqa: BLE001 - unknown operator or opset: the op method decides
+            return None
 
     # -- values ---------------------------------------------------------------------------
     def has_input(self, node: Any, pos: int) -> bool:
