@@ -1,0 +1,114 @@
+"""Imported ONNX models on VDLA: a 1-D conv model partly on VDLA (its convolutions as 2-D
+ones of height 1), bit-exact against the int8 reference, through ``vdla run`` with
+``--shape``; the onnxruntime cross-check says "skipped" when onnxruntime cannot run a model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+from support.onnx_models import model  # noqa: E402
+
+from vdla.cli import main  # noqa: E402
+from vdla.compiler.graph import models, reference  # noqa: E402
+from vdla.compiler.graph.job import build_model, load_model, run_job  # noqa: E402
+from vdla.config import Config  # noqa: E402
+from vdla.runtime import Device  # noqa: E402
+
+N = helper.make_node
+
+
+def conv1d_model(path):
+    """Conv1d x3 (+ReLU, a MaxPool1d, one dilated) -> GlobalAveragePool -> Flatten -> Gemm, batch dynamic."""
+    rng = np.random.default_rng(0)
+
+    def w(*s):
+        return (rng.standard_normal(s) * (2.0 / np.prod(s[1:])) ** 0.5).astype(np.float32)
+
+    nodes = [
+        N("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1]),
+        N("Relu", ["c1"], ["r1"], name="relu1"),
+        N("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1]),
+        N("Relu", ["c2"], ["r2"], name="relu2"),
+        N("MaxPool", ["r2"], ["p2"], name="pool2", kernel_shape=[2], strides=[2]),
+        N("Conv", ["p2", "w3", "b3"], ["c3"], name="conv3_dilated", pads=[2, 2], dilations=[2]),
+        N("Relu", ["c3"], ["r3"], name="relu3"),
+        N("Conv", ["r3", "w4", "b4"], ["c4"], name="conv4", strides=[2], pads=[1, 1]),
+        N("Relu", ["c4"], ["r4"], name="relu4"),
+        N("GlobalAveragePool", ["r4"], ["gp"], name="gap"),
+        N("Flatten", ["gp"], ["fl"], name="flat"),
+        N("Gemm", ["fl", "fw", "fb"], ["y"], name="fc", transB=1),
+    ]
+    inits = {"w1": w(16, 4, 3), "b1": w(16) * 0.1, "w2": w(32, 16, 3), "b2": w(32) * 0.1,
+             "w3": w(32, 32, 3), "b3": w(32) * 0.1, "w4": w(32, 32, 3), "b4": w(32) * 0.1,
+             "fw": w(10, 32), "fb": w(10)}
+    m = model(nodes, {}, 13, ("y",), inits, name="conv1d")
+    m.graph.input.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 48]))
+    onnx.save(m, str(path))
+    return path
+
+
+def test_conv1d_model_partly_on_vdla_bit_exact(tmp_path):
+    p = conv1d_model(tmp_path / "conv1d.onnx")
+    spec = load_model(str(p), shapes={"x": (1, 4, 48)})
+    m = build_model(spec, Config())
+    vdla = {n for n, k in m.kernels.items() if k.target == "vdla"}
+    # conv2 and conv4 (as height-1 2-D convs, fused with bias and ReLU) on VDLA; conv1 stays on the
+    # CPU (the first conv), the dilated one too, with the reason
+    assert len(vdla) == 2, {n: (k.target, k.reason) for n, k in m.kernels.items()}
+    assert all(m.graph.node(n).attrs.get("anchor", "").startswith("conv2d") for n in vdla)
+    dil = [k for n, k in m.kernels.items() if "dilation" in k.reason]
+    assert len(dil) == 1 and dil[0].target == "cpu" and "unsupported on VDLA" in dil[0].reason
+    x = models.sample_input(m.graph, 7)
+    res = m.run(x, Device("fsim", config=m.config), reference=True)
+    assert all(r.exact for r in res.layers)
+    assert all(r.max_err == 0 for r in res.layers if r.target == "vdla")
+    assert np.array_equal(res.outputs[0], res.reference[0])
+    assert all(r.cycles > 0 for r in res.layers if r.target == "vdla")
+
+
+def test_vdla_run_with_shape_option(tmp_path, capsys):
+    p = conv1d_model(tmp_path / "conv1d.onnx")
+    assert main(["run", str(p), "-q"]) == 2
+    assert "give its shape with --shape x=d0,d1" in capsys.readouterr().err
+    assert main(["run", str(p), "-q", "--json", "--shape", "x=2,4,48"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and sum(r["target"] == "vdla" for r in out["layers"]) == 2
+    checks = {c["name"]: c for c in out["checks"]}
+    assert checks["fp32 CPU path vs onnxruntime"]["ok"] is True
+    assert checks["int8 output vs numpy int8 reference"]["ok"] is True
+
+
+def test_onnxruntime_that_cannot_run_a_model_is_a_skip(tmp_path):
+    # LRN with an even size: ONNX defines it, onnxruntime refuses it at session creation
+    rng = np.random.default_rng(1)
+    nodes = [N("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]), N("LRN", ["c"], ["y"], name="lrn", size=4)]
+    m = model(nodes, {"x": (1, 3, 8, 8)}, 13, ("y",), {"w": rng.standard_normal((8, 3, 3, 3)).astype(np.float32)})
+    p = tmp_path / "lrn4.onnx"
+    onnx.save(m, str(p))
+    res = run_job(str(p), "fsim")
+    fp32 = next(c for c in res.checks if c.name.startswith("fp32"))
+    assert fp32.ok is None and fp32.detail.startswith("onnxruntime cannot run this model: ")
+    assert "skipped (onnxruntime cannot run this model" in fp32.line()
+    assert res.ok  # a skipped check is not a failure
+    # the model itself ran: LRN on the CPU, against the numpy reference
+    assert reference.run(load_model(str(p)).graph, models.sample_input(load_model(str(p)).graph, 0))[0].shape == (
+        1, 8, 8, 8)
+
+
+def test_double_input_model_checked_against_onnxruntime(tmp_path):
+    rng = np.random.default_rng(2)
+    nodes = [N("Cast", ["x"], ["xf"], to=TensorProto.FLOAT), N("Conv", ["xf", "w"], ["c"], name="conv"),
+             N("Relu", ["c"], ["y"])]
+    m = model(nodes, {"x": np.zeros((1, 3, 6, 6), np.float64)}, 13, ("y",),
+              {"w": rng.standard_normal((4, 3, 3, 3)).astype(np.float32)})
+    p = tmp_path / "double.onnx"
+    onnx.save(m, str(p))
+    res = run_job(str(p), "fsim")
+    fp32 = next(c for c in res.checks if c.name.startswith("fp32"))
+    assert fp32.ok is True, fp32.line()
