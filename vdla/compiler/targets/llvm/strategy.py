@@ -11,8 +11,10 @@ float32 (the CPU part of a quantised model: the first conv, the pools, the class
 * ``max_pool2d`` / ``avg_pool2d`` -> ``topi.pool2d``, ``schedule_pool``;
 * ``global_avg_pool2d`` -> ``topi.global_pool``, ``schedule_global_pool``;
 * ``softmax`` -> ``topi.softmax``, ``schedule_softmax``;
-* ``relu`` / ``clip`` / ``add`` / ``sub`` / ``mul`` / ``batch_norm`` -> topi's element-wise
-  operators, as a fused node's tail (inlined by the anchor's schedule) or alone
+* ``relu`` / ``clip`` / ``add`` / ``sub`` / ``mul`` / ``div`` / ``maximum`` / ``minimum`` /
+  ``batch_norm`` -> topi's element-wise operators, and ``exp`` / ``log`` / ``sqrt`` /
+  ``tanh`` / ``sigmoid`` / ``floor`` / ``ceil`` / ``neg`` / ``abs`` / ``leaky_relu`` -> te's
+  intrinsics, as a fused node's tail (inlined by the anchor's schedule) or alone
   (``schedule_injective``).
 
 Integer nodes (quantize/requantize/pack/unpack, int8 convs) stay on numpy, which is
@@ -35,7 +37,8 @@ from ...graph.ir import Graph, Node
 
 __all__ = ["LlvmKernel", "LlvmCache", "lower", "signature"]
 
-_ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm")
+_ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm", "div", "maximum", "minimum",
+             "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
 _ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax")
 _SCHEDULE = {
     "conv2d": "schedule_conv2d_nchw",
@@ -113,6 +116,24 @@ def signature(node: Node, graph: Graph) -> str:
     return json.dumps([items, [nm(o) for o in outs]])
 
 
+#: element-wise float functions built straight from te's intrinsics (the ONNX importer's math ops)
+_TE_UNARY = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
+
+
+def _unary(te: Any, op: str, x: Any, at: dict[str, Any]) -> Any:
+    from ...topi.util import INJECTIVE
+
+    if op == "neg":
+        fn = lambda v: -v  # noqa: E731
+    elif op == "leaky_relu":
+        alpha = te.const(float(at["alpha"]), x.dtype)
+        zero = te.const(0.0, x.dtype)
+        fn = lambda v: te.select(v < zero, v * alpha, v)  # noqa: E731
+    else:
+        fn = getattr(te, op)
+    return te.compute(x.shape, lambda *i: fn(x[i]), name=op, tag=INJECTIVE)
+
+
 def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     """Build ``node`` for the host with llvm, or return why it is not mapped."""
     from ... import te, topi
@@ -170,6 +191,10 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
             y = topi.multiply(xs[0], xs[1])
         elif n.op == "batch_norm":
             y = topi.batch_norm_inference(*xs, epsilon=float(at["epsilon"]))
+        elif n.op in ("div", "maximum", "minimum"):
+            y = {"div": topi.divide, "maximum": topi.maximum, "minimum": topi.minimum}[n.op](xs[0], xs[1])
+        elif n.op in _TE_UNARY:
+            y = _unary(te, n.op, xs[0], at)
         else:  # pragma: no cover - check() filtered these
             return f"{n.op} has no topi operator"
         env[n.name] = y
