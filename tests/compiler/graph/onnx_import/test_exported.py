@@ -153,3 +153,50 @@ def test_double_and_int64_inputs_are_read_as_float32_and_int32():
     assert {k: t.dtype for k, t in g.inputs.items()} == {"x": "float32", "k": "int32"}
     want, _ = reference(m, {"x": x, "k": k})
     np.testing.assert_allclose(run(g, {"x": x.astype(np.float32), "k": k.astype(np.int32)})[0], want[0], rtol=1e-6)
+
+
+def shape_arithmetic(opset: int):
+    """Index arithmetic as exporters write it, all computable at import: Range -> Cast ->
+    Unsqueeze -> Expand -> Tile position codes, int64 Add/Sub/Mul/Div on Shape outputs,
+    Slice/Split/Squeeze of shapes, Where(Equal(...)) and a ConstantOfShape mask."""
+    nodes = [
+        N("Shape", ["x"], ["s"]),                                     # [2, 6, 4]
+        N("Slice", ["s", "one", "three", "zero"], ["s12"]),          # [6, 4]
+        N("Split", ["s12"], ["s1", "s2"], axis=0, **({"split": [1, 1]} if opset < 13 else {})),
+        N("Squeeze", ["s1", "zero"] if opset >= 13 else ["s1"], ["t"], **({} if opset >= 13 else {"axes": [0]})),
+        N("Range", ["zero_s", "t", "one_s"], ["pos"]),                # 0..5
+        N("Cast", ["pos"], ["posf"], to=1),
+        N("Div", ["posf", "ten"], ["posd"]),
+        N("Unsqueeze", ["posd", "ax1"] if opset >= 13 else ["posd"], ["pos2"], **({} if opset >= 13 else {"axes": [1]})),
+        N("Expand", ["pos2", "s12"], ["pe"]),                        # (6, 4)
+        N("Tile", ["row", "reps"], ["tiled"]),                        # (6, 4) of a (1, 4) row
+        N("Mul", ["s1", "s2"], ["prod"]),                            # [24]
+        N("Sub", ["prod", "four"], ["m20"]),                         # [20]
+        N("Add", ["m20", "four"], ["p24"]),                          # [24]
+        N("Div", ["p24", "three"], ["eight"]),                       # [8]
+        N("Concat", ["two", "three", "eight"], ["tgt"], axis=0),     # [2, 3, 8]
+        N("Equal", ["tgt", "eight"], ["is8"]),
+        N("Where", ["is8", "m1", "tgt"], ["tgt2"]),                  # [2, 3, -1]
+        N("ConstantOfShape", ["s12"], ["ones"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+        N("Mul", ["pe", "ones"], ["pe1"]),
+        N("Add", ["x", "pe1"], ["xp"]),
+        N("Add", ["xp", "tiled"], ["xt"]),
+        N("Reshape", ["xt", "tgt2"], ["y"]),
+    ]
+    inits = {"one": _i(1), "three": _i(3), "zero": _i(0), "zero_s": np.array(0, np.int64),
+             "one_s": np.array(1, np.int64), "ten": np.array(10.0, np.float32), "ax1": _i(1), "reps": _i(6, 1),
+             "row": np.arange(4, dtype=np.float32).reshape(1, 4), "four": _i(4), "two": _i(2), "m1": _i(-1)}
+    return model(nodes, {"x": (2, 6, 4)}, opset, ("y",), inits, name="shape_arithmetic")
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_shape_arithmetic_folds_at_import(opset):
+    m = shape_arithmetic(opset)
+    x = np.random.default_rng(opset).standard_normal((2, 6, 4)).astype(np.float32)
+    want, source = reference(m, {"x": x})
+    assert source == "onnxruntime"
+    g = from_onnx(m)
+    # everything but the two data adds and the final reshape was computed at import
+    assert [n.op for n in g.nodes] == ["add", "add", "reshape"], str(g)
+    assert g.nodes[-1].attrs["shape"] == (2, 3, 8)
+    np.testing.assert_allclose(run(g, x)[0], want[0], rtol=1e-6, atol=1e-6)

@@ -5,7 +5,7 @@ One module per operator family, each a mix-in of ``op_<OnnxType>`` methods over
 constant and shape subgraphs at import, :mod:`.tensor` (reshape, transpose, pad, slice,
 split, gather, reductions, dropout ...), :mod:`.elemwise` (activations, math, broadcasting
 and n-ary binaries, softmax, QDQ), :mod:`.nn` (conv/conv-transpose of any rank, Gemm,
-MatMul, normalisations, LRN) and :mod:`.pool`. :data:`SUPPORTED_OPS` lists them all.
+MatMul, normalisations, LRN), :mod:`.pool` and :mod:`.rnn` (LSTM, GRU and RNN, unrolled). :data:`SUPPORTED_OPS` lists them all.
 
 Everything else — an unknown operator, an unsupported attribute or value, a
 data-dependent shape, a dynamic input dimension without a bound given in ``shapes`` (the
@@ -27,12 +27,13 @@ from .core import Core, onnx_module
 from .elemwise import ElemwiseOps
 from .nn import NNOps
 from .pool import PoolOps
+from .rnn import RnnOps
 from .tensor import TensorOps
 
 __all__ = ["from_onnx", "load_onnx", "read_model", "SUPPORTED_OPS"]
 
 
-class Importer(TensorOps, ElemwiseOps, NNOps, PoolOps, Core):
+class Importer(TensorOps, ElemwiseOps, NNOps, PoolOps, RnnOps, Core):
     """Every operator family over the core."""
 
 

@@ -37,7 +37,7 @@ class Core:
 
     #: ONNX operators whose extra outputs the op method handles itself.
     MULTI_OUTPUT: frozenset[str] = frozenset({"Dropout", "Split", "BatchNormalization", "MaxPool",
-                                              "LayerNormalization"})
+                                              "LayerNormalization", "LSTM", "GRU", "RNN"})
 
     def __init__(self, model: Any, shapes: Mapping[str, Sequence[int]] | None) -> None:
         onnx = onnx_module()
@@ -203,10 +203,14 @@ class Core:
         self.env[node.output[out]] = name
         return name
 
+    def base(self, node: Any) -> str:
+        """The name an ONNX node's helper values start with: its first output (or its own name)."""
+        return next((o for o in node.output if o), node.name or node.op_type.lower())
+
     def helper_node(self, node: Any, op: str, ins: list[str], suffix: str, **attrs: Any) -> str:
         """An extra graph node an ONNX node lowers into (named after its output)."""
         try:
-            return self.g.add_node(op, ins, name=f"{node.output[0]}.{suffix}", **attrs)
+            return self.g.add_node(op, ins, name=f"{self.base(node)}.{suffix}", **attrs)
         except GraphError as e:
             raise GraphError(f"{self.at(node, 0)}: {e}") from None
 
