@@ -241,6 +241,10 @@ class Core:
             if n.op_type in FOLDERS and fold(self, n, idx):
                 continue
             fn = getattr(self, f"op_{n.op_type}", None)
+            if fn is None and n.op_type in FOLDERS:
+                data = [v for v in n.input if v and v not in self.known]
+                raise self.err(n, idx, f"supported only on values computable at import (constants and shapes); "
+                                       f"input {data[0]!r} is computed from the model's inputs")
             if fn is None:
                 raise GraphError(
                     f"unsupported ONNX operator {n.op_type} at {self.where(n, idx)} (opset {self.opset}); "

@@ -3,8 +3,11 @@ inference and numpy semantics, registered by name.
 
 :mod:`.registry` holds the table and its look-ups (``get_op``, ``normalize_attrs``,
 ``op_kind``); one module per family defines and registers its operators:
-:mod:`.elemwise`, :mod:`.nn` (conv, dense), :mod:`.pooling`, :mod:`.shape`, :mod:`.packed`
-(VDLA's packed layouts) and :mod:`.fused`. Importing this package registers them all
+:mod:`.elemwise`, :mod:`.math` (float math and activations, div/pow/max/min/prelu, expand),
+:mod:`.nn` (conv, dense, matmul), :mod:`.nd` (conv / transposed conv / pooling of any rank),
+:mod:`.pooling`, :mod:`.norm` (LRN, instance/layer norm, log-softmax), :mod:`.shape`,
+:mod:`.tensor` (transpose, pad, slice, take, reductions), :mod:`.packed` (VDLA's packed
+layouts) and :mod:`.fused`. Importing this package registers them all
 (``vdla.compiler.graph`` does so on import, so the graph IR always finds every op).
 """
 
