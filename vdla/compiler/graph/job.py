@@ -93,6 +93,11 @@ def parse_shapes(specs: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def _shapes_text(shapes: Mapping[str, Sequence[int]]) -> str:
+    """``--shape`` arguments as one string (a model file's info keeps scalars only)."""
+    return " ".join(f"{k}={','.join(str(int(d)) for d in v)}" for k, v in shapes.items())
+
+
 def load_model(model: str, *, reduced: bool = False, size: int | None = None,
                shapes: Mapping[str, Sequence[int]] | None = None) -> ModelSpec:
     """A built-in model by name, or an ONNX file (QDQ models keep their own scales);
@@ -120,7 +125,7 @@ def load_model(model: str, *, reduced: bool = False, size: int | None = None,
         shape = ", ".join(f"{k} {'x'.join(map(str, t.shape))}" for k, t in g.inputs.items())
         return ModelSpec(p.stem, g, None if qdq else QConfig(int8_shortcut=True), PartitionPolicy(),
                          f"ONNX {p.name} ({shape}{', QDQ' if qdq else ''})",
-                         {"onnx": str(p.resolve()), **({"shapes": {k: list(v) for k, v in shapes.items()}} if shapes else {})},
+                         {"onnx": str(p.resolve()), **({"shapes": _shapes_text(shapes)} if shapes else {})},
                          qdq)
     raise GraphError(
         f"unknown model {model!r}: give a built-in model ({', '.join(SETTINGS)}), an .onnx file or a compiled .vdla model"
@@ -153,7 +158,7 @@ def _rebuild_fp32(info: dict[str, Any]) -> Graph | None:
         if info.get("model"):
             return load_model(info["model"], reduced=bool(info.get("reduced")), size=info.get("size") or None).graph
         if info.get("onnx") and Path(info["onnx"]).is_file():
-            spec = load_model(info["onnx"], shapes=info.get("shapes"))
+            spec = load_model(info["onnx"], shapes=parse_shapes(str(info.get("shapes", "")).split()))
             return None if spec.qdq else spec.graph
     except (GraphError, ImportError):
         return None

@@ -112,3 +112,13 @@ def test_double_input_model_checked_against_onnxruntime(tmp_path):
     res = run_job(str(p), "fsim")
     fp32 = next(c for c in res.checks if c.name.startswith("fp32"))
     assert fp32.ok is True, fp32.line()
+
+
+def test_vdla_build_with_shape_keeps_it_for_the_cross_check(tmp_path, capsys):
+    p = conv1d_model(tmp_path / "conv1d.onnx")
+    out = tmp_path / "c.vdla"
+    assert main(["build", str(p), "-q", "--shape", "x=1,4,48", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["run", str(out), "-q"]) == 0
+    text = capsys.readouterr().out
+    assert "fp32 CPU path vs onnxruntime: PASS" in text  # the float model was rebuilt with the same shape
