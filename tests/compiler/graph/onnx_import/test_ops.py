@@ -120,6 +120,7 @@ CASES: list[Case] = [Case(op, (6, 13)) for op in UNARY_6_13] + [
     Case("Flatten", (9, 11, 13), {"axis": 2}),
     Case("Flatten", (11,), {"axis": -1}, tag="neg_axis"),
     Case("Reshape", (5, 13, 14), inits={"s": _i(0, -1, 2)}),
+    Case("Reshape", (4,), {"shape": [0, -1, 2]}, tag="attr"),
     Case("Identity", (6, 13, 16)),
     Case("Concat", (6, 11, 13), {"axis": -1}, inputs={"a": X4, "b": (2, 3, 5, 2)}),
     Case("Dropout", (7, 10), {"ratio": 0.3}, outputs=("y", "mask"), graph_outputs=("y",), tag="mask"),

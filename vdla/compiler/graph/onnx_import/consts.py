@@ -164,7 +164,8 @@ def _tile(imp, node, idx, at, xs):
 def _reshape(imp, node, idx, at, xs):
     from ..ops import reshape_target
 
-    target = reshape_target(xs[0].shape, [int(s) for s in xs[1].reshape(-1)], bool(at.get("allowzero", 0)))
+    shape = at["shape"] if "shape" in at else xs[1].reshape(-1)
+    target = reshape_target(xs[0].shape, [int(s) for s in shape], bool(at.get("allowzero", 0)))
     return [xs[0].reshape(target)]
 
 

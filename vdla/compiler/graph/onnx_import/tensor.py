@@ -47,10 +47,11 @@ class TensorOps:
             self.emit(n, "cast", [x], dtype=dtype)
 
     def op_Reshape(self, n: Any, i: int) -> None:
-        a = self.attrs(n, i, {"allowzero": 0, "shape": None})
-        if self.opset < 5 or a["shape"] is not None:
-            raise self.bad(n, i, "shape", a["shape"], "the shape is an input from opset 5")
-        shape = self.need_const(n, i, 1, "the target shape")
+        a = self.attrs(n, i, {"allowzero": 0, "shape": None, "consumed_inputs": None})
+        if a["shape"] is not None:  # Reshape-1's attribute form
+            shape = np.array(a["shape"], np.int64)
+        else:
+            shape = self.need_const(n, i, 1, "the target shape")
         x = self.value(n.input[0])
         try:
             target = reshape_target(self.g.type_of(x).shape, [int(s) for s in shape.reshape(-1)], bool(a["allowzero"]))
