@@ -28,6 +28,7 @@ _UNARY = {
     "LeakyRelu": ("leaky_relu", {"alpha": 0.01}), "Elu": ("elu", {"alpha": 1.0}),
     "Selu": ("selu", {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}),
     "HardSigmoid": ("hard_sigmoid", {"alpha": 0.2, "beta": 0.5}),
+    "Shrink": ("shrink", {"lambd": 0.5, "bias": 0.0}),
 }
 _COMMUTATIVE = ("add", "mul", "maximum", "minimum")
 
@@ -104,10 +105,11 @@ class ElemwiseOps:
         k = axis % ra
         target = tuple(sb) + (1,) * (ra - k - len(sb))
         b = self.const(n.input[1])
-        if b is None:
-            raise self.bad(n, i, "axis", axis, "legacy broadcasting needs a constant B")
         name = f"{n.input[1]}.axis{k}"
-        self.known[name] = np.asarray(b).reshape(target)
+        if b is None:
+            self.env[name] = self.reshape(n, self.value(n.input[1]), target, f"axis{k}")
+        else:
+            self.known[name] = np.asarray(b).reshape(target)
         return name
 
     op_Add = _binary_op("add")

@@ -164,9 +164,15 @@ class TensorOps:
     def op_Gather(self, n: Any, i: int) -> None:
         a = self.attrs(n, i, {"axis": 0})
         idx = self.const(n.input[1])
-        if idx is None:
-            raise self.err(n, i, "the indices (input 1) must be constant (data-dependent gathers are not supported)")
         x = self.value(n.input[0])
+        if idx is None:  # run-time indices (an embedding lookup)
+            ind = self.value(n.input[1])
+            if self.g.type_of(ind).dtype not in ("int32", "int8", "uint8"):
+                raise self.err(n, i, f"indices {self.g.type_of(ind)} must be integers")
+            if self.g.type_of(ind).dtype != "int32":
+                ind = self.helper_node(n, "cast", [ind], "idx32", dtype="int32")
+            self.emit(n, "gather", [x, ind], axis=a["axis"])
+            return
         s = self.g.type_of(x).shape
         ax = a["axis"] % len(s)
         ind = np.asarray(idx, np.int64)

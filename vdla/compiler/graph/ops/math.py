@@ -58,6 +58,8 @@ UNARY: dict[str, tuple[dict[str, Any], Callable[[np.ndarray, dict[str, Any]], np
     "selu": ({"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}, _selu),
     "hard_sigmoid": ({"alpha": 0.2, "beta": 0.5}, _hard_sigmoid),
     "hard_swish": ({}, lambda x, at: x * _hard_sigmoid(x, {"alpha": 1 / 6, "beta": 0.5})),
+    "shrink": ({"lambd": 0.5, "bias": 0.0}, lambda x, at: np.where(
+        x < -_F(at["lambd"]), x + _F(at["bias"]), np.where(x > _F(at["lambd"]), x - _F(at["bias"]), _F(0)))),
 }
 
 

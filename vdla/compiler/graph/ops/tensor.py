@@ -1,5 +1,6 @@
 """Data-movement and reduction operators: transpose, pad (constant/reflect/edge), strided
-slice, take (gather with constant indices) and the reductions sum/mean/max/min over axes.
+slice, take (gather with constant indices), gather (run-time indices: embeddings) and the
+reductions sum/mean/max/min over axes.
 
 Shapes are static, so every attribute is a plain tuple fixed at import (the ONNX importer
 resolves negative axes, clamps slice bounds and folds shape arithmetic before it emits
@@ -103,6 +104,28 @@ def _take(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 register("take", "injective", (1, 1), {"indices": _REQUIRED, "ishape": _REQUIRED, "axis": 0})((_take_infer, _take))
+
+
+def _gather_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    data, idx = ts
+    if idx.dtype != "int32":
+        raise _err(f"gather: indices must be int32, got {idx}")
+    a = _axis(at["axis"], len(data.shape), "gather")
+    return TensorType(data.shape[:a] + idx.shape + data.shape[a + 1 :], data.dtype)
+
+
+def _gather(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    data, idx = xs
+    a = at["axis"] % data.ndim
+    n = data.shape[a]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        bad = idx[(idx < -n) | (idx >= n)].reshape(-1)[0]
+        raise _err(f"gather: index {int(bad)} out of range for axis {a} of extent {n}")
+    return np.take(data, np.where(idx < 0, idx + n, idx), axis=a)
+
+
+#: gather with run-time indices (an embedding lookup); ``take`` is the constant-index form
+register("gather", "injective", (2, 2), {"axis": 0})((_gather_infer, _gather))
 
 
 def _reduce_axes(at: dict[str, Any], rank: int, op: str) -> tuple[int, ...]:
