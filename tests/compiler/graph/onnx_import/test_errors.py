@@ -37,7 +37,7 @@ BAD = [
     (one("Pad", {"mode": "wrap"}, ("x", "p"), {"p": np.zeros(8, np.int64)}, opset=19),
      r"Pad \(opset 19\) at node 'n1': unsupported attribute mode='wrap' \(constant, reflect or edge\)"),
     (one("Reshape", {}, ("x", "x")), r"Reshape \(opset 13\) at node 'n1': the target shape \(input 1\) must be a constant"),
-    (one("Gather", {}, ("x", "x")), r"Gather \(opset 13\) at node 'n1': the indices .*must be constant"),
+    (one("Gather", {}, ("x", "x")), r"Gather \(opset 13\) at node 'n1': indices float32\[1,4,6,6\] must be integers"),
     (one("Dropout", {}, ("x", "r", "t"), {"r": np.array(0.5, np.float32), "t": np.array(True)}),
      r"Dropout \(opset 13\) at node 'n1': training_mode must be a constant false"),
     (one("BatchNormalization", {"training_mode": 1}, ("x", "s", "s", "s", "s"), {"s": np.ones(4, np.float32)}, 14),
