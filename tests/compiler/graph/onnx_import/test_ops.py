@@ -113,6 +113,8 @@ CASES: list[Case] = [Case(op, (6, 13)) for op in UNARY_6_13] + [
     Case("Unsqueeze", (13,), inits={"a": _i(1, 3)}, tag="input"),
     Case("Gather", (6, 11, 13), {"axis": 1}, inits={"i": _i(2, 0, -1)}, ops=("take",)),
     Case("Gather", (13,), {"axis": -1}, inits={"i": np.array(3, I64)}, tag="scalar_index"),
+    Case("Gather", (6, 13), inputs={"emb": (10, 4), "idx": np.array([[1, 3], [9, -1]], I64)}, tag="runtime_indices",
+         ops=("gather",)),
     Case("Expand", (8, 13), inputs={"x": (3, 1, 1)}, inits={"s": _i(2, 1, 4, 5)}),
     Case("Tile", (6, 13), inits={"r": _i(1, 2, 1, 3)}),
     Case("Cast", (6, 9, 13, 19), {"to": 6}, tag="to_int32"),
@@ -232,7 +234,7 @@ def test_operator_matches_onnxruntime(case: Case, opset: int, seed: int):
     g = from_onnx(m)
     if case.ops is not None:
         assert [n.op for n in g.nodes] == list(case.ops), str(g)
-    got = run(g, feeds)
+    got = run(g, {k: v.astype(g.inputs[k].dtype) for k, v in feeds.items()})  # int64 inputs are read as int32
     assert len(got) == len(want)
     for a, b in zip(got, want):
         b = np.asarray(b)
