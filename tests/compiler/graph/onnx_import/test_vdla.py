@@ -122,3 +122,36 @@ def test_vdla_build_with_shape_keeps_it_for_the_cross_check(tmp_path, capsys):
     assert main(["run", str(out), "-q"]) == 0
     text = capsys.readouterr().out
     assert "fp32 CPU path vs onnxruntime: PASS" in text  # the float model was rebuilt with the same shape
+
+
+def res1d_model(path):
+    """A 1-D residual block as PyTorch writes it: Conv1d -> BatchNorm1d -> ReLU, twice more, Add, ReLU."""
+    rng = np.random.default_rng(3)
+
+    def w(*s):
+        return (rng.standard_normal(s) * (2.0 / np.prod(s[1:])) ** 0.5).astype(np.float32)
+
+    nodes = [N("Conv", ["x", "w1"], ["c1"], pads=[1, 1]), N("BatchNormalization", ["c1", "g1", "b1", "m1", "v1"], ["n1"]),
+             N("Relu", ["n1"], ["r1"]),
+             N("Conv", ["r1", "w2"], ["c2"], pads=[1, 1]), N("BatchNormalization", ["c2", "g2", "b2", "m2", "v2"], ["n2"]),
+             N("Relu", ["n2"], ["r2"]),
+             N("Conv", ["r2", "w3"], ["c3"], pads=[1, 1]), N("BatchNormalization", ["c3", "g3", "b3", "m3", "v3"], ["n3"]),
+             N("Add", ["n3", "r1"], ["s"]), N("Relu", ["s"], ["y"])]
+    inits = {"w1": w(16, 4, 3), "w2": w(16, 16, 3), "w3": w(16, 16, 3)}
+    for k in "123":
+        inits.update({f"g{k}": rng.uniform(0.5, 1.5, 16).astype(np.float32),
+                      f"b{k}": rng.uniform(-0.1, 0.1, 16).astype(np.float32),
+                      f"m{k}": rng.uniform(-0.1, 0.1, 16).astype(np.float32),
+                      f"v{k}": rng.uniform(0.5, 1.5, 16).astype(np.float32)})
+    onnx.save(model(nodes, {"x": (1, 4, 32)}, 13, ("y",), inits, name="res1d"), str(path))
+    return path
+
+
+def test_conv1d_residual_block_folds_and_fuses_like_2d(tmp_path):
+    res = run_job(str(res1d_model(tmp_path / "res1d.onnx")), "fsim")
+    vd = {r.node: r.op for r in res.layers if r.target == "vdla"}
+    # batch norms folded into the convs; the second conv with its ReLU, the third with the
+    # residual add (aligned by a shift) and the final ReLU, each one VDLA kernel
+    assert sorted(vd.values()) == ["conv2d_packed+add+cast+shift+add+relu+requantize", "conv2d_packed+add+relu+requantize"], vd
+    assert not any(r.op.startswith(("batch_norm", "mul")) for r in res.layers)
+    assert res.ok and all(c.ok for c in res.checks), [c.line() for c in res.checks]

@@ -94,6 +94,13 @@ class ElemwiseOps:
             b = n.input[1]
             if a["axis"] is not None:  # opset < 7 broadcasting aligned at `axis`
                 b = self._legacy_axis(n, i, a["axis"])
+            xa, xb = self.h1.get(n.input[0]), self.h1.get(b)
+            if xa is not None and xb is not None and self.g.type_of(xa) == self.g.type_of(xb):
+                # a residual between two 1-D conv outputs: add their height-1 forms (VDLA fuses that)
+                y4 = self.helper_node(n, op, [xa, xb], "h1")
+                self.emit(n, "reshape", [y4], shape=self.g.type_of(self.value(n.input[0])).shape)
+                self.h1[n.output[0]] = y4
+                return
             self.binary(n, i, op, n.input[0], b)
 
         return f

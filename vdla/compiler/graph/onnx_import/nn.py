@@ -229,7 +229,15 @@ class NNOps:
             raise self.bad(n, i, "spatial", a["spatial"])
         if any(n.output[1:]):
             raise self.err(n, i, "training outputs (running mean/var) are not supported")
-        self.emit(n, "batch_norm", [self.value(v) for v in n.input[:5]], epsilon=float(a["epsilon"]))
+        params = [self.value(v) for v in n.input[1:5]]
+        x4 = self.h1.get(n.input[0])
+        if x4 is None:
+            self.emit(n, "batch_norm", [self.value(n.input[0])] + params, epsilon=float(a["epsilon"]))
+            return
+        # after a 1-D conv: normalise its height-1 form, so the batch norm folds into the conv
+        y4 = self.helper_node(n, "batch_norm", [x4] + params, "h1", epsilon=float(a["epsilon"]))
+        self.emit(n, "reshape", [y4], shape=self.g.type_of(self.value(n.input[0])).shape)
+        self.h1[n.output[0]] = y4
 
     def op_InstanceNormalization(self, n: Any, i: int) -> None:
         a = self.attrs(n, i, {"epsilon": 1e-5})
