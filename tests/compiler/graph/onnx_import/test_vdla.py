@@ -155,3 +155,27 @@ def test_conv1d_residual_block_folds_and_fuses_like_2d(tmp_path):
     assert sorted(vd.values()) == ["conv2d_packed+add+cast+shift+add+relu+requantize", "conv2d_packed+add+relu+requantize"], vd
     assert not any(r.op.startswith(("batch_norm", "mul")) for r in res.layers)
     assert res.ok and all(c.ok for c in res.checks), [c.line() for c in res.checks]
+
+
+def test_embedding_lstm_language_model_runs_and_matches_onnxruntime(tmp_path):
+    """int64 token input -> Gather (embedding) -> LSTM -> Squeeze -> Reshape -> Gemm: the job
+    generates tokens in the vocabulary's range and feeds onnxruntime int64."""
+    rng = np.random.default_rng(4)
+    steps, vocab, emb, hid = 5, 50, 16, 32
+    nodes = [N("Gather", ["emb", "tok"], ["e"]), N("LSTM", ["e", "W", "R", "B"], ["y"], hidden_size=hid),
+             N("Squeeze", ["y", "ax"], ["ys"]), N("Reshape", ["ys", "shp"], ["flat"]),
+             N("Gemm", ["flat", "fw", "fb"], ["logits"], transB=1)]
+    inits = {"emb": rng.standard_normal((vocab, emb)).astype(np.float32),
+             "W": rng.standard_normal((1, 4 * hid, emb)).astype(np.float32) * 0.3,
+             "R": rng.standard_normal((1, 4 * hid, hid)).astype(np.float32) * 0.3,
+             "B": rng.standard_normal((1, 8 * hid)).astype(np.float32) * 0.1, "ax": np.array([1], np.int64),
+             "shp": np.array([-1, hid], np.int64), "fw": rng.standard_normal((vocab, hid)).astype(np.float32) * 0.2,
+             "fb": np.zeros(vocab, np.float32)}
+    m = model(nodes, {"tok": np.zeros((steps, 1), np.int64)}, 14, ("logits",), inits, name="lm")
+    p = tmp_path / "lm.onnx"
+    onnx.save(m, str(p))
+    res = run_job(str(p), "fsim")
+    assert res.ok and all(c.ok for c in res.checks), [c.line() for c in res.checks]
+    g = load_model(str(p)).graph
+    x = models.sample_input(g, 1)
+    assert x["tok"].dtype == np.int32 and 0 <= x["tok"].min() and x["tok"].max() < vocab
