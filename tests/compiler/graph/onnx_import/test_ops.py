@@ -212,6 +212,8 @@ CONV = [
     Case("LpPool", (6, 11, 18), {"kernel_shape": [2, 2], "strides": [2, 2], "p": 2}, inputs={"x": (1, 2, 6, 6)},
          tag="2d"),
     Case("LpPool", (11,), {"kernel_shape": [3], "pads": [1, 1], "p": 3}, inputs={"x": (1, 2, 8)}, tag="1d_p3"),
+    Case("LpPool", (18,), {"kernel_shape": [2, 2], "strides": [2, 2], "dilations": [2, 1], "ceil_mode": 1},
+         inputs={"x": (1, 2, 7, 7)}, tag="2d_dilated_ceil"),
     Case("GlobalAveragePool", (6,), inputs={"x": (1, 3, 4, 5, 2)}, tag="3d"),
     Case("GlobalMaxPool", (6,), inputs={"x": (1, 3, 7)}, tag="1d"),
     Case("GlobalLpPool", (6,), {"p": 2}, tag="2d"),

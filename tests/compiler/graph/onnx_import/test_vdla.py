@@ -58,12 +58,12 @@ def test_conv1d_model_partly_on_vdla_bit_exact(tmp_path):
     spec = load_model(str(p), shapes={"x": (1, 4, 48)})
     m = build_model(spec, Config())
     vdla = {n for n, k in m.kernels.items() if k.target == "vdla"}
-    # conv2 and conv4 (as height-1 2-D convs, fused with bias and ReLU) on VDLA; conv1 stays on the
-    # CPU (the first conv), the dilated one too, with the reason
-    assert len(vdla) == 2, {n: (k.target, k.reason) for n, k in m.kernels.items()}
+    # conv2, the dilated conv3 (its kernel spread out) and conv4, as height-1 2-D convs fused with
+    # bias and ReLU, on VDLA; conv1 stays on the CPU (the first conv)
+    assert len(vdla) == 3, {n: (k.target, k.reason) for n, k in m.kernels.items()}
     assert all(m.graph.node(n).attrs.get("anchor", "").startswith("conv2d") for n in vdla)
-    dil = [k for n, k in m.kernels.items() if "dilation" in k.reason]
-    assert len(dil) == 1 and dil[0].target == "cpu" and "unsupported on VDLA" in dil[0].reason
+    spread = [n.name for n in m.graph.nodes if "dilation (1, 2) as a spread 1x5 kernel" in n.notes.get("reason", "")]
+    assert len(spread) == 1 and spread[0] in vdla
     x = models.sample_input(m.graph, 7)
     res = m.run(x, Device("fsim", config=m.config), reference=True)
     assert all(r.exact for r in res.layers)
@@ -78,7 +78,7 @@ def test_vdla_run_with_shape_option(tmp_path, capsys):
     assert "give its shape with --shape x=d0,d1" in capsys.readouterr().err
     assert main(["run", str(p), "-q", "--json", "--shape", "x=2,4,48"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["ok"] and sum(r["target"] == "vdla" for r in out["layers"]) == 2
+    assert out["ok"] and sum(r["target"] == "vdla" for r in out["layers"]) == 3
     checks = {c["name"]: c for c in out["checks"]}
     assert checks["fp32 CPU path vs onnxruntime"]["ok"] is True
     assert checks["int8 output vs numpy int8 reference"]["ok"] is True

@@ -32,9 +32,10 @@ def ceil_extra(sizes, kernel, strides, dil, pads) -> tuple[int, ...]:
 
 class PoolOps:
     def _pool(self, n: Any, i: int, mode: str) -> None:
-        allowed: dict[str, Any] = {"auto_pad": "NOTSET", "kernel_shape": None, "pads": None, "strides": None}
-        if mode != "lp":
-            allowed.update({"ceil_mode": 0, "dilations": None})
+        # (onnx's schema check in attrs() refuses what the model's opset lacks, e.g. LpPool's
+        # ceil_mode and dilations before 18)
+        allowed: dict[str, Any] = {"auto_pad": "NOTSET", "kernel_shape": None, "pads": None, "strides": None,
+                                   "ceil_mode": 0, "dilations": None}
         if mode == "max":
             allowed["storage_order"] = 0
         elif mode == "avg":
