@@ -37,6 +37,13 @@ _GEMM_OPS = ("conv2d", "conv2d_packed", "conv2d_transpose", "conv2d_transpose_pa
 #: The reason of a GEMM whose shape fits no VDLA template starts with this.
 UNSUPPORTED = "unsupported on VDLA: "
 _ALU_OPS = ("add", "relu", "clip", "shift", "requantize", "cast", "max_pool2d")
+#: why GEMM-like operators VDLA has no template for stay on the CPU
+_CPU_WHY = {
+    "conv_nd": "not a VDLA operation (3-D convolution: the VDLA conv templates are 2-D)",
+    "conv_transpose_nd": "not a VDLA operation (grouped, dilated or 3-D transposed convolution)",
+    "matmul": "not a VDLA operation (a product of two computed tensors: VDLA's dense takes a constant weight)",
+    "pool_nd": "not a VDLA operation (1-D/3-D, dilated, Lp or ceil-mode average pooling)",
+}
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,8 @@ def partition(graph: Graph, policy: PartitionPolicy | None = None, config: Confi
         ):
             n.target, reason = "vdla", "int32 ALU op after a VDLA producer"
         else:
-            n.target, reason = "cpu", "not a VDLA operation" if n.op not in _ALU_OPS else "no VDLA producer / dtype"
+            n.target, reason = "cpu", _CPU_WHY.get(n.op, "not a VDLA operation") if n.op not in _ALU_OPS \
+                else "no VDLA producer / dtype"
         n.notes["reason"] = reason
     # integer element-wise ops whose every reader is on VDLA (a residual's cast/shift) join it
     cons = g.consumers()

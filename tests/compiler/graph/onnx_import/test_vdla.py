@@ -179,3 +179,17 @@ def test_embedding_lstm_language_model_runs_and_matches_onnxruntime(tmp_path):
     g = load_model(str(p)).graph
     x = models.sample_input(g, 1)
     assert x["tok"].dtype == np.int32 and 0 <= x["tok"].min() and x["tok"].max() < vocab
+
+
+def test_3d_conv_model_runs_on_the_cpu_with_the_reason(tmp_path):
+    rng = np.random.default_rng(5)
+    nodes = [N("Conv", ["x", "w1"], ["c1"], pads=[1] * 6), N("Relu", ["c1"], ["r1"]),
+             N("Conv", ["r1", "w2"], ["c2"], pads=[1] * 6), N("Relu", ["c2"], ["y"])]
+    inits = {"w1": rng.standard_normal((16, 2, 3, 3, 3)).astype(np.float32) * 0.2,
+             "w2": rng.standard_normal((16, 16, 3, 3, 3)).astype(np.float32) * 0.1}
+    p = tmp_path / "c3d.onnx"
+    onnx.save(model(nodes, {"x": (1, 2, 4, 6, 6)}, 13, ("y",), inits), str(p))
+    res = run_job(str(p), "fsim")
+    assert res.ok and not res.vdla_layers
+    assert any("3-D convolution: the VDLA conv templates are 2-D" in r.reason for r in res.layers), \
+        [(r.node, r.reason) for r in res.layers]
