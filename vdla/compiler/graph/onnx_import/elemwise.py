@@ -29,6 +29,8 @@ _UNARY = {
     "Selu": ("selu", {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}),
     "HardSigmoid": ("hard_sigmoid", {"alpha": 0.2, "beta": 0.5}),
     "Shrink": ("shrink", {"lambd": 0.5, "bias": 0.0}),
+    "Erf": ("erf", {}), "Gelu": ("gelu", {"approximate": "none"}), "Celu": ("celu", {"alpha": 1.0}),
+    "ThresholdedRelu": ("thresholded_relu", {"alpha": 1.0}), "Mish": ("mish", {}),
 }
 _COMMUTATIVE = ("add", "mul", "maximum", "minimum")
 
@@ -39,7 +41,7 @@ def _unary(onnx_op: str):
     def f(self: Any, n: Any, i: int) -> None:
         a = self.attrs(n, i, {**defaults, "consumed_inputs": None})
         a.pop("consumed_inputs")
-        self.elemwise_unary(n, op, **{k: float(v) for k, v in a.items()})
+        self.elemwise_unary(n, op, **{k: v if isinstance(v, str) else float(v) for k, v in a.items()})
 
     f.__name__ = f"op_{onnx_op}"
     return f

@@ -2,8 +2,8 @@
 folded by :mod:`.consts`): Reshape, Flatten, Squeeze/Unsqueeze (as reshapes), Concat,
 Transpose, Pad (attribute form < 11, input form >= 11), Slice, Split, Gather with constant
 indices, Expand, Tile, Cast, Identity, Dropout (inference; its mask is a known all-true
-array) and the reductions ReduceMean/Sum/Max/Min (axes as attribute, or as input from
-ReduceSum-13 and the others' opset 18).
+array), the reductions ReduceMean/Sum/Max/Min (axes as attribute, or as input from
+ReduceSum-13 and the others' opset 18) and ArgMax/ArgMin (int64 indices read as int32).
 """
 
 from __future__ import annotations
@@ -220,3 +220,14 @@ class TensorOps:
 
     def op_ReduceMin(self, n: Any, i: int) -> None:
         self._reduce(n, i, "reduce_min", 18)
+
+    def _arg(self, n: Any, i: int, op: str) -> None:
+        a = self.attrs(n, i, {"axis": 0, "keepdims": 1, "select_last_index": 0})
+        self.emit(n, op, [self.value(n.input[0])], axis=int(a["axis"]), keepdims=int(a["keepdims"]),
+                  select_last_index=int(a["select_last_index"]))
+
+    def op_ArgMax(self, n: Any, i: int) -> None:
+        self._arg(n, i, "argmax")
+
+    def op_ArgMin(self, n: Any, i: int) -> None:
+        self._arg(n, i, "argmin")

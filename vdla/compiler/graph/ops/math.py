@@ -8,6 +8,7 @@ them. Each op registers itself (:func:`.registry.register`) when this module is 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,16 @@ def _selu(x: np.ndarray, at: dict[str, Any]) -> np.ndarray:
     return g * np.where(x <= 0, a * np.expm1(np.minimum(x, 0)), x)
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])  # exact (numpy has no erf)
+
+
+def _gelu(x: np.ndarray, at: dict[str, Any]) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    if at["approximate"] == "tanh":
+        return 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64**3)))
+    return 0.5 * x64 * (1 + _erf(x64 / math.sqrt(2)))
+
+
 #: name -> (attributes with defaults, numpy function of (x, attrs)); all float32 in, float32 out.
 UNARY: dict[str, tuple[dict[str, Any], Callable[[np.ndarray, dict[str, Any]], np.ndarray]]] = {
     "neg": ({}, lambda x, at: -x),
@@ -58,6 +69,12 @@ UNARY: dict[str, tuple[dict[str, Any], Callable[[np.ndarray, dict[str, Any]], np
     "selu": ({"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}, _selu),
     "hard_sigmoid": ({"alpha": 0.2, "beta": 0.5}, _hard_sigmoid),
     "hard_swish": ({}, lambda x, at: x * _hard_sigmoid(x, {"alpha": 1 / 6, "beta": 0.5})),
+    "erf": ({}, lambda x, at: _erf(x.astype(np.float64))),
+    "gelu": ({"approximate": "none"}, _gelu),
+    "celu": ({"alpha": 1.0}, lambda x, at: np.maximum(x, 0) + np.minimum(0, _F(at["alpha"]) * np.expm1(
+        np.minimum(x, 0) / _F(at["alpha"])))),
+    "thresholded_relu": ({"alpha": 1.0}, lambda x, at: np.where(x > _F(at["alpha"]), x, _F(0))),
+    "mish": ({}, lambda x, at: x * np.tanh(np.logaddexp(_F(0), x))),
     "shrink": ({"lambd": 0.5, "bias": 0.0}, lambda x, at: np.where(
         x < -_F(at["lambd"]), x + _F(at["bias"]), np.where(x > _F(at["lambd"]), x - _F(at["bias"]), _F(0)))),
 }

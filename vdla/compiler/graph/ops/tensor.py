@@ -1,6 +1,6 @@
 """Data-movement and reduction operators: transpose, pad (constant/reflect/edge), strided
 slice, take (gather with constant indices), gather (run-time indices: embeddings) and the
-reductions sum/mean/max/min over axes.
+reductions sum/mean/max/min over axes and argmax/argmin (int32 indices).
 
 Shapes are static, so every attribute is a plain tuple fixed at import (the ONNX importer
 resolves negative axes, clamps slice bounds and folds shape arithmetic before it emits
@@ -159,3 +159,27 @@ _reduce("reduce_sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=ke
 _reduce("reduce_mean", lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float32))
 _reduce("reduce_max", np.max)
 _reduce("reduce_min", np.min)
+
+
+def _arg(op: str):
+    def infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+        s = ts[0].shape
+        a = _axis(at["axis"], len(s), op)
+        shape = tuple(1 if i == a else d for i, d in enumerate(s)) if at["keepdims"] else s[:a] + s[a + 1 :]
+        return TensorType(shape, "int32")
+
+    def compute(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+        x = xs[0]
+        a = at["axis"] % x.ndim
+        fn = np.argmax if op == "argmax" else np.argmin
+        if at["select_last_index"]:  # the last of equal extremes: search the reversed axis
+            idx = x.shape[a] - 1 - fn(np.flip(x, a), axis=a)
+        else:
+            idx = fn(x, axis=a)
+        return (np.expand_dims(idx, a) if at["keepdims"] else idx).astype(np.int32)
+
+    register(op, "reduction", (1, 1), {"axis": 0, "keepdims": 1, "select_last_index": 0})((infer, compute))
+
+
+_arg("argmax")
+_arg("argmin")
