@@ -159,7 +159,8 @@ def test_conv1d_residual_block_folds_and_fuses_like_2d(tmp_path):
 
 def test_embedding_lstm_language_model_runs_and_matches_onnxruntime(tmp_path):
     """int64 token input -> Gather (embedding) -> LSTM -> Squeeze -> Reshape -> Gemm: the job
-    generates tokens in the vocabulary's range and feeds onnxruntime int64."""
+    generates tokens in the vocabulary's range and feeds onnxruntime int64; the LSTM's
+    recurrence runs as one TE-scan kernel."""
     rng = np.random.default_rng(4)
     steps, vocab, emb, hid = 5, 50, 16, 32
     nodes = [N("Gather", ["emb", "tok"], ["e"]), N("LSTM", ["e", "W", "R", "B"], ["y"], hidden_size=hid),
@@ -176,6 +177,8 @@ def test_embedding_lstm_language_model_runs_and_matches_onnxruntime(tmp_path):
     onnx.save(m, str(p))
     res = run_job(str(p), "fsim")
     assert res.ok and all(c.ok for c in res.checks), [c.line() for c in res.checks]
+    # the recurrence is one lstm_scan node, built for llvm with the TE scan
+    assert [r.target for r in res.layers if r.op == "lstm_scan"] == ["llvm"], [(r.op, r.target) for r in res.layers]
     g = load_model(str(p)).graph
     x = models.sample_input(g, 1)
     assert x["tok"].dtype == np.int32 and 0 <= x["tok"].min() and x["tok"].max() < vocab

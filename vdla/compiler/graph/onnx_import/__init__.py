@@ -58,14 +58,15 @@ def read_model(path: str | Path) -> Any:
     return model
 
 
-def from_onnx(model: Any, shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
-    """Import an ``onnx.ModelProto`` (or a path to a .onnx file); ``shapes`` binds dynamic input dimensions."""
+def from_onnx(model: Any, shapes: Mapping[str, Sequence[int]] | None = None, *, rnn: str = "scan") -> Graph:
+    """Import an ``onnx.ModelProto`` (or a path to a .onnx file); ``shapes`` binds dynamic input
+    dimensions; ``rnn`` is how LSTMs' recurrences import ("scan": one ``lstm_scan`` node, or "unroll")."""
     onnx = onnx_module()
     if isinstance(model, (str, Path)):
         model = read_model(model)
     if not isinstance(model, onnx.ModelProto):
         raise GraphError(f"from_onnx needs an onnx.ModelProto or a path, got {type(model).__name__}")
-    return Importer(model, shapes).run()
+    return Importer(model, shapes, rnn).run()
 
 
 def load_onnx(path: str | Path, shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:

@@ -39,12 +39,15 @@ class Core:
     MULTI_OUTPUT: frozenset[str] = frozenset({"Dropout", "Split", "BatchNormalization", "MaxPool",
                                               "LayerNormalization", "LSTM", "GRU", "RNN"})
 
-    def __init__(self, model: Any, shapes: Mapping[str, Sequence[int]] | None) -> None:
+    def __init__(self, model: Any, shapes: Mapping[str, Sequence[int]] | None, rnn: str = "scan") -> None:
         onnx = onnx_module()
         from onnx import helper, numpy_helper
 
         self.onnx, self.helper, self.nph = onnx, helper, numpy_helper
         self.model = model
+        if rnn not in ("scan", "unroll"):
+            raise GraphError(f"rnn={rnn!r}: 'scan' (an LSTM's recurrence as one lstm_scan node) or 'unroll'")
+        self.rnn = rnn
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
         og = model.graph
         self.g = Graph(og.name or "onnx")

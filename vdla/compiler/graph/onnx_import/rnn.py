@@ -1,11 +1,13 @@
 """Recurrent layers: LSTM, GRU and RNN (opsets 7 and 14: forward, reverse, bidirectional,
-``layout`` 0 and 1, peepholes, GRU's ``linear_before_reset``, initial states), unrolled
-over the static sequence length into graph operators.
+``layout`` 0 and 1, peepholes, GRU's ``linear_before_reset``, initial states).
 
 The input projection of every time step is one ``dense`` over all ``T * batch`` rows (the
-big GEMM, which VDLA can run); each step then adds one ``dense`` of the hidden state by the
-recurrence weights and the gate functions, so every matmul is an ordinary ``dense``
-node that partitions, quantises and fuses like any other. Variable ``sequence_lens``,
+big GEMM, which VDLA can run). An LSTM's recurrence is then one ``lstm_scan`` node
+(:mod:`..ops.rnn`), which llvm builds with the TE ``scan`` (the importer's ``rnn="scan"``,
+the default); with ``rnn="unroll"`` (and for GRU, RNN and peephole LSTMs) it is unrolled
+over the static sequence length: per step one ``dense`` of the hidden state by the
+recurrence weights and the gate functions, every matmul an ordinary ``dense`` node that
+partitions, quantises and fuses like any other. Variable ``sequence_lens``,
 ``clip``, ``input_forget`` and non-default activations are refused by name.
 """
 
@@ -75,8 +77,12 @@ class RnnOps:
         for d, reverse in enumerate(dirs):
             h0 = self._state(n, i, 5, d, batch, hs, a["layout"])
             c0 = self._state(n, i, 6, d, batch, hs, a["layout"]) if cell == "LSTM" else None
-            outs, h, c = self._direction(n, cell, d, reverse, rows, steps, batch, hs, w[d], r[d], b[d],
-                                         None if p is None else p[d], h0, c0, bool(a.get("linear_before_reset", 0)))
+            if cell == "LSTM" and p is None and self.rnn == "scan":
+                outs, h, c = self._direction_scan(n, d, reverse, rows, steps, batch, hs, w[d], r[d], b[d], h0, c0)
+            else:
+                outs, h, c = self._direction(n, cell, d, reverse, rows, steps, batch, hs, w[d], r[d], b[d],
+                                             None if p is None else p[d], h0, c0,
+                                             bool(a.get("linear_before_reset", 0)))
             ys.append(outs)
             hn.append(h)
             cn.append(c)
@@ -98,7 +104,7 @@ class RnnOps:
 
     def _direction(self, n: Any, cell: str, d: int, reverse: bool, rows: str, steps: int, batch: int, hs: int,
                    w: np.ndarray, r: np.ndarray, b: np.ndarray, p: np.ndarray | None, h: str | None, c: str | None,
-                   lbr: bool) -> tuple[list[str], str, str | None]:
+                   lbr: bool) -> tuple[str, str, str | None]:
         ng = _GATES[cell]
         wb, rb = b[: ng * hs], b[ng * hs :]
         xbias = wb + rb
@@ -175,20 +181,47 @@ class RnnOps:
         if reverse:
             outs.reverse()
         assert h is not None
-        return outs, h, c
+        y = [self.reshape(n, v, (1, batch, hs), f"{pre}.t{t}.1bh") for t, v in enumerate(outs)]
+        return (y[0] if len(y) == 1 else self.helper_node(n, "concat", y, f"{pre}.y", axis=0)), h, c
 
-    def _outputs(self, n: Any, ys: list[list[str]], hn: list[str], cn: list[Any], steps: int, batch: int, hs: int,
+    def _direction_scan(self, n: Any, d: int, reverse: bool, rows: str, steps: int, batch: int, hs: int,
+                        w: np.ndarray, r: np.ndarray, b: np.ndarray, h: str | None,
+                        c: str | None) -> tuple[str, str, str]:
+        """One LSTM direction as ``dense`` (the input projection) + ``lstm_scan`` (the
+        recurrence, built with the TE scan): (Y (T, B, H), last h, last c)."""
+        pre = f"d{d}"
+        wc = self.g.add_const(f"{n.input[1]}.d{d}", np.ascontiguousarray(w))
+        bc = self.g.add_const(f"{n.input[1]}.d{d}.bias", (b[: 4 * hs] + b[4 * hs :]).astype(np.float32))
+        gx = self.helper_node(n, "dense", [rows, wc, bc], f"{pre}.xproj")
+        gx = self.reshape(n, gx, (steps, batch, 4 * hs), f"{pre}.xproj.tb")
+        if reverse:
+            gx = self.helper_node(n, "slice", [gx], f"{pre}.xproj.rev", begin=(steps - 1, 0, 0), end=(-1, batch, 4 * hs),
+                                  step=(-1, 1, 1))
+        zeros = np.zeros((batch, hs), np.float32)
+        h = h or self.g.add_const(f"{self.base(n)}.{pre}.h0", zeros)
+        c = c or self.g.add_const(f"{self.base(n)}.{pre}.c0", zeros)
+        rc = self.g.add_const(f"{n.input[2]}.d{d}", np.ascontiguousarray(r))
+        seq = self.helper_node(n, "lstm_scan", [gx, rc, h, c], f"{pre}.scan")  # (T, 2, B, H)
+
+        def part(k: int, t0: int, t1: int, step: int, tag: str) -> str:
+            return self.helper_node(n, "slice", [seq], f"{pre}.{tag}", begin=(t0, k, 0, 0), end=(t1, k + 1, batch, hs),
+                                    step=(step, 1, 1, 1))
+
+        y = part(0, steps - 1, -1, -1, "y.rev") if reverse else part(0, 0, steps, 1, "y")
+        y = self.reshape(n, y, (steps, batch, hs), f"{pre}.y.tbh")
+        last_h = self.reshape(n, part(0, steps - 1, steps, 1, "h_last"), (batch, hs), f"{pre}.h_last.bh")
+        last_c = self.reshape(n, part(1, steps - 1, steps, 1, "c_last"), (batch, hs), f"{pre}.c_last.bh")
+        return y, last_h, last_c
+
+    def _outputs(self, n: Any, ys: list[str], hn: list[str], cn: list[Any], steps: int, batch: int, hs: int,
                  layout: int) -> None:
-        nd = len(ys)
-
         def stack(vals: list[str], tag: str) -> str:
             parts = [self.reshape(n, v, (1, batch, hs), f"{tag}{k}.1bh") for k, v in enumerate(vals)]
             return parts[0] if len(parts) == 1 else self.helper_node(n, "concat", parts, tag, axis=0)
 
         if n.output[0]:
-            per_t = [stack([ys[d][t] for d in range(nd)], f"y.t{t}") for t in range(steps)]  # (D, B, H) each
-            rows = [self.reshape(n, v, (1, nd, batch, hs), f"y.t{t}.1dbh") for t, v in enumerate(per_t)]
-            y = rows[0] if len(rows) == 1 else self.helper_node(n, "concat", rows, "y.tdbh", axis=0)
+            parts = [self.reshape(n, v, (steps, 1, batch, hs), f"y.d{d}.t1bh") for d, v in enumerate(ys)]
+            y = parts[0] if len(parts) == 1 else self.helper_node(n, "concat", parts, "y.tdbh", axis=1)
             if layout:
                 self.emit(n, "transpose", [y], perm=(2, 0, 1, 3))
             else:

@@ -17,6 +17,8 @@ float32 (the CPU part of a quantised model: the first conv, the pools, the class
   intrinsics, as a fused node's tail (inlined by the anchor's schedule) or alone
   (``schedule_injective``).
 
+``lstm_scan`` (an LSTM layer's recurrence) is built with the TE ``scan``.
+
 Integer nodes (quantize/requantize/pack/unpack, int8 convs) stay on numpy, which is
 bit-exact by construction; flatten/reshape/concat are copies and stay there too.
 
@@ -61,7 +63,11 @@ class LlvmKernel:
 
     def __call__(self, env: Any) -> np.ndarray:
         out = np.empty(self.out_shape, self.out_dtype)
-        self.func(*[np.ascontiguousarray(env[a]) for a in self.args], out)
+        arrs: list[np.ndarray] = []
+        for a in self.args:  # the module refuses aliased arguments (equal constants may share one array)
+            v = np.ascontiguousarray(env[a])
+            arrs.append(v.copy() if any(np.may_share_memory(v, u) for u in arrs) else v)
+        self.func(*arrs, out)
         return out
 
 
@@ -77,6 +83,8 @@ def _body(node: Node, graph: Graph) -> tuple[list[Node], dict[str, Any], list[st
 
 def check(node: Node, graph: Graph) -> str | None:
     """None when :func:`lower` can map ``node``, else the reason it cannot."""
+    if node.op == "lstm_scan":
+        return None
     nodes, types, outs = _body(node, graph)
     if len(outs) != 1:
         return "more than one output"
@@ -143,6 +151,8 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     why = check(node, graph)
     if why is not None:
         return why
+    if node.op == "lstm_scan":
+        return _lower_lstm(node, graph, name)
     nodes, types, outs = _body(node, graph)
     env: dict[str, Any] = {}
     args: list[str] = []
@@ -208,6 +218,44 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     t = node.type
     assert t is not None
     return LlvmKernel(func, args, tuple(t.shape), t.dtype)
+
+
+def _lower_lstm(node: Node, graph: Graph, name: str) -> LlvmKernel | str:
+    """``lstm_scan`` with the TE ``scan``: states h and c over T + 1 steps (step 0 the initial
+    state), each step's recurrent product, gates and update as computes over the state."""
+    from ... import te
+    from ...driver import build
+
+    steps, batch, g4 = graph.type_of(node.inputs[0]).shape
+    hs = g4 // 4
+    gx = te.placeholder((steps, batch, g4), "float32", name="gates_x")
+    r = te.placeholder((g4, hs), "float32", name="r")
+    h0 = te.placeholder((batch, hs), "float32", name="h0")
+    c0 = te.placeholder((batch, hs), "float32", name="c0")
+    s_h = te.placeholder((steps + 1, batch, hs), "float32", name="s_h")
+    s_c = te.placeholder((steps + 1, batch, hs), "float32", name="s_c")
+    init_h = te.compute((1, batch, hs), lambda _, i, j: h0[i, j], name="init_h")
+    init_c = te.compute((1, batch, hs), lambda _, i, j: c0[i, j], name="init_c")
+    k = te.reduce_axis((0, hs), name="k")
+    h2h = te.compute((steps + 1, batch, g4), lambda t, i, g: te.sum(s_h[t - 1, i, k] * r[g, k], axis=k), name="h2h")
+    gates = te.compute((steps + 1, batch, g4), lambda t, i, g: gx[t - 1, i, g] + h2h[t, i, g], name="gates")
+    shape = (steps + 1, batch, hs)
+    next_c = te.compute(shape, lambda t, i, j: te.sigmoid(gates[t, i, 2 * hs + j]) * s_c[t - 1, i, j]
+                        + te.sigmoid(gates[t, i, j]) * te.tanh(gates[t, i, 3 * hs + j]), name="next_c")
+    next_h = te.compute(shape, lambda t, i, j: te.sigmoid(gates[t, i, hs + j]) * te.tanh(next_c[t, i, j]),
+                        name="next_h")
+    # the updates are copies, so next_c (read by next_h) is stored inside the step's scope
+    update_h = te.compute(shape, lambda *i: next_h[i], name="update_h")
+    update_c = te.compute(shape, lambda *i: next_c[i], name="update_c")
+    scan_h, scan_c = te.scan([init_h, init_c], [update_h, update_c], [s_h, s_c], inputs=[gx], name="lstm_scan")
+    out = te.compute((steps, 2, batch, hs), lambda t, s, i, j: te.if_then_else(
+        s == 0, scan_h[t + 1, i, j], scan_c[t + 1, i, j]), name="lstm_out")
+    try:
+        sched = te.create_schedule(out.op)
+        func = build(sched, [gx, r, h0, c0, out], target="llvm", name=name)
+    except Exception as e:  # a schedule or codegen limit: numpy it is
+        return f"llvm build failed: {type(e).__name__}: {e}"
+    return LlvmKernel(func, list(node.inputs), (steps, 2, batch, hs), "float32")
 
 
 class LlvmCache:
