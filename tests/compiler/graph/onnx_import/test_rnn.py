@@ -72,27 +72,31 @@ def test_recurrent_layer_matches_onnxruntime(cell, opset, attrs, extras, outs):
     for mode in ("scan", "unroll"):
         g = from_onnx(m, rnn=mode)
         assert sum(n.op == "dense" for n in g.nodes) >= nd  # the input projection: one dense per direction
-        scans = sum(n.op == "lstm_scan" for n in g.nodes)
-        assert scans == (nd if mode == "scan" and cell == "LSTM" and "P" not in extras else 0)
+        scans = sum(n.op in ("lstm_scan", "gru_scan") for n in g.nodes)
+        assert scans == (nd if mode == "scan" and cell != "RNN" and "P" not in extras else 0)
         got = run(g, x)
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=f"seed {seed}, rnn={mode}")
 
 
-@pytest.mark.parametrize("steps, batch, hidden", [(1, 1, 4), (7, 3, 10)])
-def test_lstm_scan_on_llvm_matches_numpy(steps, batch, hidden):
-    """The ``lstm_scan`` node built for llvm with the TE scan equals its numpy semantics."""
+@pytest.mark.parametrize("op, steps, batch, hidden, attrs", [
+    ("lstm_scan", 1, 1, 4, {}), ("lstm_scan", 7, 3, 10, {}),
+    ("gru_scan", 1, 2, 3, {"linear_before_reset": 0}), ("gru_scan", 6, 3, 10, {"linear_before_reset": 1})])
+def test_scan_on_llvm_matches_numpy(op, steps, batch, hidden, attrs):
+    """``lstm_scan`` / ``gru_scan`` built for llvm with the TE scan equal their numpy semantics."""
     from vdla.compiler.graph import Graph
     from vdla.compiler.targets.llvm.strategy import LlvmCache
 
     rng = np.random.default_rng(steps * 100 + hidden)
     g = Graph("lstm")
-    g.add_input("gx", (steps, batch, 4 * hidden))
-    ins = ["gx"] + [g.add_const(nm, rng.standard_normal(s).astype(np.float32) * 0.4)
-                    for nm, s in (("r", (4 * hidden, hidden)), ("h0", (batch, hidden)), ("c0", (batch, hidden)))]
-    g.set_outputs(g.add_node("lstm_scan", ins, name="seq"))
+    ng = 4 if op == "lstm_scan" else 3
+    g.add_input("gx", (steps, batch, ng * hidden))
+    shapes = ((("r", (4 * hidden, hidden)), ("h0", (batch, hidden)), ("c0", (batch, hidden))) if op == "lstm_scan"
+              else (("r", (3 * hidden, hidden)), ("rbh", (hidden,)), ("h0", (batch, hidden))))
+    ins = ["gx"] + [g.add_const(nm, rng.standard_normal(s).astype(np.float32) * 0.4) for nm, s in shapes]
+    g.set_outputs(g.add_node(op, ins, name="seq", **attrs))
     g.infer_types()
     k = LlvmCache().get(g.node("seq"), g)
     assert not isinstance(k, str), k
-    x = rng.standard_normal((steps, batch, 4 * hidden)).astype(np.float32)
+    x = rng.standard_normal((steps, batch, ng * hidden)).astype(np.float32)
     np.testing.assert_allclose(k({**g.consts, "gx": x}), run(g, x)[0], rtol=1e-5, atol=1e-6)

@@ -2,9 +2,9 @@
 ``layout`` 0 and 1, peepholes, GRU's ``linear_before_reset``, initial states).
 
 The input projection of every time step is one ``dense`` over all ``T * batch`` rows (the
-big GEMM, which VDLA can run). An LSTM's recurrence is then one ``lstm_scan`` node
-(:mod:`..ops.rnn`), which llvm builds with the TE ``scan`` (the importer's ``rnn="scan"``,
-the default); with ``rnn="unroll"`` (and for GRU, RNN and peephole LSTMs) it is unrolled
+big GEMM, which VDLA can run). An LSTM's or GRU's recurrence is then one ``lstm_scan`` /
+``gru_scan`` node (:mod:`..ops.rnn`), which llvm builds with the TE ``scan`` (the importer's
+``rnn="scan"``, the default); with ``rnn="unroll"`` (and for RNN and peephole LSTMs) it is unrolled
 over the static sequence length: per step one ``dense`` of the hidden state by the
 recurrence weights and the gate functions, every matmul an ordinary ``dense`` node that
 partitions, quantises and fuses like any other. Variable ``sequence_lens``,
@@ -79,6 +79,9 @@ class RnnOps:
             c0 = self._state(n, i, 6, d, batch, hs, a["layout"]) if cell == "LSTM" else None
             if cell == "LSTM" and p is None and self.rnn == "scan":
                 outs, h, c = self._direction_scan(n, d, reverse, rows, steps, batch, hs, w[d], r[d], b[d], h0, c0)
+            elif cell == "GRU" and self.rnn == "scan":
+                outs, h, c = self._direction_gru_scan(n, d, reverse, rows, steps, batch, hs, w[d], r[d], b[d], h0,
+                                                      int(a.get("linear_before_reset", 0)))
             else:
                 outs, h, c = self._direction(n, cell, d, reverse, rows, steps, batch, hs, w[d], r[d], b[d],
                                              None if p is None else p[d], h0, c0,
@@ -212,6 +215,32 @@ class RnnOps:
         last_h = self.reshape(n, part(0, steps - 1, steps, 1, "h_last"), (batch, hs), f"{pre}.h_last.bh")
         last_c = self.reshape(n, part(1, steps - 1, steps, 1, "c_last"), (batch, hs), f"{pre}.c_last.bh")
         return y, last_h, last_c
+
+    def _direction_gru_scan(self, n: Any, d: int, reverse: bool, rows: str, steps: int, batch: int, hs: int,
+                            w: np.ndarray, r: np.ndarray, b: np.ndarray, h: str | None,
+                            lbr: int) -> tuple[str, str, None]:
+        """One GRU direction as ``dense`` + ``gru_scan`` (the TE scan): (Y (T, B, H), last h, None)."""
+        pre = f"d{d}"
+        wb, rb = b[: 3 * hs], b[3 * hs :]
+        xbias = wb + np.concatenate([rb[: 2 * hs], np.zeros(hs, np.float32)])
+        wc = self.g.add_const(f"{n.input[1]}.d{d}", np.ascontiguousarray(w))
+        bc = self.g.add_const(f"{n.input[1]}.d{d}.bias", xbias.astype(np.float32))
+        gx = self.helper_node(n, "dense", [rows, wc, bc], f"{pre}.xproj")
+        gx = self.reshape(n, gx, (steps, batch, 3 * hs), f"{pre}.xproj.tb")
+        if reverse:
+            gx = self.helper_node(n, "slice", [gx], f"{pre}.xproj.rev", begin=(steps - 1, 0, 0), end=(-1, batch, 3 * hs),
+                                  step=(-1, 1, 1))
+        h = h or self.g.add_const(f"{self.base(n)}.{pre}.h0", np.zeros((batch, hs), np.float32))
+        rc = self.g.add_const(f"{n.input[2]}.d{d}", np.ascontiguousarray(r))
+        rbh = self.g.add_const(f"{self.base(n)}.{pre}.rbh", rb[2 * hs :].astype(np.float32))
+        seq = self.helper_node(n, "gru_scan", [gx, rc, rbh, h], f"{pre}.scan", linear_before_reset=lbr)
+        y = seq
+        if reverse:
+            y = self.helper_node(n, "slice", [seq], f"{pre}.y.rev", begin=(steps - 1, 0, 0), end=(-1, batch, hs),
+                                 step=(-1, 1, 1))
+        last = self.helper_node(n, "slice", [seq], f"{pre}.h_last", begin=(steps - 1, 0, 0), end=(steps, batch, hs),
+                                step=(1, 1, 1))
+        return y, self.reshape(n, last, (batch, hs), f"{pre}.h_last.bh"), None
 
     def _outputs(self, n: Any, ys: list[str], hn: list[str], cn: list[Any], steps: int, batch: int, hs: int,
                  layout: int) -> None:

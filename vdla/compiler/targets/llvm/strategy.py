@@ -17,7 +17,7 @@ float32 (the CPU part of a quantised model: the first conv, the pools, the class
   intrinsics, as a fused node's tail (inlined by the anchor's schedule) or alone
   (``schedule_injective``).
 
-``lstm_scan`` (an LSTM layer's recurrence) is built with the TE ``scan``.
+``lstm_scan`` / ``gru_scan`` (an LSTM's / GRU's recurrence) are built with the TE ``scan``.
 
 Integer nodes (quantize/requantize/pack/unpack, int8 convs) stay on numpy, which is
 bit-exact by construction; flatten/reshape/concat are copies and stay there too.
@@ -83,7 +83,7 @@ def _body(node: Node, graph: Graph) -> tuple[list[Node], dict[str, Any], list[st
 
 def check(node: Node, graph: Graph) -> str | None:
     """None when :func:`lower` can map ``node``, else the reason it cannot."""
-    if node.op == "lstm_scan":
+    if node.op in ("lstm_scan", "gru_scan"):
         return None
     nodes, types, outs = _body(node, graph)
     if len(outs) != 1:
@@ -153,6 +153,8 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
         return why
     if node.op == "lstm_scan":
         return _lower_lstm(node, graph, name)
+    if node.op == "gru_scan":
+        return _lower_gru(node, graph, name)
     nodes, types, outs = _body(node, graph)
     env: dict[str, Any] = {}
     args: list[str] = []
@@ -256,6 +258,46 @@ def _lower_lstm(node: Node, graph: Graph, name: str) -> LlvmKernel | str:
     except Exception as e:  # a schedule or codegen limit: numpy it is
         return f"llvm build failed: {type(e).__name__}: {e}"
     return LlvmKernel(func, list(node.inputs), (steps, 2, batch, hs), "float32")
+
+
+def _lower_gru(node: Node, graph: Graph, name: str) -> LlvmKernel | str:
+    """``gru_scan`` with the TE ``scan`` (see :func:`_lower_lstm`)."""
+    from ... import te
+    from ...driver import build
+
+    steps, batch, g3 = graph.type_of(node.inputs[0]).shape
+    hs = g3 // 3
+    lbr = bool(node.attrs["linear_before_reset"])
+    gx = te.placeholder((steps, batch, g3), "float32", name="gates_x")
+    r = te.placeholder((g3, hs), "float32", name="r")
+    rbh = te.placeholder((hs,), "float32", name="rbh")
+    h0 = te.placeholder((batch, hs), "float32", name="h0")
+    s_h = te.placeholder((steps + 1, batch, hs), "float32", name="s_h")
+    init_h = te.compute((1, batch, hs), lambda _, i, j: h0[i, j], name="init_h")
+    shape = (steps + 1, batch, hs)
+    k = te.reduce_axis((0, hs), name="k")
+    zr = te.compute((steps + 1, batch, 2 * hs), lambda t, i, g: te.sum(s_h[t - 1, i, k] * r[g, k], axis=k), name="zr")
+    z = te.compute(shape, lambda t, i, j: te.sigmoid(gx[t - 1, i, j] + zr[t, i, j]), name="z")
+    rg = te.compute(shape, lambda t, i, j: te.sigmoid(gx[t - 1, i, hs + j] + zr[t, i, hs + j]), name="reset")
+    k2 = te.reduce_axis((0, hs), name="k2")
+    if lbr:
+        hh = te.compute(shape, lambda t, i, j: te.sum(s_h[t - 1, i, k2] * r[2 * hs + j, k2], axis=k2), name="hh")
+        cand = te.compute(shape, lambda t, i, j: te.tanh(gx[t - 1, i, 2 * hs + j] + rg[t, i, j] * (hh[t, i, j] + rbh[j])),
+                          name="cand")
+    else:
+        rh = te.compute(shape, lambda t, i, j: rg[t, i, j] * s_h[t - 1, i, j], name="rh")
+        hh = te.compute(shape, lambda t, i, j: te.sum(rh[t, i, k2] * r[2 * hs + j, k2], axis=k2), name="hh")
+        cand = te.compute(shape, lambda t, i, j: te.tanh(gx[t - 1, i, 2 * hs + j] + hh[t, i, j] + rbh[j]),
+                          name="cand")
+    update = te.compute(shape, lambda t, i, j: cand[t, i, j] + z[t, i, j] * (s_h[t - 1, i, j] - cand[t, i, j]),
+                        name="update_h")
+    scan_h = te.scan(init_h, update, s_h, inputs=[gx], name="gru_scan")
+    out = te.compute((steps, batch, hs), lambda t, i, j: scan_h[t + 1, i, j], name="gru_out")
+    try:
+        func = build(te.create_schedule(out.op), [gx, r, rbh, h0, out], target="llvm", name=name)
+    except Exception as e:  # a schedule or codegen limit: numpy it is
+        return f"llvm build failed: {type(e).__name__}: {e}"
+    return LlvmKernel(func, list(node.inputs), (steps, batch, hs), "float32")
 
 
 class LlvmCache:
