@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Graph, GraphError, TensorType
+from ..ir import Graph, GraphError
 
 __all__ = ["Core", "onnx_module", "ELEM_DTYPES"]
 
@@ -163,12 +163,6 @@ class Core:
             self.env[name] = self.g.add_const(name, a)
             return self.env[name]
         raise GraphError(f"ONNX value {name!r} is used before it is defined")
-
-    def type_of(self, name: str) -> TensorType:
-        if name in self.known and name not in self.env:
-            a = self.known[name]
-            return TensorType(a.shape, "float32" if a.dtype.kind == "f" else "int32")
-        return self.g.type_of(self.value(name))
 
     def shape_of(self, name: str) -> tuple[int, ...]:
         if name in self.known:
