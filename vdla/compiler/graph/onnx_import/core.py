@@ -56,6 +56,7 @@ class Core:
         # ONNX N,C,L values -> their N,C,1,L graph form, so chains of 1-D convs and their
         # activations stay 2-D (and on VDLA) without a reshape between every pair
         self.h1: dict[str, str] = {}
+        self.idx = 0
         for t in og.initializer:
             self.known[t.name] = numpy_helper.to_array(t)
         self._inputs(og, dict(shapes or {}))
@@ -194,7 +195,7 @@ class Core:
         try:
             name = self.g.add_node(op, ins, name=node.output[out], **attrs)
         except GraphError as e:
-            raise GraphError(f"{self.at(node, 0)}: {e}") from None
+            raise GraphError(f"{self.at(node, self.idx)}: {e}") from None
         if node.name:
             self.g.nodes[-1].notes["onnx_node"] = node.name
         self.env[node.output[out]] = name
@@ -209,7 +210,7 @@ class Core:
         try:
             return self.g.add_node(op, ins, name=f"{self.base(node)}.{suffix}", **attrs)
         except GraphError as e:
-            raise GraphError(f"{self.at(node, 0)}: {e}") from None
+            raise GraphError(f"{self.at(node, self.idx)}: {e}") from None
 
     def reshape(self, node: Any, x: str, shape: Sequence[int], suffix: str) -> str:
         if tuple(self.g.type_of(x).shape) == tuple(shape):
@@ -232,6 +233,7 @@ class Core:
         og = self.model.graph
         supported = self.supported()
         for idx, n in enumerate(og.node):
+            self.idx = idx  # the node being imported (for messages of helpers that are not passed it)
             if n.domain not in ("", "ai.onnx"):
                 raise GraphError(f"unsupported ONNX operator {n.domain}.{n.op_type} at {self.where(n, idx)} "
                                  f"(opset {self.opset})")

@@ -258,7 +258,7 @@ class RnnOps:
         for k, vals in ((1, hn), (2, cn)):
             if len(n.output) > k and n.output[k]:
                 if vals[0] is None:
-                    raise self.err(n, 0, f"output {k} is not produced by this cell")
+                    raise self.err(n, self.idx, f"output {k} is not produced by this cell")
                 s = stack(vals, f"state{k}")
                 if layout:
                     self.emit(n, "transpose", [s], out=k, perm=(1, 0, 2))
