@@ -167,6 +167,7 @@ CASES: list[Case] = [Case(op, (6, 13)) for op in UNARY_6_13] + [
          ops=("reshape", "dense", "reshape")),
     Case("MatMul", (13,), inputs={"x": (6,), "w": (2, 6, 5)}, tag="vector_lhs"),
     Case("MatMul", (13,), inputs={"x": (4, 6), "w": (6,)}, tag="vector_rhs"),
+    Case("MatMul", (13,), inputs={"x": (6,), "w": (6,)}, tag="vector_vector"),
 ]
 
 CONV = [
@@ -195,6 +196,10 @@ CONV = [
          inputs={"x": (1, 2, 4, 5)}, inits={"w": _w(2, 3, 3, 3)}, tag="2d_same_upper"),
     Case("ConvTranspose", (11,), {"strides": [2, 2], "output_shape": [10, 12]},
          inputs={"x": (1, 2, 4, 5)}, inits={"w": _w(2, 3, 3, 3)}, tag="2d_output_shape"),
+    Case("ConvTranspose", (11,), {"strides": [2, 2], "output_shape": [12, 11]},
+         inputs={"x": (1, 2, 5, 5)}, inits={"w": _w(2, 3, 3, 3)}, tag="2d_output_shape_grows"),
+    Case("ConvTranspose", (11,), {"strides": [2, 2], "auto_pad": "SAME_LOWER"},
+         inputs={"x": (1, 2, 5, 5)}, inits={"w": _w(2, 3, 4, 3)}, tag="2d_same_lower"),
     Case("ConvTranspose", (6, 11), {"strides": [1, 2, 2], "pads": [0, 1, 0, 0, 0, 1], "output_padding": [0, 1, 0]},
          inputs={"x": (1, 2, 3, 4, 4)}, inits={"w": _w(2, 2, 2, 3, 3)}, tag="3d"),
     # pooling
