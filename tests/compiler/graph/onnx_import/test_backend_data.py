@@ -120,3 +120,20 @@ def test_zoo_architecture_matches_onnxruntime(name: str):
     w = np.asarray(want[0])
     np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(w).max())))
     assert (got.reshape(len(got), -1).argmax(1) == w.reshape(len(w), -1).argmax(1)).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, on_vdla", [("squeezenet", 25), ("inception_v1", 56)])
+def test_zoo_architecture_on_vdla_bit_exact(name: str, on_vdla: int, tmp_path):
+    """The zoo model (random weights) through ``vdla run``: its convolutions on VDLA, every
+    integer node bit-exact against the int8 reference, the fp32 path against onnxruntime."""
+    from vdla.compiler.graph.job import run_job
+
+    path = DATA / "light" / f"light_{name}.onnx"
+    if not path.is_file():
+        pytest.skip(f"{path} is not shipped with this onnx")
+    p = tmp_path / f"{name}.onnx"
+    onnx.save(_randomised(path), str(p))
+    res = run_job(str(p), "fsim")
+    assert len(res.vdla_layers) == on_vdla
+    assert res.ok and all(c.ok for c in res.checks), [c.line() for c in res.checks]
