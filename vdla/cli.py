@@ -87,13 +87,13 @@ def _model_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _run_model(args: argparse.Namespace) -> int:
     """`vdla run MODEL`: a built-in model, an .onnx file or a compiled model file."""
-    from .compiler.graph.job import run_job, stderr_progress
+    from .compiler.graph.job import parse_shapes, run_job, stderr_progress
 
     progress = stderr_progress(not args.quiet)
     res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
                   seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
                   per_channel=args.per_channel, calibration=args.calibration,
-                  device_options=run_outputs.device_options(args))
+                  device_options=run_outputs.device_options(args), shapes=parse_shapes(args.shape))
     close_progress(progress)
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
     run_outputs.write(args, job=res)
@@ -102,11 +102,11 @@ def _run_model(args: argparse.Namespace) -> int:
 
 def _build_model(args: argparse.Namespace) -> int:
     """`vdla build MODEL -o model.vdla`: compile once, run later without recompiling."""
-    from .compiler.graph.job import build_model, load_model, quant_options, stderr_progress
+    from .compiler.graph.job import build_model, load_model, parse_shapes, quant_options, stderr_progress
 
     progress = stderr_progress(not args.quiet)
-    spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size), per_channel=args.per_channel,
-                         calibration=args.calibration)
+    spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size, shapes=parse_shapes(args.shape)),
+                         per_channel=args.per_channel, calibration=args.calibration)
     m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
     close_progress(progress)
     out = Path(args.output or f"{spec.name}.vdla")
@@ -144,6 +144,8 @@ def _model_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--calibration", choices=("max", "percentile", "kl"), default=None,
                    help="activation calibration (default: the model's setting)")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    q.add_argument("--shape", action="append", default=[], metavar="NAME=d0,d1,...",
+                   help="bind an ONNX input's dynamic dimensions (repeat per input)")
 
 
 def _model_errors() -> tuple[type[BaseException], ...]:

@@ -126,7 +126,8 @@ def test_on_vdla_bit_exact_with_int8_graph(c: Case) -> None:
 UNSUPPORTED_CASES = [
     (Case("dw24", "conv2d", 24, 24, 5, 3, 1, 1, groups=24), "that takes 16 groups per block and 16 does not divide 24"),
     (Case("dw-asym-pad", "conv2d", 32, 32, 6, 3, 2, (0, 0, 1, 1), groups=32), "not the same on every side"),
-    (Case("dw-dilated", "conv2d", 32, 32, 6, 3, 1, 2, groups=32, dilation=2), "dilation (2, 2)"),
+    # a dilated conv runs on VDLA with a spread kernel (test_partition.py) where that fits; this one does not
+    (Case("dw24-dilated", "conv2d", 24, 24, 6, 3, 1, 2, groups=24, dilation=2), "dilation (2, 2)"),
     (Case("t-odd-output", "conv2d_transpose", 16, 16, 4, 3, 2, 1), "is not a multiple of the stride 2"),
     (Case("t-output-padding", "conv2d_transpose", 16, 16, 4, 4, 2, 1, output_padding=1), "output_padding (1, 1)"),
 ]

@@ -30,7 +30,7 @@ onnxruntime (within tolerance, when installed), and returns a :class:`JobResult`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,8 @@ from .partition import UNSUPPORTED, PartitionPolicy
 from .quantize import QConfig
 from .reference import run as reference_run
 
-__all__ = ["SETTINGS", "ModelSpec", "load_model", "quant_options", "build_model", "run_job", "JobResult"]
+__all__ = ["SETTINGS", "ModelSpec", "load_model", "quant_options", "build_model", "run_job", "JobResult",
+           "parse_shapes"]
 
 Progress = Callable[[str], None]
 
@@ -111,8 +112,30 @@ class ModelSpec:
     evaluation: tuple[dict[str, np.ndarray], np.ndarray] | None = None
 
 
-def load_model(model: str, *, reduced: bool = False, size: int | None = None) -> ModelSpec:
-    """A built-in model by name, or an ONNX file (QDQ models keep their own scales)."""
+def parse_shapes(specs: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
+    """``["x=1,3,224,224", ...]`` (the CLI's ``--shape``) -> ``{"x": (1, 3, 224, 224)}``."""
+    out: dict[str, tuple[int, ...]] = {}
+    for spec in specs or ():
+        name, eq, dims = spec.partition("=")
+        try:
+            shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+        except ValueError:
+            shape = ()
+        if not eq or not name or not shape or min(shape) < 1:
+            raise GraphError(f"--shape {spec!r}: expected NAME=d0,d1,... with positive integer dimensions")
+        out[name] = shape
+    return out
+
+
+def _shapes_text(shapes: Mapping[str, Sequence[int]]) -> str:
+    """``--shape`` arguments as one string (a model file's info keeps scalars only)."""
+    return " ".join(f"{k}={','.join(str(int(d)) for d in v)}" for k, v in shapes.items())
+
+
+def load_model(model: str, *, reduced: bool = False, size: int | None = None,
+               shapes: Mapping[str, Sequence[int]] | None = None) -> ModelSpec:
+    """A built-in model by name, or an ONNX file (QDQ models keep their own scales);
+    ``shapes`` binds an ONNX model's dynamic input dimensions."""
     if model == "digits":
         return _digits_spec(reduced)
     if model in SETTINGS:
@@ -133,11 +156,13 @@ def load_model(model: str, *, reduced: bool = False, size: int | None = None) ->
             raise GraphError(f"no such ONNX file: {model}")
         from .onnx_import import load_onnx
 
-        g = load_onnx(p)
+        g = load_onnx(p, shapes)
         qdq = any(n.op in ("quantize", "dequantize") for n in g.nodes)
         shape = ", ".join(f"{k} {'x'.join(map(str, t.shape))}" for k, t in g.inputs.items())
         return ModelSpec(p.stem, g, None if qdq else QConfig(int8_shortcut=True), PartitionPolicy(),
-                         f"ONNX {p.name} ({shape}{', QDQ' if qdq else ''})", {"onnx": str(p.resolve())}, qdq)
+                         f"ONNX {p.name} ({shape}{', QDQ' if qdq else ''})",
+                         {"onnx": str(p.resolve()), **({"shapes": _shapes_text(shapes)} if shapes else {})},
+                         qdq)
     raise GraphError(
         f"unknown model {model!r}: give a built-in model ({', '.join(SETTINGS)}), an .onnx file or a compiled .vdla model"
     )
@@ -203,7 +228,7 @@ def _rebuild_fp32(info: dict[str, Any]) -> Graph | None:
         if info.get("model"):
             return load_model(info["model"], reduced=bool(info.get("reduced")), size=info.get("size") or None).graph
         if info.get("onnx") and Path(info["onnx"]).is_file():
-            spec = load_model(info["onnx"])
+            spec = load_model(info["onnx"], shapes=parse_shapes(str(info.get("shapes", "")).split()))
             return None if spec.qdq else spec.graph
     except (GraphError, ImportError):
         return None
@@ -390,6 +415,7 @@ def run_job(
     per_channel: bool | None = None,
     calibration: str | None = None,
     device_options: dict[str, Any] | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> JobResult:
     """Compile (or load) ``model``, run it on ``device`` and check it; see the module doc.
     ``device_options`` go to the Device (e.g. ``waves="run.vcd"``); the Device is closed at the end."""
@@ -406,7 +432,7 @@ def run_job(
         m = CompiledModel.load(model)
         from_file = True
     else:
-        spec = quant_options(load_model(model, reduced=reduced, size=size), per_channel=per_channel,
+        spec = quant_options(load_model(model, reduced=reduced, size=size, shapes=shapes), per_channel=per_channel,
                              calibration=calibration)
         fp32 = spec.graph if not spec.qdq else None
         onnx_file = spec.source.get("onnx")
@@ -492,11 +518,11 @@ def _fp32_check(fp32: Graph | None, x: dict[str, np.ndarray], onnx_file: str | N
         from .onnx_export import to_onnx
 
         blob = to_onnx(fp32).SerializeToString()
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(blob, opts, providers=["CPUExecutionProvider"])
-    got = sess.run(None, {k: v for k, v in x.items()})
+    try:
+        got = _ort_outputs(ort, blob, x)
+    except Exception as e:  # noqa: BLE001 - onnxruntime's own limits (old opsets, kernels it lacks)
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return Check(name, None, f"onnxruntime cannot run this model: {why[:300]}")
     err = max(float(np.abs(a.astype(np.float64) - b).max()) for a, b in zip(ref, got))
     scale = max(float(np.abs(b).max()) for b in got)
     tol = 1e-4 * max(1.0, scale)
@@ -509,6 +535,18 @@ def _fp32_check(fp32: Graph | None, x: dict[str, np.ndarray], onnx_file: str | N
         if r.ndim == 2 and r.shape[1] > 1:
             detail += f", top-1 {'agrees' if (r.argmax(1) == q.argmax(1)).all() else 'differs'}"
     return Check(name, err <= tol, detail)
+
+
+def _ort_outputs(ort: Any, blob: bytes, x: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Run the model on onnxruntime, feeding each input in the element type the model declares
+    (the graph reads double / int64 inputs as float32 / int32)."""
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(blob, opts, providers=["CPUExecutionProvider"])
+    kinds = {"tensor(double)": np.float64, "tensor(int64)": np.int64}
+    feeds = {i.name: x[i.name].astype(kinds[i.type]) if i.type in kinds else x[i.name] for i in sess.get_inputs()}
+    return [np.asarray(o, np.float32) if np.asarray(o).dtype == np.float64 else o for o in sess.run(None, feeds)]
 
 
 def stderr_progress(enabled: bool = True) -> Progress | None:

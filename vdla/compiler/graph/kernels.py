@@ -57,8 +57,9 @@ def count_macs(node: Node, graph: Graph) -> int:
         return 0
     w = g.type_of(n.inputs[1]).shape
     o = n.type.shape if n.type else ()
-    if n.op == "conv2d_packed":  # grouped convs merged into whole blocks: the real MACs, not the zeros
-        return int(np.prod(o)) * w[1] * w[2] * w[3] * w[5] // int(n.notes.get("group_merge", 1))
+    if n.op == "conv2d_packed":  # grouped convs merged into whole blocks, spread (dilated) kernels: the real MACs
+        real, spread = n.notes.get("taps", (1, 1))
+        return int(np.prod(o)) * w[1] * w[2] * w[3] * w[5] * real // spread // int(n.notes.get("group_merge", 1))
     if n.op == "dense_packed":
         return int(np.prod(o)) * w[1] * w[3]
     if n.op == "conv2d_transpose_packed":  # the phase sub-kernels' taps
@@ -67,6 +68,8 @@ def count_macs(node: Node, graph: Graph) -> int:
         return int(np.prod(o)) * w[1] * w[2] * w[3]
     if n.op == "conv2d_transpose":
         return int(np.prod(g.type_of(n.inputs[0]).shape)) * w[1] * w[2] * w[3]
+    if n.op == "matmul":  # [..., K, M]: K products per output
+        return int(np.prod(o)) * w[-2]
     return int(np.prod(o)) * w[1]
 
 

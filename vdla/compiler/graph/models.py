@@ -23,6 +23,7 @@ statistics that keep activations in a sane range, so quantisation is meaningful.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -326,6 +327,25 @@ def get(name: str, **kwargs) -> Graph:
     return MODELS[name](**kwargs)
 
 
+def _index_bound(graph: Graph, name: str) -> int:
+    """The extent an integer input indexes when only ``gather`` nodes read it (else 0);
+    fused bodies are looked into (their inputs keep the outer names)."""
+    readers: list[tuple[Graph, Any]] = []
+
+    def scan(g: Graph) -> None:
+        for n in g.nodes:
+            body = n.attrs.get("body") if n.op == "fused" else None
+            if isinstance(body, Graph):
+                scan(body)
+            elif name in n.inputs:
+                readers.append((g, n))
+
+    scan(graph)
+    if not readers or any(n.op != "gather" or n.inputs[1] != name or n.inputs[0] == name for _, n in readers):
+        return 0
+    return min(g.type_of(n.inputs[0]).shape[n.attrs["axis"]] for g, n in readers)
+
+
 def sample_input(
     graph: Graph, seed: int = 0, count: int | None = None
 ) -> dict[str, np.ndarray] | list[dict[str, np.ndarray]]:
@@ -338,8 +358,12 @@ def sample_input(
     def one() -> dict[str, np.ndarray]:
         out = {}
         for k, t in graph.inputs.items():
+            if t.dtype == "int32" and _index_bound(graph, k):  # indices (an embedding's tokens)
+                out[k] = rng.integers(0, _index_bound(graph, k), t.shape).astype(np.int32)
+                continue
             if t.dtype != "float32":
-                raise GraphError(f"sample_input: input {k!r} is {t}; only float32 inputs are generated")
+                raise GraphError(f"sample_input: input {k!r} is {t}; only float32 inputs (and int32 indices of a "
+                                 "gather) are generated")
             if len(t.shape) == 4:
                 n, c, h, w = t.shape
                 lo = rng.standard_normal((n, c, max(1, h // 8), max(1, w // 8)))

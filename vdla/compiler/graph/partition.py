@@ -13,7 +13,9 @@ A GEMM goes to VDLA only when its shape fits a VDLA template with the Config's b
 whole channel blocks, merging groups where needed; conv2d_transpose (DCGAN) with a square
 kernel, one stride and padding, and an output that splits into stride phases. A shape that
 does not fit stays on the CPU with the constraint it breaks as the reason
-(``"unsupported on VDLA: ..."``).
+(``"unsupported on VDLA: ..."``). A dilated conv2d goes to VDLA with its kernel spread out
+(zeros between the taps: the same integers out, more taps multiplied;
+``PartitionPolicy.undilate``), where the spread kernel fits.
 
 Each node's ``notes["reason"]`` says why it landed where it did; :func:`report` lists them.
 """
@@ -23,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...config import Config
-from .ir import Graph, GraphError
+from .ir import Graph, GraphError, Node
 from .layout import VdlaPlan, vdla_plan
 
 __all__ = ["PartitionPolicy", "partition", "report", "UNSUPPORTED"]
@@ -33,6 +37,13 @@ _GEMM_OPS = ("conv2d", "conv2d_packed", "conv2d_transpose", "conv2d_transpose_pa
 #: The reason of a GEMM whose shape fits no VDLA template starts with this.
 UNSUPPORTED = "unsupported on VDLA: "
 _ALU_OPS = ("add", "relu", "clip", "shift", "channel_shift", "requantize", "cast", "max_pool2d")
+#: why GEMM-like operators VDLA has no template for stay on the CPU
+_CPU_WHY = {
+    "conv_nd": "not a VDLA operation (3-D convolution: the VDLA conv templates are 2-D)",
+    "conv_transpose_nd": "not a VDLA operation (grouped, dilated or 3-D transposed convolution)",
+    "matmul": "not a VDLA operation (a product of two computed tensors: VDLA's dense takes a constant weight)",
+    "pool_nd": "not a VDLA operation (1-D/3-D, dilated, Lp or ceil-mode average pooling)",
+}
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,9 @@ class PartitionPolicy:
     alu_ops: tuple[str, ...] = ("add", "relu", "clip", "shift", "channel_shift", "requantize", "cast")
     #: Run grouped/depthwise convolutions on VDLA (as grouped GEMMs) or keep them on the CPU.
     offload_grouped: bool = True
+    #: Run a dilated int8 conv2d on VDLA with its kernel spread out (zeros between the taps:
+    #: the same result, (k-1)*d+1 taps per axis multiplied) instead of on the CPU.
+    undilate: bool = True
     cpu_nodes: frozenset[str] = field(default_factory=frozenset)
     vdla_nodes: frozenset[str] = field(default_factory=frozenset)
 
@@ -60,6 +74,30 @@ def _first_conv(g: Graph) -> str | None:
         ):
             return n.name
     return None
+
+
+def _undilated(n: Node, g: Graph, config: Config | None, why: str) -> tuple[VdlaPlan | str, str]:
+    """Rewrite a dilated conv2d ``n`` (in place, in ``g``) to a dilation-1 conv whose kernel
+    has zeros between the taps, when that fits a VDLA template; else leave it and say why."""
+    if not g.is_const(n.inputs[1]):
+        return why, ""
+    w = g.consts[n.inputs[1]]
+    dh, dw = n.attrs["dilation"]
+    o, c, kh, kw = w.shape
+    spread = np.zeros((o, c, (kh - 1) * dh + 1, (kw - 1) * dw + 1), w.dtype)
+    spread[:, :, ::dh, ::dw] = w
+    trial = Node(n.name, n.op, [n.inputs[0], "__spread__", *n.inputs[2:]], {**n.attrs, "dilation": (1, 1)})
+    g.consts["__spread__"] = spread
+    try:
+        plan = vdla_plan(trial, g, config)
+    finally:
+        del g.consts["__spread__"]
+    if isinstance(plan, str):
+        return why, ""
+    n.inputs = [n.inputs[0], g.add_const(f"{n.inputs[1]}.spread", spread), *n.inputs[2:]]
+    n.attrs = {**n.attrs, "dilation": (1, 1)}
+    n.notes["taps"] = (kh * kw, spread.shape[2] * spread.shape[3])  # real vs multiplied (for MAC counts)
+    return plan, f"; dilation ({dh}, {dw}) as a spread {spread.shape[2]}x{spread.shape[3]} kernel"
 
 
 def partition(graph: Graph, policy: PartitionPolicy | None = None, config: Config | None = None,
@@ -98,10 +136,13 @@ def partition(graph: Graph, policy: PartitionPolicy | None = None, config: Confi
                 n.target, reason = "cpu", "grouped convolution not offloaded by the policy"
             else:
                 plan = vdla_plan(n, g, config) if n.op in ("conv2d", "conv2d_transpose", "dense") else None
+                note = ""
+                if isinstance(plan, str) and pol.undilate and n.op == "conv2d" and n.attrs["dilation"] != (1, 1):
+                    plan, note = _undilated(n, g, config, plan)
                 if isinstance(plan, str):
                     n.target, reason = "cpu", UNSUPPORTED + plan
                 else:
-                    n.target, reason = "vdla", plan.describe() if isinstance(plan, VdlaPlan) else "int8 GEMM"
+                    n.target, reason = "vdla", (plan.describe() if isinstance(plan, VdlaPlan) else "int8 GEMM") + note
         elif (
             n.op in pol.alu_ops
             and all(t.dtype == "int32" for t in ins)
@@ -109,7 +150,8 @@ def partition(graph: Graph, policy: PartitionPolicy | None = None, config: Confi
         ):
             n.target, reason = "vdla", "int32 ALU op after a VDLA producer"
         else:
-            n.target, reason = "cpu", "not a VDLA operation" if n.op not in _ALU_OPS else "no VDLA producer / dtype"
+            n.target, reason = "cpu", _CPU_WHY.get(n.op, "not a VDLA operation") if n.op not in _ALU_OPS \
+                else "no VDLA producer / dtype"
         n.notes["reason"] = reason
     # integer element-wise ops whose every reader is on VDLA (a residual's cast/shift) join it
     cons = g.consumers()

@@ -181,14 +181,24 @@ register("dense", "complex", (2, 3))((_dense_infer, _dense))
 
 
 def _matmul_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    """``a @ b`` with numpy's (ONNX MatMul's) rules: 2-D, or batched with broadcast batch dimensions."""
     a, b = ts
-    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-        raise _err(f"matmul needs [N,K] x [K,M], got {a} and {b}")
-    return TensorType((a.shape[0], b.shape[1]), _mm_dtype(a.dtype, b.dtype, "matmul"))
+    if len(a.shape) < 2 or len(b.shape) < 2 or a.shape[-1] != b.shape[-2]:
+        raise _err(f"matmul needs [...,N,K] x [...,K,M], got {a} and {b}")
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise _err(f"matmul: batch dimensions of {a} and {b} do not broadcast") from None
+    return TensorType(batch + (a.shape[-2], b.shape[-1]), _mm_dtype(a.dtype, b.dtype, "matmul"))
 
 
 def _matmul(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
-    return _finish(exact_matmul(xs[0], xs[1]), "int32" if xs[0].dtype != np.float32 else "float32")
+    a, b = xs
+    if a.ndim > 2 or b.ndim > 2:  # broadcast the batch dimensions first (exact_matmul's bound is per product)
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a = np.broadcast_to(a, batch + a.shape[-2:])
+        b = np.broadcast_to(b, batch + b.shape[-2:])
+    return _finish(exact_matmul(a, b), "int32" if xs[0].dtype != np.float32 else "float32")
 
 
 register("matmul", "complex", (2, 2))((_matmul_infer, _matmul))

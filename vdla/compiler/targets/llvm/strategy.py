@@ -11,9 +11,13 @@ float32 (the CPU part of a quantised model: the first conv, the pools, the class
 * ``max_pool2d`` / ``avg_pool2d`` -> ``topi.pool2d``, ``schedule_pool``;
 * ``global_avg_pool2d`` -> ``topi.global_pool``, ``schedule_global_pool``;
 * ``softmax`` -> ``topi.softmax``, ``schedule_softmax``;
-* ``relu`` / ``clip`` / ``add`` / ``sub`` / ``mul`` / ``batch_norm`` -> topi's element-wise
-  operators, as a fused node's tail (inlined by the anchor's schedule) or alone
+* ``relu`` / ``clip`` / ``add`` / ``sub`` / ``mul`` / ``div`` / ``maximum`` / ``minimum`` /
+  ``batch_norm`` -> topi's element-wise operators, and ``exp`` / ``log`` / ``sqrt`` /
+  ``tanh`` / ``sigmoid`` / ``floor`` / ``ceil`` / ``neg`` / ``abs`` / ``leaky_relu`` -> te's
+  intrinsics, as a fused node's tail (inlined by the anchor's schedule) or alone
   (``schedule_injective``).
+
+``lstm_scan`` / ``gru_scan`` (an LSTM's / GRU's recurrence) are built with the TE ``scan``.
 
 Integer nodes (quantize/requantize/pack/unpack, int8 convs) stay on numpy, which is
 bit-exact by construction; flatten/reshape/concat are copies and stay there too.
@@ -35,7 +39,8 @@ from ...graph.ir import Graph, Node
 
 __all__ = ["LlvmKernel", "LlvmCache", "declare", "lower", "signature"]
 
-_ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm")
+_ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm", "div", "maximum", "minimum",
+             "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
 _ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax")
 _SCHEDULE = {
     "conv2d": "schedule_conv2d_nchw",
@@ -58,7 +63,11 @@ class LlvmKernel:
 
     def __call__(self, env: Any) -> np.ndarray:
         out = np.empty(self.out_shape, self.out_dtype)
-        self.func(*[np.ascontiguousarray(env[a]) for a in self.args], out)
+        arrs: list[np.ndarray] = []
+        for a in self.args:  # the module refuses aliased arguments (equal constants may share one array)
+            v = np.ascontiguousarray(env[a])
+            arrs.append(v.copy() if any(np.may_share_memory(v, u) for u in arrs) else v)
+        self.func(*arrs, out)
         return out
 
 
@@ -74,6 +83,8 @@ def _body(node: Node, graph: Graph) -> tuple[list[Node], dict[str, Any], list[st
 
 def check(node: Node, graph: Graph) -> str | None:
     """None when :func:`lower` can map ``node``, else the reason it cannot."""
+    if node.op in ("lstm_scan", "gru_scan"):
+        return None
     nodes, types, outs = _body(node, graph)
     if len(outs) != 1:
         return "more than one output"
@@ -113,10 +124,31 @@ def signature(node: Node, graph: Graph) -> str:
     return json.dumps([items, [nm(o) for o in outs]])
 
 
+#: element-wise float functions built straight from te's intrinsics (the ONNX importer's math ops)
+_TE_UNARY = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
+
+
+def _unary(te: Any, op: str, x: Any, at: dict[str, Any]) -> Any:
+    from ...topi.util import INJECTIVE
+
+    if op == "neg":
+        fn = lambda v: -v  # noqa: E731
+    elif op == "leaky_relu":
+        alpha = te.const(float(at["alpha"]), x.dtype)
+        zero = te.const(0.0, x.dtype)
+        fn = lambda v: te.select(v < zero, v * alpha, v)  # noqa: E731
+    else:
+        fn = getattr(te, op)
+    return te.compute(x.shape, lambda *i: fn(x[i]), name=op, tag=INJECTIVE)
+
+
 def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
     """``node`` as topi operators: (placeholders, the outer values they stand for, the output
     tensor), or why it cannot be. Shared by every target's strategy (the GPU's too)."""
     from ... import te, topi
+
+    if node.op in ("lstm_scan", "gru_scan"):
+        return f"{node.op} is built with the TE scan (llvm only), not from topi operators"
 
     why = check(node, graph)
     if why is not None:
@@ -169,6 +201,10 @@ def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
             y = topi.multiply(xs[0], xs[1])
         elif n.op == "batch_norm":
             y = topi.batch_norm_inference(*xs, epsilon=float(at["epsilon"]))
+        elif n.op in ("div", "maximum", "minimum"):
+            y = {"div": topi.divide, "maximum": topi.maximum, "minimum": topi.minimum}[n.op](xs[0], xs[1])
+        elif n.op in _TE_UNARY:
+            y = _unary(te, n.op, xs[0], at)
         else:  # pragma: no cover - check() filtered these
             return f"{n.op} has no topi operator"
         env[n.name] = y
@@ -180,6 +216,10 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     from ...driver import build
     from . import schedules
 
+    if node.op == "lstm_scan":
+        return _lower_lstm(node, graph, name)
+    if node.op == "gru_scan":
+        return _lower_gru(node, graph, name)
     decl = declare(node, graph)
     if isinstance(decl, str):
         return decl
@@ -193,6 +233,84 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     t = node.type
     assert t is not None
     return LlvmKernel(func, args, tuple(t.shape), t.dtype)
+
+
+def _lower_lstm(node: Node, graph: Graph, name: str) -> LlvmKernel | str:
+    """``lstm_scan`` with the TE ``scan``: states h and c over T + 1 steps (step 0 the initial
+    state), each step's recurrent product, gates and update as computes over the state."""
+    from ... import te
+    from ...driver import build
+
+    steps, batch, g4 = graph.type_of(node.inputs[0]).shape
+    hs = g4 // 4
+    gx = te.placeholder((steps, batch, g4), "float32", name="gates_x")
+    r = te.placeholder((g4, hs), "float32", name="r")
+    h0 = te.placeholder((batch, hs), "float32", name="h0")
+    c0 = te.placeholder((batch, hs), "float32", name="c0")
+    s_h = te.placeholder((steps + 1, batch, hs), "float32", name="s_h")
+    s_c = te.placeholder((steps + 1, batch, hs), "float32", name="s_c")
+    init_h = te.compute((1, batch, hs), lambda _, i, j: h0[i, j], name="init_h")
+    init_c = te.compute((1, batch, hs), lambda _, i, j: c0[i, j], name="init_c")
+    k = te.reduce_axis((0, hs), name="k")
+    h2h = te.compute((steps + 1, batch, g4), lambda t, i, g: te.sum(s_h[t - 1, i, k] * r[g, k], axis=k), name="h2h")
+    gates = te.compute((steps + 1, batch, g4), lambda t, i, g: gx[t - 1, i, g] + h2h[t, i, g], name="gates")
+    shape = (steps + 1, batch, hs)
+    next_c = te.compute(shape, lambda t, i, j: te.sigmoid(gates[t, i, 2 * hs + j]) * s_c[t - 1, i, j]
+                        + te.sigmoid(gates[t, i, j]) * te.tanh(gates[t, i, 3 * hs + j]), name="next_c")
+    next_h = te.compute(shape, lambda t, i, j: te.sigmoid(gates[t, i, hs + j]) * te.tanh(next_c[t, i, j]),
+                        name="next_h")
+    # the updates are copies, so next_c (read by next_h) is stored inside the step's scope
+    update_h = te.compute(shape, lambda *i: next_h[i], name="update_h")
+    update_c = te.compute(shape, lambda *i: next_c[i], name="update_c")
+    scan_h, scan_c = te.scan([init_h, init_c], [update_h, update_c], [s_h, s_c], inputs=[gx], name="lstm_scan")
+    out = te.compute((steps, 2, batch, hs), lambda t, s, i, j: te.if_then_else(
+        s == 0, scan_h[t + 1, i, j], scan_c[t + 1, i, j]), name="lstm_out")
+    try:
+        sched = te.create_schedule(out.op)
+        func = build(sched, [gx, r, h0, c0, out], target="llvm", name=name)
+    except Exception as e:  # a schedule or codegen limit: numpy it is
+        return f"llvm build failed: {type(e).__name__}: {e}"
+    return LlvmKernel(func, list(node.inputs), (steps, 2, batch, hs), "float32")
+
+
+def _lower_gru(node: Node, graph: Graph, name: str) -> LlvmKernel | str:
+    """``gru_scan`` with the TE ``scan`` (see :func:`_lower_lstm`)."""
+    from ... import te
+    from ...driver import build
+
+    steps, batch, g3 = graph.type_of(node.inputs[0]).shape
+    hs = g3 // 3
+    lbr = bool(node.attrs["linear_before_reset"])
+    gx = te.placeholder((steps, batch, g3), "float32", name="gates_x")
+    r = te.placeholder((g3, hs), "float32", name="r")
+    rbh = te.placeholder((hs,), "float32", name="rbh")
+    h0 = te.placeholder((batch, hs), "float32", name="h0")
+    s_h = te.placeholder((steps + 1, batch, hs), "float32", name="s_h")
+    init_h = te.compute((1, batch, hs), lambda _, i, j: h0[i, j], name="init_h")
+    shape = (steps + 1, batch, hs)
+    k = te.reduce_axis((0, hs), name="k")
+    zr = te.compute((steps + 1, batch, 2 * hs), lambda t, i, g: te.sum(s_h[t - 1, i, k] * r[g, k], axis=k), name="zr")
+    z = te.compute(shape, lambda t, i, j: te.sigmoid(gx[t - 1, i, j] + zr[t, i, j]), name="z")
+    rg = te.compute(shape, lambda t, i, j: te.sigmoid(gx[t - 1, i, hs + j] + zr[t, i, hs + j]), name="reset")
+    k2 = te.reduce_axis((0, hs), name="k2")
+    if lbr:
+        hh = te.compute(shape, lambda t, i, j: te.sum(s_h[t - 1, i, k2] * r[2 * hs + j, k2], axis=k2), name="hh")
+        cand = te.compute(shape, lambda t, i, j: te.tanh(gx[t - 1, i, 2 * hs + j] + rg[t, i, j] * (hh[t, i, j] + rbh[j])),
+                          name="cand")
+    else:
+        rh = te.compute(shape, lambda t, i, j: rg[t, i, j] * s_h[t - 1, i, j], name="rh")
+        hh = te.compute(shape, lambda t, i, j: te.sum(rh[t, i, k2] * r[2 * hs + j, k2], axis=k2), name="hh")
+        cand = te.compute(shape, lambda t, i, j: te.tanh(gx[t - 1, i, 2 * hs + j] + hh[t, i, j] + rbh[j]),
+                          name="cand")
+    update = te.compute(shape, lambda t, i, j: cand[t, i, j] + z[t, i, j] * (s_h[t - 1, i, j] - cand[t, i, j]),
+                        name="update_h")
+    scan_h = te.scan(init_h, update, s_h, inputs=[gx], name="gru_scan")
+    out = te.compute((steps, batch, hs), lambda t, i, j: scan_h[t + 1, i, j], name="gru_out")
+    try:
+        func = build(te.create_schedule(out.op), [gx, r, rbh, h0, out], target="llvm", name=name)
+    except Exception as e:  # a schedule or codegen limit: numpy it is
+        return f"llvm build failed: {type(e).__name__}: {e}"
+    return LlvmKernel(func, list(node.inputs), (steps, batch, hs), "float32")
 
 
 class LlvmCache:
