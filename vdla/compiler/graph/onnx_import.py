@@ -535,7 +535,15 @@ def from_onnx(model: Any, shapes: Mapping[str, Sequence[int]] | None = None) -> 
     """Import an ``onnx.ModelProto`` (or a path to a .onnx file)."""
     onnx = _onnx()
     if isinstance(model, (str, Path)):
-        model = onnx.load(str(model))
+        path = model
+        try:
+            model = onnx.load(str(path))
+        except OSError:
+            raise
+        except Exception as e:  # protobuf's DecodeError, a truncated file's RuntimeError ...
+            raise GraphError(f"{path}: not a valid ONNX model (truncated, or another format?): {e}") from None
+        if not model.graph.node and not model.graph.output:  # protobuf parses some garbage as an empty model
+            raise GraphError(f"{path}: not a valid ONNX model (truncated, or another format?): it has no graph")
     if not isinstance(model, onnx.ModelProto):
         raise GraphError(f"from_onnx needs an onnx.ModelProto or a path, got {type(model).__name__}")
     return _Importer(model, shapes).run()

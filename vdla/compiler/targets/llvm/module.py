@@ -106,6 +106,9 @@ class BuiltFunction:
             if np.may_share_memory(a1, a2):
                 raise ArgumentError(f"arguments {n1!r} and {n2!r} share memory; pass distinct arrays")
         self._cfunc(*cargs)
+        err = jit.take_alloc_failure()
+        if err is not None:
+            raise err
 
     def _check_array(self, k: int, p: Buffer, a: Any, bound: dict[Var, int], arrays: list[Any]) -> int:
         if not isinstance(a, np.ndarray):
