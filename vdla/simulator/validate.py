@@ -48,13 +48,24 @@ class _Shadow(Machine):
             if insn.uop_end <= insn.uop_bgn or insn.iter_out == 0 or insn.iter_in == 0:
                 return
             gemm = op == Op.GEMM
-            dst, src, wgt = self._indices(insn, index, (insn.src_factor_out, insn.src_factor_in), wgt=gemm)
-            self._bounds(dst, c.acc_depth, "ACC (dst)", insn, index)
+            checks = [("ACC (dst)", self.uop_dst, insn.dst_factor_out, insn.dst_factor_in, c.acc_depth)]
             if gemm and not insn.reset:
-                self._bounds(src, c.inp_depth, "INP (src)", insn, index)
-                self._bounds(wgt, c.wgt_depth, "WGT", insn, index)
+                checks += [("INP (src)", self.uop_src, insn.src_factor_out, insn.src_factor_in, c.inp_depth),
+                           ("WGT", self.uop_wgt, insn.wgt_factor_out, insn.wgt_factor_in, c.wgt_depth)]
             elif not gemm and not insn.use_imm:
-                self._bounds(src, c.acc_depth, "ACC (src)", insn, index)
+                checks.append(("ACC (src)", self.uop_src, insn.src_factor_out, insn.src_factor_in, c.acc_depth))
+            # Factors are unsigned: the largest index is at the last iteration. Only a loop that
+            # goes past a buffer is expanded (as the golden simulator does) to name the first
+            # offending iteration, so a long loop costs nothing here.
+            k = slice(insn.uop_bgn, insn.uop_end)
+            last_i, last_j = insn.iter_out - 1, insn.iter_in - 1
+            if all(int(base[k].max()) + last_i * fo + last_j * fi < depth for _, base, fo, fi, depth in checks):
+                return
+            dst, src, wgt = self._indices(insn, index, (insn.src_factor_out, insn.src_factor_in), wgt=gemm)
+            for what, idx in zip(("ACC (dst)", "src", "WGT"), (dst, src, wgt)):
+                for name, _, _, _, depth in checks:
+                    if name == what or (what == "src" and name.endswith("(src)")):
+                        self._bounds(idx, depth, name, insn, index)
 
 
 class Validator:

@@ -6,7 +6,8 @@
 The build, the C++ harness, memory timing, failures and waveforms are described in
 `vdla.simulator.rtl.verilator`; this backend keeps one model per Device. Waveforms:
 ``VDLA_WAVES=path.fst`` (or ``=1``: the build folder) in the environment, or
-``VerilatorBackend(device, waves="path.fst")``.
+``VerilatorBackend(device, waves="path.fst")``. Limits: ``dev.backend.max_cycles`` and
+``dev.backend.timeout`` (seconds) stop a run with LimitError; Ctrl-C stops one promptly.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ class VerilatorBackend:
     name = "verilator"
 
     def __init__(self, device: Device, arg: str = "", *, watchdog: int = 20000, latency: int | None = None,
-                 waves: str | None = None) -> None:
+                 waves: str | None = None, max_cycles: int | None = None, timeout: float | None = None) -> None:
         self.config = device.config
         self.watchdog, self.latency = watchdog, latency
+        #: Bounds of every run (None: none): past either, LimitError; Ctrl-C always stops a run.
+        self.max_cycles, self.timeout = max_cycles, timeout
         if waves is None and os.environ.get("VDLA_WAVES", "") not in ("", "0"):
             waves = os.environ["VDLA_WAVES"]
             if waves.lower() in ("1", "true", "yes"):
@@ -46,7 +49,8 @@ class VerilatorBackend:
 
     def execute(self, device: Device, insn_addr: int, count: int, strict: bool = True) -> Report:
         try:
-            res = self.model.run(device.dram, insn_addr, count, watchdog=self.watchdog)
+            res = self.model.run(device.dram, insn_addr, count, watchdog=self.watchdog, max_cycles=self.max_cycles,
+                                 timeout=self.timeout)
         except Stuck as e:
             raise deadlock_error(e, "verilator") from None
         return report_from_run(self.config, res, count, strict, "verilator")
