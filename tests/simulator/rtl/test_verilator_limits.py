@@ -1,10 +1,11 @@
-"""Device("verilator") runs are bounded: max_cycles and timeout raise LimitError, Ctrl-C stops a run.
+"""Device("verilator") runs are bounded (max_cycles, timeout: LimitError; Ctrl-C stops a run) and checked.
 
 One long valid program (a GEMM looping millions of times over one uop) on the default
 config's Verilator build (built once, cached under sim_build/): a cycle limit, a
 wall-clock limit and a SIGINT sent from a timer thread each stop it promptly, and the
-device runs a short program correctly afterwards. Skips without the ``sim`` extra or a
-C++ compiler.
+device runs a short program correctly afterwards. Then mutated invalid programs get the
+golden simulator's verdict (error class and instruction index) on Verilator too. Skips
+without the ``sim`` extra or a C++ compiler.
 """
 
 from __future__ import annotations
@@ -82,3 +83,13 @@ def test_ctrl_c_stops_a_run_promptly(dev):
     timer.join()
     assert stopped < 10, f"Ctrl-C took {stopped:.1f} s to stop the run"
     _short_works(dev)
+
+
+def test_invalid_programs_get_the_golden_verdict(dev):
+    """Mutated programs (vdla.fuzz.invalid) on Verilator: the golden simulator's error and index."""
+    from vdla.fuzz.campaign import check_invalid_case
+
+    golden = Device("fsim", config=C, dram_size=DRAM)
+    for seed in range(40):
+        res = check_invalid_case("default", seed, golden, dev)
+        assert res.ok, f"default seed {seed}: {res.message}"

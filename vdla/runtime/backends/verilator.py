@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 
-from ...hardware.testbench import Stuck
-from ...simulator import Report
+from ...hardware.testbench import MemoryFault, Stuck
+from ...isa import ISAError, decode
+from ...simulator import ProgramError, Report
+from ...simulator.check import check_program
 from ...simulator.rtl.pysim import deadlock_error, report_from_run
 from ...simulator.rtl.verilator import VerilatorModel, build_dir
 from ..device import Device
@@ -53,8 +55,20 @@ class VerilatorBackend:
                                  timeout=self.timeout)
         except Stuck as e:
             raise deadlock_error(e, "verilator") from None
+        except MemoryFault as e:  # only unvalidated programs get here: name the instruction
+            raise MemoryFault(f"verilator: {e}{faulting_instruction(device, insn_addr, count)}") from None
         return report_from_run(self.config, res, count, strict, "verilator")
 
+
+
+def faulting_instruction(device: Device, insn_addr: int, count: int) -> str:
+    """'; instruction N (...): DRAM range ...' for the first instruction whose DMA leaves DRAM, or ''."""
+    try:
+        insns = decode(device.dram[insn_addr: insn_addr + 16 * count].tobytes(), device.config)
+        check_program(insns, device.config, device.dram.size)
+    except (ISAError, ProgramError) as e:
+        return f"; {e}"
+    return ""
 
 
 BACKEND = VerilatorBackend
