@@ -124,8 +124,10 @@ class Device:
 
         Every program goes through `vdla.simulator.validate.Validator` before the backend
         sees it, so every device rejects an invalid program the way the golden simulator
-        does (same error, same instruction index) and none runs it. ``validate=False``
-        hands the program to the backend unchecked (to test the RTL's own error codes).
+        does (same error, same instruction index) and none runs any of it (fsim included: on
+        its own it would find a bad uop index only after running what comes before).
+        ``validate=False`` hands the program to the backend unchecked (to test the RTL's own
+        error codes); a backend whose ``validates`` attribute is true is trusted to check itself.
         """
         if len(program) == 0:
             raise ProgramError(f"program {program.name!r} is empty: it needs at least a FINISH")

@@ -1,9 +1,10 @@
 """The ``fsim`` device: the golden functional simulator with its cycle model (`vdla.simulator`).
 
 ``Device("fsim")`` (or ``"fsim:PRESET"``) runs programs on `vdla.simulator.run`; the
-machine's on-chip state persists across runs, as on hardware. It rejects an invalid
-program itself (`Device.run` skips its separate validation for it): static errors before
-anything runs, a uop index past a buffer when its instruction comes up.
+machine's on-chip state persists across runs, as on hardware. `Device.run` validates every
+program before this backend runs it, as for every device: the golden simulator would find
+a uop index past a buffer or a deadlock only when it comes up, after earlier instructions
+changed DRAM and SRAM; a rejected program must leave every device as it was.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ class FsimBackend:
     """The golden functional + cycle simulator. On-chip state persists across runs."""
 
     name = "fsim"
-    #: The golden simulator makes every check of `vdla.simulator.validate` itself, with the same
-    #: errors and indices (it is their source), so `Device.run` does not check twice.
-    validates = True
 
     def __init__(self, device: Device, arg: str = "") -> None:
         self.machine = Machine(device.config)
