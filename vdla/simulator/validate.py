@@ -19,7 +19,8 @@ what the golden simulator would find wrong with it, without executing any data:
 
 Errors are the golden simulator's (`ProgramError`, `ExecutionError`, `DeadlockError`,
 `TokenUnderflowError`) with the same message and instruction index, so fsim, pysim,
-verilator and a board give one verdict. What depends on timing or on data a program
+verilator and a board give one verdict, and a rejected program runs nowhere (not even
+its first instructions). `vdla.runtime.Device.run` calls it for every backend. What depends on timing or on data a program
 computes is left to each executor: tokens left over and stages still busy after FINISH
 (``strict``), and uops a program writes into DRAM with a STORE and then loads (the
 validator reads the uop words in DRAM as they are before the run).
@@ -62,10 +63,9 @@ class _Shadow(Machine):
             if all(int(base[k].max()) + last_i * fo + last_j * fi < depth for _, base, fo, fi, depth in checks):
                 return
             dst, src, wgt = self._indices(insn, index, (insn.src_factor_out, insn.src_factor_in), wgt=gemm)
-            for what, idx in zip(("ACC (dst)", "src", "WGT"), (dst, src, wgt)):
-                for name, _, _, _, depth in checks:
-                    if name == what or (what == "src" and name.endswith("(src)")):
-                        self._bounds(idx, depth, name, insn, index)
+            arrays = {"ACC (dst)": dst, "INP (src)": src, "ACC (src)": src, "WGT": wgt}
+            for name, _, _, _, depth in checks:  # in the golden simulator's order: dst, src, wgt
+                self._bounds(arrays[name], depth, name, insn, index)
 
 
 class Validator:
