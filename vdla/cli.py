@@ -15,7 +15,8 @@
                                             the core as Verilog, its port list and register map beside it
     vdla --version                          (also: python -m vdla ...)
 
-Each subcommand is a small function over the Python API; errors print one line and exit 2.
+Each subcommand is a small function over the Python API; errors print one line and exit 2
+(`vdla.cli_errors`; ``--debug`` prints the traceback).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ import sys
 from pathlib import Path
 
 from . import __version__, isa
+from .cli_errors import Parser, count, report
 from .commands import outputs as run_outputs
 from .commands import verilog as verilog_command
-from .config import ConfigError, preset
+from .config import preset
 from .progress import close as close_progress
 from .progress import set_quiet
 
@@ -56,7 +58,14 @@ def _asm(args: argparse.Namespace) -> int:
     from .runtime import Program
 
     config = preset(args.config)
-    words, uops = isa.assemble(Path(args.file).read_text(), config)
+    try:
+        text = Path(args.file).read_text()
+    except UnicodeDecodeError as e:
+        raise isa.ISAError(f"{args.file}: not a text file (byte {e.start} is not UTF-8): `vdla asm` reads "
+                           "assembly text; `vdla disasm` reads program files") from None
+    words, uops = isa.assemble(text, config)
+    if not len(words):
+        raise isa.ISAError(f"{args.file}: no instructions: a program needs at least a FINISH")
     prog = Program.from_words(config, words, uops, name=Path(args.file).stem)
     out = args.output or str(Path(args.file).with_suffix(".vdla"))
     prog.save(out)
@@ -137,8 +146,8 @@ def _run(args: argparse.Namespace) -> int:
 def _model_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--config", default=None, help="configuration preset or JSON file (models; default: default)")
     q.add_argument("--reduced", action="store_true", help="the model's reduced size (for RTL simulation and tests)")
-    q.add_argument("--size", type=int, default=None, help="input height/width of the model")
-    q.add_argument("--calib", type=int, default=1, help="calibration inputs for int8 quantisation")
+    q.add_argument("--size", type=count("--size", 1), default=None, help="input height/width of the model")
+    q.add_argument("--calib", type=count("--calib", 1), default=1, help="calibration inputs for int8 quantisation")
     q.add_argument("--per-channel", action=argparse.BooleanOptionalAction, default=None,
                    help="int8 weight scales per output channel (default: the model's setting)")
     q.add_argument("--calibration", choices=("max", "percentile", "kl"), default=None,
@@ -146,14 +155,6 @@ def _model_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     q.add_argument("--shape", action="append", default=[], metavar="NAME=d0,d1,...",
                    help="bind an ONNX input's dynamic dimensions (repeat per input)")
-
-
-def _model_errors() -> tuple[type[BaseException], ...]:
-    from .compiler.graph.executor import ExecutorError, ModelFileError
-    from .compiler.graph.ir import GraphError
-    from .compiler.targets.vdla.env import VDLAError
-
-    return (GraphError, ModelFileError, ExecutorError, VDLAError)
 
 
 def _synth(args: argparse.Namespace) -> int:
@@ -189,7 +190,8 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="vdla", description="VDLA accelerator co-design kit")
+    p = Parser(prog="vdla", description="VDLA accelerator co-design kit")
+    p.add_argument("--debug", action="store_true", help="print the traceback of an error")
     p.add_argument("--version", action="version", version=f"vdla {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     q = sub.add_parser("info", help="show a configuration and the ISA field table")
@@ -211,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--json", action="store_true")
     q.add_argument("--lenient", action="store_true", help="report leftover tokens and races as warnings")
     _model_args(q)
-    q.add_argument("--seed", type=int, default=0, help="seed of the synthetic input (models)")
+    q.add_argument("--seed", type=count("--seed"), default=0, help="seed of the synthetic input (models)")
     q.add_argument("--no-fp32-check", action="store_true", help="skip the fp32 onnxruntime cross-check (models)")
     q.add_argument("--target", default=None, help="cuda (or 'cuda -arch=sm_90'): run the float32 model on a GPU")
     run_outputs.add_arguments(q)
@@ -229,18 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     q.set_defaults(fn=_synth)
     verilog_command.add_parser(sub)
+    for q in sub.choices.values():  # `vdla run --debug ...` as well as `vdla --debug run ...`
+        q.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="print the traceback of an error")
     args = p.parse_args(argv)
     set_quiet(bool(getattr(args, "quiet", False)))
-    from .plot import PlotError
-    from .runtime import DeviceError, ProgramFileError, StreamError
-    from .simulator import SimulatorError
-
     try:
         return args.fn(args)
-    except (OSError, ConfigError, isa.ISAError, ProgramFileError, DeviceError, StreamError,
-            SimulatorError, PlotError, *_model_errors()) as e:
-        print(f"vdla {args.cmd}: error: {e}", file=sys.stderr)
-        return 2
+    except (Exception, KeyboardInterrupt) as e:  # every error: one line, exit status 2 (cli_errors)
+        return report(args.cmd, e, args.debug)
 
 
 if __name__ == "__main__":

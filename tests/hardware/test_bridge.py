@@ -27,6 +27,7 @@ from vdla.hardware.bridge_protocol import (
     ResponseDecoder,
     Status,
     crc16,
+    decode_response,
     encode_command,
     parse_ping,
 )
@@ -269,7 +270,7 @@ def test_duplicate_sequence_numbers():
         rsp = await t.exchange(Command.write_mem(7, 0x10, b"BBBB"))
         assert (rsp.seq, rsp.status) == (7, Status.DUPLICATE)
         assert t.memory()[0x10:0x14] == b"AAAA"
-        # Reads are always executed, whatever their SEQ, and become the last SEQ.
+        # Reads are always executed, whatever their SEQ.
         assert (await t.exchange(Command.read_mem(7, 0x10, 4))).data == b"AAAA"
         assert (await t.exchange(Command.write_mem(8, 0x10, b"BBBB"))).status == Status.OK
         assert t.memory()[0x10:0x14] == b"BBBB"
@@ -284,6 +285,33 @@ def test_duplicate_sequence_numbers():
         assert t.reg(0x4) == 5 and t.ctx.get(t.top.reg_writes) == 2
 
     simulate(scenario)
+
+
+def test_replayed_old_frame_is_not_executed():
+    """The sequence window: a write replayed after newer ones is ACKed DUPLICATE and changes nothing;
+    a PING starts a new session (a host that restarts at SEQ 1 is accepted)."""
+    old = Command.write_mem(20, 0x40, b"OLD!")
+
+    async def scenario(t: Bench) -> None:
+        assert (await t.exchange(old)).status == Status.OK
+        assert (await t.exchange(Command.write_mem(21, 0x40, b"NEW!"))).status == Status.OK
+        assert (await t.exchange(Command.read_mem(22, 0x40, 4))).data == b"NEW!"
+        for seq in (20, 21, 22 - 127):  # replays of older frames, up to the window's far edge
+            rsp = await t.exchange(Command.write_mem(seq % 256, 0x40, b"OLD!"))
+            assert (rsp.seq, rsp.status) == (seq % 256, Status.DUPLICATE), seq
+        assert t.memory()[0x40:0x44] == b"NEW!"
+        assert (await t.exchange(Command.write_reg((22 + 127) % 256, 0x4, 9))).status == Status.OK  # far ahead: new
+        assert (await t.exchange(Command.ping(1))).status == Status.OK  # a new session
+        assert (await t.exchange(Command.write_mem(2, 0x40, b"SES2"))).status == Status.OK
+        assert t.memory()[0x40:0x44] == b"SES2"
+
+    simulate(scenario)
+    # The model the host side is tested against answers the same.
+    model = BridgeModel(mem_size=1 << 12)
+    statuses = [decode_response(model.feed(encode_command(c))).status for c in (
+        old, Command.write_mem(21, 0x40, b"NEW!"), old, Command.ping(1), Command.write_mem(2, 0x40, b"SES2"))]
+    assert statuses == [Status.OK, Status.OK, Status.DUPLICATE, Status.OK, Status.OK]
+    assert model.mem[0x40:0x44] == b"SES2"
 
 
 def test_invalid_commands_are_nacked():

@@ -7,6 +7,12 @@ Each program comes from `vdla.fuzz.randprog.random_program(config, seed)`; it ru
 output bytes must agree bit-exactly, and so must the golden counters (bytes moved per
 buffer, GEMM and ALU uop-iterations). A mismatch prints the config, the seed and the first
 differing address (or counter); rerun one case with ``--configs NAME --seed SEED --count 1``.
+
+``--invalid N`` (default 10,000; 0 for none) adds N invalid programs
+(`vdla.fuzz.invalid.invalid_program`: a valid one with one mutation). Each must get the
+same verdict from both devices: the same error class and instruction index, or (for a
+mutation that left the program valid) the same results. Rerun one with ``--invalid 1
+--count 0 --seed SEED``.
 Programs are spread over ``--jobs`` worker processes (one device per config per worker, so
 buffers persist across programs as on hardware); the exit status is 1 if any case failed.
 """
@@ -25,9 +31,11 @@ import numpy as np
 from .. import progress
 from ..config import preset
 from ..runtime.device import Device
+from ..simulator import SimulatorError
+from .invalid import invalid_program
 from .randprog import random_program
 
-__all__ = ["CaseResult", "check_case", "first_difference", "main"]
+__all__ = ["CaseResult", "check_case", "check_invalid_case", "verdict", "first_difference", "main"]
 
 DRAM = 1 << 18
 
@@ -39,6 +47,7 @@ class CaseResult:
     ok: bool
     message: str = ""
     cycles: int = 0
+    invalid: bool = False  # a mutated program (`check_invalid_case`); message: its verdict when ok
 
 
 def first_difference(want: np.ndarray, got: np.ndarray, base: int) -> str:
@@ -63,16 +72,42 @@ def check_case(config: str, seed: int, golden: Device, dut: Device) -> CaseResul
     return CaseResult(config, seed, True, "", rtl.cycles)
 
 
+def verdict(case, device: Device) -> tuple[str, int | None, np.ndarray | None]:
+    """(error class, instruction index, None) if `device` rejects the case, else ("ok", None, output bytes)."""
+    try:
+        out, _ = case.run(device)
+    except SimulatorError as e:
+        return type(e).__name__, e.index, None
+    return "ok", None, out
+
+
+def check_invalid_case(config: str, seed: int, golden: Device, dut: Device) -> CaseResult:
+    """Run mutated program `seed` on both devices: the same error and index, or the same results."""
+    bad = invalid_program(golden.config, seed)
+    want = verdict(bad.case, golden)
+    try:
+        got = verdict(bad.case, dut)
+    except Exception as e:  # noqa: BLE001 - anything but the golden simulator's error is a finding
+        return CaseResult(config, seed, False, f"{bad.mutation}: {type(e).__name__}: {e}", invalid=True)
+    if want[:2] != got[:2]:
+        return CaseResult(config, seed, False, f"{bad.mutation} at instruction {bad.index}: golden {want[:2]}, "
+                                               f"device {got[:2]}", invalid=True)
+    if want[0] == "ok" and not np.array_equal(want[2], got[2]):
+        return CaseResult(config, seed, False, f"{bad.mutation} (still valid): "
+                          + first_difference(want[2], got[2], bad.case.out_range[0]), invalid=True)
+    return CaseResult(config, seed, True, want[0], invalid=True)
+
+
 _devices: dict[str, tuple[Device, Device]] = {}
 
 
-def _work(args: tuple[str, str, int]) -> CaseResult:
-    kind, config, seed = args
+def _work(args: tuple[str, str, int, bool]) -> CaseResult:
+    kind, config, seed, invalid = args
     if config not in _devices:
         c = preset(config)
         _devices[config] = (Device("fsim", config=c, dram_size=DRAM), Device(kind, config=c, dram_size=DRAM))
     golden, dut = _devices[config]
-    res = check_case(config, seed, golden, dut)
+    res = (check_invalid_case if invalid else check_case)(config, seed, golden, dut)
     if not res.ok:  # start from a fresh device: the failed run may have left the core mid-program
         del _devices[config]
     return res
@@ -84,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--configs", default="small,default", help="comma-separated presets, alternated")
     p.add_argument("--count", type=int, default=10_000, help="programs in all")
     p.add_argument("--seed", type=int, default=0, help="first seed")
+    p.add_argument("--invalid", type=int, default=10_000, help="mutated invalid programs besides the valid ones")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     args = p.parse_args(argv)
@@ -94,10 +130,16 @@ def main(argv: list[str] | None = None) -> int:
 
         for name in configs:  # build before forking, once per config
             verilator.build_library(preset(name), verbose=True)
-    work = [(args.device, configs[i % len(configs)], args.seed + i // len(configs)) for i in range(args.count)]
+    for name, n in (("--count", args.count), ("--invalid", args.invalid), ("--jobs", args.jobs)):
+        if n < 0:
+            p.error(f"{name} must be >= 0, got {n}")
+    work = [(args.device, configs[i % len(configs)], args.seed + i // len(configs), False) for i in range(args.count)]
+    work += [(args.device, configs[i % len(configs)], args.seed + i // len(configs), True)
+             for i in range(args.invalid)]
     t0 = time.monotonic()
     failures: list[CaseResult] = []
     done = cycles = 0
+    verdicts: dict[str, int] = {}
     ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
     with ctx.Pool(max(1, args.jobs)) as pool:
         results = pool.imap_unordered(_work, work, chunksize=8)
@@ -107,15 +149,19 @@ def main(argv: list[str] | None = None) -> int:
             if not res.ok:
                 failures.append(res)
                 print(f"MISMATCH config={res.config} seed={res.seed}: {res.message}", flush=True)
+            elif res.message:  # an invalid case: its verdict
+                verdicts[res.message] = verdicts.get(res.message, 0) + 1
             if done % 500 == 0 or done == len(work):
                 dt = time.monotonic() - t0
                 print(f"{done}/{len(work)} programs, {len(failures)} failed, {cycles} RTL cycles, "
                       f"{dt:.0f} s ({done / dt:.1f} programs/s)", flush=True)
-    print(f"{args.device} vs fsim: {len(work) - len(failures)}/{len(work)} random programs agree bit-exactly "
-          f"(configs {', '.join(configs)}, seeds {args.seed}..{args.seed + (len(work) - 1) // len(configs)})")
+    print(f"{args.device} vs fsim: {len(work) - len(failures)}/{len(work)} random programs agree "
+          f"({args.count} valid, {args.invalid} invalid; configs {', '.join(configs)}, first seed {args.seed})")
+    if verdicts:
+        print("invalid programs' verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
     for res in failures[:20]:
         print(f"  rerun: python -m vdla.fuzz --device {args.device} --configs {res.config} --seed {res.seed} "
-              f"--count 1 --jobs 1")
+              f"--count {int(not res.invalid)} --invalid {int(res.invalid)} --jobs 1")
     return 1 if failures else 0
 
 

@@ -177,7 +177,12 @@ class Bridge(wiring.Component):
                 len_ok.eq(hdr.len == REG_BYTES),
                 addr_ok.eq((hdr.addr[:2] == 0) & (hdr.addr >> self.reg_addr_width == 0)),
             ]
-        dup = last_valid & (last_seq == hdr.seq)
+        # Sequence window (bridge_protocol, "Duplicates and replays"): a frame is new when its
+        # SEQ is 1..127 ahead of the last new one (mod 256); a write that is not new (a retry,
+        # or a replay of an older frame) is ACKed with DUPLICATE and not executed.
+        ahead = Signal(8)
+        m.d.comb += ahead.eq(hdr.seq - last_seq)
+        new = ~last_valid | ((ahead != 0) & ~ahead[7])
 
         # Memory and register ports: addresses follow ptr / the header.
         mem = self.mem
@@ -257,8 +262,10 @@ class Bridge(wiring.Component):
                     m.next = "EXEC"
 
             with m.State("EXEC"):
-                m.d.sync += [last_seq.eq(hdr.seq), last_valid.eq(1), cnt.eq(0), rsp_len.eq(0), status.eq(Status.OK)]
-                with m.If(is_write & dup):
+                m.d.sync += [cnt.eq(0), rsp_len.eq(0), status.eq(Status.OK)]
+                with m.If(new | (hdr.op == Op.PING)):  # a PING starts a session: it moves the window
+                    m.d.sync += [last_seq.eq(hdr.seq), last_valid.eq(1)]
+                with m.If(is_write & ~new):
                     m.d.sync += status.eq(Status.DUPLICATE)
                     m.next = "RSP_START"
                 with m.Elif(hdr.op == Op.PING):

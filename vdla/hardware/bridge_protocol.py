@@ -77,11 +77,14 @@ Device behaviour
    NAK per bad frame. A frame cut short (the line idle for T_idle between SOF_CMD and
    the frame's last byte) is NAKed with INCOMPLETE. BAD_HCRC and INCOMPLETE NAKs carry
    SEQ = OP = 0: the header they would echo is not trustworthy.
-6. *Duplicates*: the device remembers the SEQ of the last frame it executed (any op). A
-   WRITE_MEM or WRITE_REG whose SEQ equals it is not executed again but ACKed with
-   DUPLICATE. This makes retries safe: a write whose ACK was lost, then retried with the
-   same SEQ, is not applied twice (which matters for a "start" register). Reads and pings
-   are always executed (reads must have no side effects on the register port).
+6. *Duplicates and replays*: the device remembers the SEQ of the last *new* frame. A frame
+   is new when its SEQ is 1 to 127 ahead of that one (mod 256), or when none was seen
+   since reset; a PING always sets it (a PING starts a session). A WRITE_MEM or WRITE_REG
+   that is not new is not executed but ACKed with DUPLICATE: the same SEQ is a retry (a
+   write whose ACK was lost, retried, is not applied twice, which matters for a "start"
+   register), a SEQ 128 to 255 behind is an old frame replayed (a delayed copy must not
+   overwrite newer data). Reads and pings are always executed (reads must have no side
+   effects on the register port); a read that is not new leaves the window where it is.
 7. Bytes arriving while the device executes or responds are discarded.
 
 Host behaviour (`vdla.runtime.backends.serial.SerialLink`)
@@ -475,8 +478,10 @@ class BridgeModel:
     # -- execution ----------------------------------------------------------------------
     def _execute(self, data: bytes) -> bytes:
         op, seq, addr, length = Op(self._op), self._seq, self._addr, self._len
-        dup = op in WRITE_OPS and self._last_seq == seq
-        self._last_seq = seq
+        new = self._last_seq is None or 1 <= (seq - self._last_seq) % 256 <= 127
+        dup = op in WRITE_OPS and not new
+        if new or op == Op.PING:
+            self._last_seq = seq
         status, out = (Status.DUPLICATE if dup else Status.OK), b""
         if not dup:
             self.executed.append(Command(seq, op, addr, length, data))

@@ -196,3 +196,9 @@ class Core(wiring.Component):
         return m
 
 
+
+
+# Formal properties (proved by `nox -s formal`, stated in vdla/hardware/formal/properties.py):
+# command_queue: the fetch -> stage SyncFIFOBuffered never takes a write when full nor offers a
+# read when empty, level == writes - reads, words leave in order (bounded model check).
+# (Kept at the end of the file: the RTLIL names source lines, which the board bitstreams hash.)

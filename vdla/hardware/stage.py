@@ -77,3 +77,8 @@ def run_stage(m: Module, stage, *, raw: Signal, tokens: TokenPorts, pops: dict[s
                 m.d.comb += [status.retire.eq(1), retire.eq(1)]
                 m.next = "IDLE"
     return retire
+
+
+# Formal properties (proved by `nox -s formal`, stated in vdla/hardware/formal/properties.py):
+# stage_sequencer: no instruction starts before the tokens it names are popped that cycle; pops only then; pushes only in PUSH; one retire per instruction, one push per flag (k-induction).
+# (Kept at the end of the file: the RTLIL names source lines, which the board bitstreams hash.)

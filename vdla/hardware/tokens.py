@@ -81,3 +81,8 @@ class TokenPorts:
         for s in self.pending.values():
             v = v | s
         return v
+
+
+# Formal properties (proved by `nox -s formal`, stated in vdla/hardware/formal/properties.py):
+# token_queue: no overflow/underflow, level == pushes - pops, ready/valid = not full/not empty (k-induction).
+# (Kept at the end of the file: the RTLIL names source lines, which the board bitstreams hash.)

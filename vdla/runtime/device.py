@@ -18,15 +18,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..config import Config, preset
+from ..config import Config, ConfigError, preset
 from ..isa import INSN_BYTES, decode_one, encode_one
-from ..simulator import Report
+from ..simulator import ProgramError, Report
+from ..simulator.validate import Validator
 from .dram import Allocator, Buffer
 from .program import Program
 
 __all__ = ["Device", "DeviceError", "BACKENDS", "BUILTIN_BACKENDS", "register_backend", "backend_factory"]
 
 DEFAULT_DRAM = 256 << 20
+#: Backends whose device-name option (``fsim:small``) names a config preset (or JSON file).
+PRESET_OPTION = ("fsim", "pysim", "verilator")
 
 
 class DeviceError(RuntimeError):
@@ -91,9 +94,20 @@ class Device:
         except DeviceError:
             names = sorted(set(BACKENDS) | set(BUILTIN_BACKENDS))
             raise DeviceError(f"unknown device {backend!r}; available: {', '.join(names)}") from None
-        if config is None:  # "fsim:small", "pysim:small": the text after ':' names a preset
-            config = preset(arg) if arg and kind in ("fsim", "pysim", "verilator") else preset("default")
+        named = None
+        if arg and kind in PRESET_OPTION:  # "fsim:small", "pysim:small": the text after ':' names a preset
+            try:
+                named = preset(arg)
+            except ConfigError as e:
+                raise DeviceError(f"device {backend!r}: unknown option {arg!r}: {kind} takes a config ({e})") from None
+        if config is None:
+            config = named or preset("default")
         self.config = preset(config) if isinstance(config, str) else config
+        if named is not None and named.architecture_differences(self.config):
+            raise DeviceError(
+                f"device {backend!r} names config {named.name!r}, but config {self.config.name!r} was asked for "
+                f"(for instance by the program): {'; '.join(named.architecture_differences(self.config))}"
+            )
         self.dram = np.zeros(dram_size, dtype=np.uint8)  # calloc: untouched pages cost nothing
         big = max(self.config.wgt_elem_bytes, self.config.acc_elem_bytes, 4096)
         self.allocator = Allocator(dram_size, align=1 << (big - 1).bit_length())
@@ -102,6 +116,14 @@ class Device:
             _check_options(kind, factory, options)
         self.backend = factory(self, arg, **options)
         self.last_report: Report | None = None
+        self._validator: Validator | None = None
+
+    @property
+    def validator(self) -> Validator:
+        """The golden simulator's checks for this device (keeps its own copy of the uop buffer)."""
+        if self._validator is None:
+            self._validator = Validator(self.config)
+        return self._validator
 
     def close(self) -> None:
         """End the backend's simulation (RTL devices: the trace file is complete afterwards)."""
@@ -133,8 +155,18 @@ class Device:
         buf.free()
 
     # -- running ---------------------------------------------------------------------
-    def run(self, program: Program, strict: bool = True) -> Report:
-        """Place the program's uops and instructions in DRAM, run it, free them, report."""
+    def run(self, program: Program, strict: bool = True, validate: bool = True) -> Report:
+        """Place the program's uops and instructions in DRAM, check it, run it, free them, report.
+
+        Every program goes through `vdla.simulator.validate.Validator` before the backend
+        sees it, so every device rejects an invalid program the way the golden simulator
+        does (same error, same instruction index) and none runs any of it (fsim included: on
+        its own it would find a bad uop index only after running what comes before).
+        ``validate=False`` hands the program to the backend unchecked (to test the RTL's own
+        error codes); a backend whose ``validates`` attribute is true is trusted to check itself.
+        """
+        if len(program) == 0:
+            raise ProgramError(f"program {program.name!r} is empty: it needs at least a FINISH")
         diff = program.config.architecture_differences(self.config)
         if diff:
             raise DeviceError(
@@ -160,6 +192,8 @@ class Device:
             ibuf = self.alloc(len(insns) * INSN_BYTES, f"{program.name}.insns")
             segments.append(ibuf)
             ibuf.write(insns.astype("<u8"))
+            if validate and not getattr(self.backend, "validates", False):
+                self.validator.check(self.dram, ibuf.addr, len(insns))
             self.last_report = self.backend.execute(self, ibuf.addr, len(insns), strict)
             return self.last_report
         finally:

@@ -108,6 +108,8 @@ class Program:
             name = str(header.get("name", "program"))
         except (ValueError, KeyError, TypeError, ConfigError) as e:
             raise ProgramFileError(f"{source}: corrupt header: {e}") from None
+        if not isinstance(header.get("name", ""), str):
+            raise ProgramFileError(f"{source}: corrupt header: name {header['name']!r} is not a string")
         insns = np.frombuffer(payload, dtype="<u8", count=2 * n_insns).reshape(-1, 2).astype(np.uint64)
         off = n_insns * INSN_BYTES
         uops = np.frombuffer(payload, dtype="<u4", count=n_uops, offset=off).astype(np.uint32)
@@ -117,9 +119,10 @@ class Program:
             data.append((addr, bytes(payload[off : off + n])))
             off += n
         try:
-            decode(insns, config)
+            decoded = decode(insns, config)
         except ISAError as e:
             raise ProgramFileError(f"{source}: {e}") from None
+        _check_relocs(decoded, relocs, n_uops, source)
         return cls(config, insns, uops, relocs, tuple(data), name)
 
     @classmethod
@@ -127,6 +130,50 @@ class Program:
         return cls.from_bytes(Path(path).read_bytes(), str(path))
 
 
+def _field(header: dict, key: str, low: int = 0) -> int:
+    v = header[key]
+    if not isinstance(v, int) or isinstance(v, bool) or v < low:
+        raise ValueError(f"field {key!r} = {v!r} must be an integer >= {low}")
+    return v
+
+
 def _payload_size(header: dict) -> int:
-    """The payload bytes a program header promises: instruction words, uop words, data segments."""
-    return int(header["insns"]) * INSN_BYTES + int(header["uops"]) * 4 + sum(int(n) for _, n in header["data"])
+    """The payload bytes a program header promises: instruction words, uop words, data segments.
+
+    Checks the header field by field first (a CRC only proves the file is what was written):
+    counts are integers (at least one instruction, no negative sizes), ``uop_relocs`` a list
+    of instruction indices, ``data`` a list of [address, bytes] pairs that do not overlap."""
+    n_insns, n_uops = _field(header, "insns", 1), _field(header, "uops")
+    relocs, data = header["uop_relocs"], header["data"]
+    if not isinstance(relocs, list):
+        raise ValueError(f"field 'uop_relocs' must be a list, got {type(relocs).__name__}")
+    for k, i in enumerate(relocs):
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < n_insns:
+            raise ValueError(f"uop_relocs[{k}] = {i!r} is not an instruction index (0..{n_insns - 1})")
+    if len(set(relocs)) != len(relocs):
+        raise ValueError("uop_relocs lists an instruction twice (it would be relocated twice)")
+    if not isinstance(data, list):
+        raise ValueError(f"field 'data' must be a list, got {type(data).__name__}")
+    for k, seg in enumerate(data):
+        if not (isinstance(seg, list) and len(seg) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                and x >= 0 for x in seg)):
+            raise ValueError(f"data[{k}] = {seg!r} is not an [address, bytes] pair of integers >= 0")
+    spans = sorted((a, a + n, k) for k, (a, n) in enumerate(data) if n)
+    for (_, end, j), (a, _, k) in zip(spans, spans[1:]):
+        if a < end:
+            raise ValueError(f"data[{k}] at {a:#x} overlaps data[{j}] (which ends at {end:#x})")
+    return n_insns * INSN_BYTES + n_uops * 4 + sum(n for _, n in data)
+
+
+def _check_relocs(insns: list, relocs: tuple[int, ...], n_uops: int, source: str) -> None:
+    """Each relocated instruction is a LOAD UOP whose range lies inside the program's uop segment."""
+    for k, i in enumerate(relocs):
+        x = insns[i]
+        if x.opcode != Op.LOAD or x.memory_type != Mem.UOP:
+            raise ProgramFileError(f"{source}: corrupt header: uop_relocs[{k}] = {i} names instruction {i} "
+                                   f"({Op(x.opcode).name}), not a LOAD UOP")
+        if x.x_size and x.y_size:
+            last = x.dram_base + (x.y_size - 1) * x.x_stride + x.x_size
+            if last > n_uops:
+                raise ProgramFileError(f"{source}: instruction {i} (LOAD UOP, uop_relocs[{k}]) reads uops "
+                                       f"[{x.dram_base}, {last}) but the program has {n_uops}")

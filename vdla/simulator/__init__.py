@@ -8,7 +8,7 @@ tensor-ALU operations, `timing` the cycle model, `check` the static program rule
 map onto the same Report and errors.
 """
 
-from .errors import DeadlockError, ExecutionError, ProgramError, RaceError, SimulatorError, TokenError
+from .errors import DeadlockError, ExecutionError, LimitError, ProgramError, RaceError, SimulatorError, TokenError
 from .golden import QUEUE_NAMES, TokenUnderflowError, execute, run, simulate
 from .machine import Counters, Machine
 from .report import ModuleStats, Report
@@ -16,5 +16,5 @@ from .report import ModuleStats, Report
 __all__ = [
     "run", "simulate", "execute", "Machine", "Counters", "Report", "ModuleStats", "QUEUE_NAMES",
     "SimulatorError", "ProgramError", "ExecutionError", "DeadlockError", "TokenUnderflowError",
-    "TokenError", "RaceError",
+    "TokenError", "RaceError", "LimitError",
 ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["SimulatorError", "ProgramError", "ExecutionError", "DeadlockError", "TokenError", "RaceError"]
+__all__ = ["SimulatorError", "ProgramError", "ExecutionError", "DeadlockError", "TokenError", "RaceError",
+           "LimitError"]
 
 
 class SimulatorError(RuntimeError):
@@ -46,3 +47,8 @@ class TokenError(SimulatorError):
 class RaceError(SimulatorError):
     """An instruction was still running when FINISH completed: the host could read
     memory before the accelerator wrote it."""
+
+
+class LimitError(SimulatorError):
+    """A run stopped at its cycle limit (``max_cycles``) or wall-clock limit (``timeout``)
+    before the program finished; the device was reset and stays usable."""

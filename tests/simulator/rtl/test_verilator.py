@@ -41,7 +41,7 @@ from vdla.runtime import Device, Program, Stage  # noqa: E402
 from vdla.runtime.backends.verilator import VerilatorBackend  # noqa: E402
 from vdla.sim import run_tests  # noqa: E402
 from vdla.sim.golden import rtl_counters  # noqa: E402
-from vdla.simulator import DeadlockError, ProgramError  # noqa: E402
+from vdla.simulator import DeadlockError, ProgramError, TokenUnderflowError  # noqa: E402
 from vdla.simulator.rtl import verilator as vl  # noqa: E402
 
 if vl.verilator_bin_dir() is None or shutil.which("c++") is None and shutil.which("g++") is None:
@@ -213,8 +213,12 @@ def test_rejected_instruction_is_a_program_error(devices, name, bad, code):
         "store_inp": _with_field(c, isa.store(x_size=1, y_size=1, x_stride=1), "mem", "memory_type", int(isa.Mem.INP)),
         "alu_opcode": _with_field(c, isa.alu(isa.AluOp.ADD, uop_end=1, iter_out=1, iter_in=1), "alu", "alu_opcode", 6),
     }[bad]
+    prog = _program(c, [nop, nop, broken, nop, isa.encode_one(isa.finish(), c)])
     with pytest.raises(ProgramError, match=f"verilator: .*{code} at instruction 2"):
-        dev.run(_program(c, [nop, nop, broken, nop, isa.encode_one(isa.finish(), c)]))
+        dev.run(prog, validate=False)  # the core's own check
+    with pytest.raises(ProgramError, match="^instruction 2") as e:  # the golden simulator's, before the core runs
+        dev.run(prog)
+    assert e.value.index == 2
     # The core starts cleanly afterwards.
     assert dev.run(_program(c, [nop, isa.encode_one(isa.finish(), c)])).modules["compute"].insns == 2
 
@@ -223,6 +227,8 @@ def test_missing_finish_is_a_program_error(devices):
     c = PRESETS["small"]
     _, dev = devices("small")
     with pytest.raises(ProgramError, match="NO_FINISH at instruction 1"):
+        dev.run(_program(c, [isa.encode_one(isa.nop(Stage.COMPUTE), c)]), validate=False)
+    with pytest.raises(ProgramError, match="instruction 0 .*must end with FINISH"):
         dev.run(_program(c, [isa.encode_one(isa.nop(Stage.COMPUTE), c)]))
 
 
@@ -234,7 +240,10 @@ def test_deadlocking_program_trips_the_watchdog(name):
     # Compute pops l2g, which nothing ever pushes.
     prog = Program(c, isa.encode([isa.nop(Stage.COMPUTE, pop_prev=1), isa.finish()], c))
     with pytest.raises(DeadlockError, match="verilator: core stuck .*no progress for 300 cycles.*compute: WAIT"):
+        dev.run(prog, validate=False)
+    with pytest.raises(TokenUnderflowError, match="token underflow") as e:  # found before the core runs
         dev.run(prog)
+    assert e.value.index == 0
     # Reset, and the device works again.
     assert dev.run(Program(c, isa.encode([isa.finish()], c))).cycles > 0
 
@@ -246,7 +255,9 @@ def test_memory_fault_is_reported_not_hung(devices):
     load = isa.load(isa.Mem.INP, dram_base=far, x_size=1, y_size=1, x_stride=1, push_next=1)
     wait = isa.nop(Stage.COMPUTE, pop_prev=1)
     for insns in ([load, wait, isa.finish()], [load, isa.finish()]):  # FINISH after the load, or racing it
-        with pytest.raises(MemoryFault, match=r"reads \[0x40040, 0x40044\) outside DRAM"):
+        with pytest.raises(MemoryFault, match=r"reads \[0x40040, 0x40044\) outside DRAM.*; instruction 0 \(LOAD\)"):
+            dev.run(Program(c, isa.encode(insns, c)), validate=False)
+        with pytest.raises(ProgramError, match=r"instruction 0 \(LOAD\): DRAM range"):
             dev.run(Program(c, isa.encode(insns, c)))
         assert dev.run(Program(c, isa.encode([isa.finish()], c))).cycles > 0
 

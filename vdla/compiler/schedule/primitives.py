@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..te.operation import ComputeOp, ExternOp, IterVar, Operation, PlaceholderOp, Range, ScanOp, Tensor
+from ..te.operation import ComputeOp, ExternOp, IterVar, Operation, PlaceholderOp, Range, ScanOp, Tensor, check_reads
 from ..tir.nodes import Expr, IntImm, Reduce, Select, TensorRead, Var, as_bool, convert
 from ..tir.visitor import post_order_map, substitute, walk
 
@@ -291,6 +291,24 @@ class Schedule:
         for st in list(self.stages):
             if isinstance(st.op, ScanOp):
                 self._mark_scan_body(st)
+        for st in self.stages:
+            self._check_reads(st)
+
+    @staticmethod
+    def _check_reads(st: Stage) -> None:
+        """Raise a read past an input's shape that `te.compute` found (see `te.operation.check_reads`),
+        unless the stage runs in a scan's time loop and the read is valid over the loop's range."""
+        err = getattr(st.op, "read_error", None)
+        if err is None:
+            return
+        scan = st.scan_group.op if st.scan_group is not None else None
+        if isinstance(scan, ScanOp) and st.op not in [t.op for t in scan.init]:
+            lo, ext = scan.scan_axis.dom.min, scan.scan_axis.dom.extent
+            if not (isinstance(lo, IntImm) and isinstance(ext, IntImm)):
+                return  # a symbolic time range: the scan's own shape checks apply
+            check_reads(st.op, (lo.value, lo.value + ext.value - 1))
+            return
+        raise err
 
     def _mark_scan_body(self, scan_stage: Stage) -> None:
         """Stages between a scan's state placeholders and its updates (plus its inits) run

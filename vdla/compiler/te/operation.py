@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tir import dtypes
+from ..tir.arith import const_bound
 from ..tir.nodes import (
     Buffer,
     Evaluate,
@@ -26,14 +27,16 @@ from ..tir.nodes import (
     ExprOp,
     IntImm,
     IRError,
+    Logic,
     Reduce,
+    Select,
     Stmt,
     TensorRead,
     Var,
     convert,
     make_const,
 )
-from ..tir.visitor import walk
+from ..tir.visitor import children, walk
 
 
 class TensorError(IRError):
@@ -190,6 +193,9 @@ class ComputeOp(Operation):
         self.tag = tag
         self.attrs = dict(attrs or {})
         self.reduce_axis: list[IterVar] = list(self.body.axis) if isinstance(self.body, Reduce) else []
+        #: A read past an input's shape found at declaration (`check_reads`); create_schedule raises
+        #: it unless the op runs inside a scan whose time range makes the read valid.
+        self.read_error: TensorError | None = None
         shape = [iv.dom.extent for iv in axis]
         n = len(self.bodies)
         self.outputs = [Tensor(self, shape, b.dtype, name if n == 1 else f"{name}.v{k}", k)
@@ -518,7 +524,68 @@ def compute(
             raise TensorError(f"compute {name!r}: several outputs are either all plain expressions or the values "
                               "of one tuple reduction (a te.comm_reducer over a tuple)")
     op = ComputeOp(name, axis, bodies if several else bodies[0], tag, attrs)
+    try:
+        check_reads(op)
+    except TensorError as err:  # raised by create_schedule: a scan's update reads state[t - 1] legally
+        op.read_error = err
     return list(op.outputs) if several else op.output(0)
+
+
+def check_reads(op: ComputeOp, time: tuple[int, int] | None = None) -> None:
+    """Every read of another tensor stays inside its shape over the op's whole iteration domain
+    (``time``: the range of its first axis when a scan runs it); TensorError names the tensor,
+    the axis, its extent and the index's range.
+
+    Checked where both are known constants (a symbolic extent or shape is checked at run
+    time by the caller's shape checks). Reads under a condition (``if_then_else``, a
+    select, a reduction's condition, ``&&``/``||``) are left alone: a guard such as
+    ``te.if_then_else(i < 4, A[i], 0)`` is how padding is written."""
+    name = op.name
+    ranges: dict[Var, tuple[int | None, int | None]] = {}
+    for iv in list(op.axis) + [r for body in op.bodies for r in _reduce_axes_in(body)]:
+        lo, ext = const_bound(iv.dom.min, {}), const_bound(iv.dom.extent, {})
+        if lo[0] is not None and lo[0] == lo[1] and ext[0] is not None and ext[0] == ext[1] and ext[0] > 0:
+            ranges[iv.var] = (lo[0], lo[0] + ext[0] - 1)
+
+    def visit(e: Any, guarded: bool) -> None:
+        if isinstance(e, Select):
+            visit(e.cond, guarded)
+            visit(e.t, True)
+            visit(e.f, True)
+            return
+        if isinstance(e, Logic):
+            guarded = True
+        if isinstance(e, Reduce):
+            if e.condition is not None:
+                visit(e.condition, guarded)
+            visit(e.source, guarded or e.condition is not None)
+            if e.init is not None:
+                visit(e.init, guarded)
+            return
+        if isinstance(e, TensorRead) and not guarded:
+            _check_read(name, e, ranges)
+        for c in children(e):
+            visit(c, guarded)
+
+    if time is not None and op.axis:
+        ranges[op.axis[0].var] = time
+    for body in op.bodies:
+        visit(body, False)
+
+
+def _check_read(name: str, read: TensorRead, ranges: dict[Var, tuple[int | None, int | None]]) -> None:
+    t = read.tensor
+    for d, (idx, extent) in enumerate(zip(read.indices, t.shape, strict=False)):
+        if not isinstance(extent, IntImm):
+            continue
+        lo, hi = const_bound(idx, ranges)
+        if (lo is not None and lo < 0) or (hi is not None and hi >= extent.value):
+            span = f"{'?' if lo is None else lo}..{'?' if hi is None else hi}"
+            raise TensorError(
+                f"compute {name!r} reads {t.name}[{', '.join(map(str, read.indices))}] outside its shape "
+                f"{tuple(int(x.value) if isinstance(x, IntImm) else str(x) for x in t.shape)}: axis {d} has "
+                f"extent {extent.value} but index {idx} ranges over {span}"
+            )
 
 
 def _vars_in(e: Expr) -> list[Var]:

@@ -24,6 +24,13 @@ class IRError(ValueError):
     """An ill-formed expression or statement (wrong dtypes, wrong arity, ...)."""
 
 
+class ZeroDivisorError(IRError, ZeroDivisionError):
+    """An integer division or remainder whose divisor is the constant 0 (caught when it is written).
+
+    A divisor that is 0 only at run time gives numpy's result in generated code (0), see
+    `vdla.compiler.targets.llvm.codegen`."""
+
+
 def _node_str(node: Any) -> str:
     return to_str(node)
 
@@ -620,6 +627,13 @@ def binary(op: str, a: Any, b: Any) -> Expr:
             f"'/' on integers ({a} / {b}) is ambiguous: use '//' or te.floordiv for floor division, "
             "te.truncdiv for C division, or cast to a float type first"
         )
+    if op in ("floordiv", "floormod", "truncdiv", "truncmod") and not dtypes.is_float(a.dtype):
+        d = b.value if isinstance(b, Broadcast) else b
+        if isinstance(d, Cast):
+            d = d.value
+        if isinstance(d, IntImm) and d.value == 0:
+            sym = {"floordiv": "//", "floormod": "%", "truncdiv": "truncdiv", "truncmod": "truncmod"}[op]
+            raise ZeroDivisorError(f"integer division by the constant 0: {a} {sym} {b}")
     if op in ("floordiv", "floormod", "truncdiv", "truncmod") and dtypes.is_float(a.dtype):
         if op == "floordiv":
             return Call("floor", [BinOp("div", a, b, a.dtype)], a.dtype)

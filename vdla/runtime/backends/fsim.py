@@ -1,7 +1,10 @@
 """The ``fsim`` device: the golden functional simulator with its cycle model (`vdla.simulator`).
 
 ``Device("fsim")`` (or ``"fsim:PRESET"``) runs programs on `vdla.simulator.run`; the
-machine's on-chip state persists across runs, as on hardware.
+machine's on-chip state persists across runs, as on hardware. `Device.run` validates every
+program before this backend runs it, as for every device: the golden simulator would find
+a uop index past a buffer or a deadlock only when it comes up, after earlier instructions
+changed DRAM and SRAM; a rejected program must leave every device as it was.
 """
 
 from __future__ import annotations

@@ -8,14 +8,18 @@ The build, the C++ harness, memory timing, failures and waveforms are described 
 ``Device("verilator", waves="run.vcd")`` (``.fst`` where the machine's Verilator can write it,
 else an error saying why: `vdla.simulator.rtl.waves`), complete after ``dev.close()``;
 ``VDLA_WAVES=path`` (or ``=1``: a file in the build folder) in the environment when none is given.
+Limits: ``dev.backend.max_cycles`` and ``dev.backend.timeout`` (seconds) stop a run with LimitError;
+Ctrl-C stops one promptly.
 """
 
 from __future__ import annotations
 
 import os
 
-from ...hardware.testbench import Stuck
-from ...simulator import Report
+from ...hardware.testbench import MemoryFault, Stuck
+from ...isa import ISAError, decode
+from ...simulator import ProgramError, Report
+from ...simulator.check import check_program
 from ...simulator.rtl.pysim import deadlock_error, report_from_run
 from ...simulator.rtl.verilator import VerilatorModel, build_dir, wave_format, wave_support
 from ...simulator.rtl.waves import resolve as resolve_waves
@@ -30,9 +34,11 @@ class VerilatorBackend:
     name = "verilator"
 
     def __init__(self, device: Device, arg: str = "", *, watchdog: int = 20000, latency: int | None = None,
-                 waves: str | None = None) -> None:
+                 waves: str | None = None, max_cycles: int | None = None, timeout: float | None = None) -> None:
         self.config = device.config
         self.watchdog, self.latency = watchdog, latency
+        #: Bounds of every run (None: none): past either, LimitError; Ctrl-C always stops a run.
+        self.max_cycles, self.timeout = max_cycles, timeout
         if waves is None and os.environ.get("VDLA_WAVES", "") not in ("", "0"):
             waves = os.environ["VDLA_WAVES"]
             if waves.lower() in ("1", "true", "yes"):
@@ -49,9 +55,12 @@ class VerilatorBackend:
 
     def execute(self, device: Device, insn_addr: int, count: int, strict: bool = True) -> Report:
         try:
-            res = self.model.run(device.dram, insn_addr, count, watchdog=self.watchdog)
+            res = self.model.run(device.dram, insn_addr, count, watchdog=self.watchdog, max_cycles=self.max_cycles,
+                                 timeout=self.timeout)
         except Stuck as e:
             raise deadlock_error(e, "verilator") from None
+        except MemoryFault as e:  # only unvalidated programs get here: name the instruction
+            raise MemoryFault(f"verilator: {e}{faulting_instruction(device, insn_addr, count)}") from None
         return report_from_run(self.config, res, count, strict, "verilator")
 
     def close(self) -> None:
@@ -60,6 +69,16 @@ class VerilatorBackend:
             self._model.close()
             self._model = None
 
+
+
+def faulting_instruction(device: Device, insn_addr: int, count: int) -> str:
+    """'; instruction N (...): DRAM range ...' for the first instruction whose DMA leaves DRAM, or ''."""
+    try:
+        insns = decode(device.dram[insn_addr: insn_addr + 16 * count].tobytes(), device.config)
+        check_program(insns, device.config, device.dram.size)
+    except (ISAError, ProgramError) as e:
+        return f"; {e}"
+    return ""
 
 
 BACKEND = VerilatorBackend

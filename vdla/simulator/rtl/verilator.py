@@ -30,7 +30,9 @@ Failures: the error bit raises ProgramError naming the instruction; no progress 
 ``watchdog`` cycles (no AXI beat and no instruction retired or uop-iteration done)
 raises DeadlockError naming each stage's state and the queue levels, read from the
 debug registers; then the design is reset (buffers keep their contents) and the device
-stays usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
+stays usable. ``max_cycles`` and ``timeout`` (wall-clock seconds) bound a run (LimitError);
+Ctrl-C stops a run within a few thousand cycles (the harness polls a stop flag that the
+waiting Python thread sets) and leaves the device usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
 
 Waveforms: ``Device("verilator", waves="run.vcd")`` (or ``.fst``; `vdla.simulator.rtl.waves`) builds a
 tracing variant (``sim_build/<config>-waves`` for VCD, ``-waves-fst`` for FST) and writes the trace
@@ -52,6 +54,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -66,7 +69,7 @@ from ...hardware.stage import State
 from ...hardware.testbench import MemoryFault, RunResult, Stuck
 from ...hardware.verilog import TOPS as VERILOG_TOPS
 from ...hardware.verilog import convert
-from ..errors import SimulatorError
+from ..errors import LimitError, SimulatorError
 from .waves import resolve as resolve_waves
 
 __all__ = [
@@ -80,7 +83,7 @@ HARNESS = Path(__file__).with_name("verilator_harness.cpp")
 HW_DIR = Path(__file__).resolve().parents[2] / "hardware"
 #: Verilator options for the generated Verilog (Amaranth's output trips width/unused lints).
 VERILATOR_FLAGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast", "--noassert"]
-_DONE, _STUCK, _LIMIT, _FAULT = 0, 1, 2, 3
+_DONE, _STUCK, _LIMIT, _FAULT, _STOPPED = 0, 1, 2, 3, 4
 #: The AXI4-Lite register offsets the harness and the model use (`vdla.hardware.regmap`).
 REGISTERS = registers(AXI)
 #: Counters the watchdog watches while the memory bus is quiet.
@@ -409,7 +412,8 @@ class VerilatorModel:
         lib.vdla_fault.argtypes = [vp, ctypes.POINTER(u64), ctypes.POINTER(ctypes.c_int)]
         lib.vdla_reg_write.argtypes = [vp, u32, u32]
         lib.vdla_reg_read.argtypes = [vp, u32, ctypes.POINTER(u32)]
-        lib.vdla_run.argtypes = [vp, u32, u32, u64, u64, ctypes.POINTER(u32), ctypes.c_int, u32, u32, u32]
+        lib.vdla_run.argtypes = [vp, u32, u32, u64, u64, ctypes.POINTER(u32), ctypes.c_int, u32, u32, u32,
+                                 ctypes.POINTER(ctypes.c_int32)]
         if lib.vdla_bus_bytes() != config.bus_bytes:
             raise VerilatorBuildError(f"{self.lib_path} was built for another bus width")
         self.waves = waves
@@ -458,21 +462,51 @@ class VerilatorModel:
         return out
 
     def run(self, dram: np.ndarray, insn_addr: int, insn_count: int, *, watchdog: int = 20000,
-            max_cycles: int | None = None) -> RunResult:
-        """Run `insn_count` instructions at byte `insn_addr` of `dram` (uint8, modified in place)."""
+            max_cycles: int | None = None, timeout: float | None = None) -> RunResult:
+        """Run `insn_count` instructions at byte `insn_addr` of `dram` (uint8, modified in place).
+
+        ``max_cycles`` / ``timeout`` (seconds of wall clock) bound the run: past either it
+        stops with LimitError. The simulation runs in a helper thread while this one waits,
+        so Ctrl-C (KeyboardInterrupt) stops it within a few thousand cycles; either way the
+        design is reset and the model stays usable."""
         if dram.dtype != np.uint8 or not dram.flags.c_contiguous:
             raise TypeError("dram must be a C-contiguous uint8 array")
         self._dram = dram  # keep it alive while the harness holds its address
         self._lib.vdla_set_memory(self._h, dram.ctypes.data, dram.size)
-        code = self._lib.vdla_run(self._h, insn_addr, insn_count, max_cycles or 0, watchdog, self._marks,
-                                  len(_MARKS), REGISTERS["insn_addr"], REGISTERS["insn_count"], REGISTERS["control"])
+        stop = ctypes.c_int32(0)
+        out: list[int] = []
+        args = (self._h, insn_addr, insn_count, max_cycles or 0, watchdog, self._marks, len(_MARKS),
+                REGISTERS["insn_addr"], REGISTERS["insn_count"], REGISTERS["control"], ctypes.byref(stop))
+        worker = threading.Thread(target=lambda: out.append(self._lib.vdla_run(*args)), name="vdla-verilator",
+                                  daemon=True)
+        worker.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while worker.is_alive():
+                worker.join(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
+                if deadline is not None and time.monotonic() >= deadline:
+                    stop.value = 1
+                    worker.join()
+        except BaseException:  # KeyboardInterrupt: stop the simulation, leave the model usable
+            stop.value = 1
+            worker.join()
+            self.reset()
+            raise
+        code = out[0] if out else _STUCK
+        if code == _STOPPED or code == _LIMIT:
+            cycles = self.read_reg(REGISTERS["cycles"])
+            dbg = self.debug()
+            self.reset()
+            why = f"{max_cycles} cycles" if code == _LIMIT else f"{timeout:g} s"
+            raise LimitError(f"verilator: the program did not finish within {why} (stopped at cycle {cycles}; "
+                             f"raise max_cycles/timeout if it is merely long): {describe(dbg)}")
         if code == _FAULT:
             self._raise_fault(dram)
-        if code in (_STUCK, _LIMIT):
+        if code == _STUCK:
             cycles = self.read_reg(REGISTERS["cycles"])
             dbg = self.debug()
             status = self.read_reg(REGISTERS["status"])
-            head = f"no progress for {watchdog} cycles" if code == _STUCK else f"did not finish within {max_cycles} cycles"
+            head = f"no progress for {watchdog} cycles"
             if status >> STATUS_BITS["error"] & 1:
                 err = ErrorCode(self.read_reg(REGISTERS["error_code"])).name
                 head += f" (error {err} at instruction {self.read_reg(REGISTERS['error_index'])})"

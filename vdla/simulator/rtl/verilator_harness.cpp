@@ -30,7 +30,7 @@ typedef VerilatedVcdC Trace;
 
 namespace {
 
-enum { VDLA_DONE = 0, VDLA_STUCK = 1, VDLA_LIMIT = 2, VDLA_FAULT = 3 };
+enum { VDLA_DONE = 0, VDLA_STUCK = 1, VDLA_LIMIT = 2, VDLA_FAULT = 3, VDLA_STOPPED = 4 };
 
 struct Burst {
     uint64_t addr;
@@ -340,10 +340,12 @@ int vdla_reg_read(void* p, uint32_t addr, uint32_t* value) {
 
 // Start a run through the control registers and clock until irq (done), the watchdog,
 // `max_cycles` (0: none) or a memory fault. `marks`/`n_marks`: register offsets of the
-// progress counters the watchdog watches when the memory bus is quiet.
+// progress counters the watchdog watches when the memory bus is quiet. `stop` (may be null):
+// polled every 1024 cycles; non-zero ends the run with VDLA_STOPPED (Python sets it from
+// another thread on Ctrl-C or at its wall-clock limit).
 int vdla_run(void* p, uint32_t insn_addr, uint32_t insn_count, uint64_t max_cycles, uint64_t watchdog,
              const uint32_t* marks, int n_marks, uint32_t reg_insn_addr, uint32_t reg_insn_count,
-             uint32_t reg_control) {
+             uint32_t reg_control, volatile int32_t* stop) {
     Harness* h = (Harness*)p;
     Verilated::threadContextp(h->ctx);
     h->fault = false;
@@ -374,6 +376,7 @@ int vdla_run(void* p, uint32_t insn_addr, uint32_t insn_count, uint64_t max_cycl
             else if (h->cycle - last_progress >= watchdog) return VDLA_STUCK;
         }
         if (max_cycles && h->cycle - start >= max_cycles) return VDLA_LIMIT;
+        if (stop && (h->cycle & 1023) == 0 && __atomic_load_n(stop, __ATOMIC_RELAXED)) return VDLA_STOPPED;
     }
     return h->fault ? VDLA_FAULT : VDLA_DONE;
 }

@@ -6,6 +6,11 @@ accesses are single vector loads/stores.  A ``parallel`` loop is outlined into a
 function ``void task(ptr closure, i64 task_id, i64 num_tasks)`` started through
 ``vdla_parallel_launch`` (see :mod:`.jit`).  ``if_then_else`` is lowered to branches so
 only the taken side is evaluated.
+
+Nothing traps: an ``Allocate`` that cannot be satisfied (size overflow or a NULL from
+``aligned_alloc``) calls ``vdla_alloc_failed(name, bytes)`` and returns, and the caller
+raises ``MemoryError`` naming the buffer (`jit.take_alloc_failure`); integer division and
+remainder by zero give 0 and ``MIN // -1`` wraps, as numpy defines them, instead of SIGFPE.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ I8 = ir.IntType(8)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
+#: The runtime function a kernel calls when an allocation fails (`jit` records the failure).
+ALLOC_FAILED = "vdla_alloc_failed"
 VOID = ir.VoidType()
 
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -126,6 +133,8 @@ class LLVMCodegen:
         self.launch = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name="vdla_parallel_launch")
         self.malloc = ir.Function(self.module, ir.FunctionType(PTR, [I64, I64]), name="aligned_alloc")
         self.free = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name="free")
+        self.alloc_failed = ir.Function(self.module, ir.FunctionType(VOID, [PTR, I64]), name=ALLOC_FAILED)
+        self.n_names = 0
         self.param_vars: list[Var] = []
 
     @property
@@ -217,15 +226,38 @@ class LLVMCodegen:
             self.stmt(s.body)
             del self.bufs[buf]
             return
+        # Sizes are checked: a product that overflows 64 bits, a negative extent (huge unsigned)
+        # or a failed allocation calls vdla_alloc_failed(name, bytes) and returns; the caller
+        # raises MemoryError naming the buffer (`jit.take_alloc_failure`).
+        b = self.b
         nbytes: ir.Value = ir.Constant(I64, n_const * esize)
-        if size is not None:
-            nbytes = self.b.mul(nbytes, self._to_i64(self.expr(size), size.dtype))
-        nbytes = self.b.and_(self.b.add(nbytes, ir.Constant(I64, 63)), ir.Constant(I64, ~63))
-        ptr = self.b.call(self.malloc, [ir.Constant(I64, 64), nbytes], name=_ident(buf.name))
+        bad: ir.Value = ir.Constant(ir.IntType(1), 0)
+        for d in buf.shape:  # each extent in 64 bits: their product in the index type could wrap
+            if not isinstance(d, IntImm):
+                prod = b.umul_with_overflow(nbytes, self._to_i64(self.expr(d), d.dtype))
+                nbytes, bad = b.extract_value(prod, 0), b.or_(bad, b.extract_value(prod, 1))
+        bad = b.or_(bad, b.icmp_unsigned(">", nbytes, ir.Constant(I64, (1 << 62))))
+        nbytes = b.and_(b.add(nbytes, ir.Constant(I64, 63)), ir.Constant(I64, ~63))
+        nbytes = b.select(b.icmp_unsigned("==", nbytes, ir.Constant(I64, 0)), ir.Constant(I64, 64), nbytes)
+        ptr = b.call(self.malloc, [ir.Constant(I64, 64), nbytes], name=_ident(buf.name))
+        bad = b.or_(bad, b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)))
+        with b.if_then(bad, likely=False):
+            b.call(self.free, [ptr])  # free(NULL) is a no-op; non-NULL when only the size was bad
+            b.call(self.alloc_failed, [self._cstring(buf.name), nbytes])
+            b.ret_void()
         self.bufs[buf] = ptr
         self.stmt(s.body)
         del self.bufs[buf]
         self.b.call(self.free, [ptr])
+
+    def _cstring(self, text: str) -> ir.Value:
+        """A pointer to a NUL-terminated constant holding ``text``."""
+        data = bytearray(text.encode()) + b"\0"
+        ty = ir.ArrayType(I8, len(data))
+        self.n_names += 1
+        g = ir.GlobalVariable(self.module, ty, name=f"{self.symbol}.name{self.n_names}")
+        g.global_constant, g.linkage, g.initializer = True, "internal", ir.Constant(ty, data)
+        return self.b.bitcast(g, PTR)
 
     def _s_BufferStore(self, s: BufferStore) -> None:
         buf = s.buffer
@@ -478,24 +510,45 @@ class LLVMCodegen:
         if op == "max":
             cmp = b.icmp_unsigned(">", a, b_) if unsigned else b.icmp_signed(">", a, b_)
             return b.select(cmp, a, b_)
-        if op in ("truncdiv", "truncmod") or unsigned:
-            if op.endswith("div"):
-                return b.udiv(a, b_) if unsigned else b.sdiv(a, b_)
-            return b.urem(a, b_) if unsigned else b.srem(a, b_)
-        if op in ("floordiv", "floormod"):
-            if isinstance(e.b, IntImm) and e.b.value > 0 and (e.b.value & (e.b.value - 1)) == 0:
-                sh = e.b.value.bit_length() - 1
-                if op == "floordiv":
-                    return b.ashr(a, ir.Constant(a.type, _zeros(a.type, sh)))
-                return b.and_(a, ir.Constant(a.type, _zeros(a.type, e.b.value - 1)))
-            q = b.sdiv(a, b_)
-            r = b.srem(a, b_)
-            zero = ir.Constant(a.type, _zeros(a.type, 0))
-            adj = b.and_(b.icmp_signed("!=", r, zero), b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", b_, zero)))
+        if op in ("floordiv", "floormod") and not unsigned and isinstance(e.b, IntImm) and e.b.value > 0 and (
+                e.b.value & (e.b.value - 1)) == 0:
+            sh = e.b.value.bit_length() - 1
             if op == "floordiv":
-                return b.sub(q, b.zext(adj, a.type))
-            return b.add(r, b.select(adj, b_, zero))
+                return b.ashr(a, ir.Constant(a.type, _zeros(a.type, sh)))
+            return b.and_(a, ir.Constant(a.type, _zeros(a.type, e.b.value - 1)))
+        if op in ("floordiv", "floormod", "truncdiv", "truncmod"):
+            return self._division(op, a, b_, e.b, unsigned)
         raise CodegenError(f"operator {op} is not defined for {dt}")
+
+    def _division(self, op: str, a: ir.Value, b_: ir.Value, divisor: Expr, unsigned: bool) -> ir.Value:
+        """Integer division and remainder with numpy's results where the CPU would trap:
+        ``x // 0 == 0``, ``x % 0 == 0`` and ``MIN // -1 == MIN`` (wraps), ``MIN % -1 == 0``.
+        A divisor that is a non-zero constant needs no guard."""
+        b = self.b
+        zero = ir.Constant(a.type, _zeros(a.type, 0))
+        one = ir.Constant(a.type, _zeros(a.type, 1))
+        guard = not (isinstance(divisor, IntImm) and divisor.value not in (0, -1))
+        if guard:
+            is_zero = b.icmp_unsigned("==", b_, zero)
+            trap = is_zero
+            if not unsigned:
+                bits = (a.type.element if isinstance(a.type, ir.VectorType) else a.type).width
+                lo = ir.Constant(a.type, _zeros(a.type, -(1 << (bits - 1))))
+                minus1 = ir.Constant(a.type, _zeros(a.type, -1))
+                trap = b.or_(trap, b.and_(b.icmp_signed("==", a, lo), b.icmp_signed("==", b_, minus1)))
+            b_ = b.select(trap, one, b_)
+        if unsigned:
+            q, r = b.udiv(a, b_), b.urem(a, b_)
+        else:
+            q, r = b.sdiv(a, b_), b.srem(a, b_)
+        if guard:
+            q = b.select(is_zero, zero, q)  # x // 1 would be x; numpy gives 0
+        if unsigned or op in ("truncdiv", "truncmod"):
+            return q if op.endswith("div") else r
+        adj = b.and_(b.icmp_signed("!=", r, zero), b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", b_, zero)))
+        if op == "floordiv":
+            return b.sub(q, b.zext(adj, a.type))
+        return b.add(r, b.select(adj, b_, zero))
 
     def _e_Cmp(self, e: Cmp) -> ir.Value:
         a, b_ = self.expr(e.a), self.expr(e.b)

@@ -194,6 +194,31 @@ def _launch(task: int, closure: int, n: int) -> None:
 
 _launch_c = _LAUNCH(_launch)
 
+_ALLOC_FAILED = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64)
+_alloc_failures: list[tuple[str, int]] = []
+
+
+def _alloc_failed(name: bytes, nbytes: int) -> None:
+    with _lock:
+        _alloc_failures.append((name.decode(errors="replace"), int(nbytes)))
+
+
+_alloc_failed_c = _ALLOC_FAILED(_alloc_failed)
+
+
+def take_alloc_failure() -> MemoryError | None:
+    """The MemoryError for an allocation a kernel could not make since the last call, if any.
+
+    A kernel whose allocation fails calls ``vdla_alloc_failed`` (recorded here) and returns
+    without touching the buffer; its caller raises what this returns."""
+    with _lock:
+        if not _alloc_failures:
+            return None
+        name, nbytes = _alloc_failures[0]
+        _alloc_failures.clear()
+    size = f"{nbytes} bytes" if 0 < nbytes <= (1 << 62) else "a size that overflows 64 bits or is negative"
+    return MemoryError(f"cannot allocate buffer {name!r}: {size} (reduce the stage's extent or split it)")
+
 
 _externs: dict[str, object] = {}
 
@@ -213,6 +238,7 @@ def register_extern(name: str, fn: object) -> None:
 
 def _register_symbols() -> None:
     llvm.add_symbol("vdla_parallel_launch", ctypes.cast(_launch_c, ctypes.c_void_p).value)
+    llvm.add_symbol("vdla_alloc_failed", ctypes.cast(_alloc_failed_c, ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)
     for name in ("malloc", "free", "aligned_alloc"):
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)

@@ -134,6 +134,9 @@ class BuiltFunction(ModuleMixin):
             if np.may_share_memory(a1, a2):
                 raise ArgumentError(f"arguments {n1!r} and {n2!r} share memory; pass distinct arrays")
         self._cfunc(*cargs)
+        err = jit.take_alloc_failure()
+        if err is not None:
+            raise err
 
     # -- files (TVM: f.save("x.o"), f.export_library("x.so"), vdla.runtime.load_module("x.so"))
     def save(self, path: str | Path, fmt: str = "") -> None:
