@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .... import te
+from ....autotvm.dispatch import current_config
+from ....autotvm.space import ConfigSpace
 from ....schedule.primitives import Schedule, Stage
 from ....topi.util import as_list, const_shape, traverse_inline, vector_split
 
@@ -90,6 +92,7 @@ class NCHWcConfig:
     reg_n: int | None = None  # output columns per register tile (accumulators = reg_n vectors)
     unroll_kw: bool = False
     parallel: bool = True
+    par: str = "nfy"  # the loops fused into the parallel one: (n, f, y) or (n, f) with rows serial inside
 
 
 def _reg_n(ow: int, cap: int = 14) -> int:
@@ -105,14 +108,25 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     """TVM's x86 NCHWc schedule: a register tile of ``reg_n`` output columns x one ``ob``
     vector accumulated in a local cache over (c.outer, ky, kx, c.inner); rows and output
     channel blocks in parallel; padding computed once at root (parallel, vectorised)."""
-    cfg = cfg or NCHWcConfig()
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
     conv = _find(outs, "conv2d_NCHWc")
     out, acc = _tail(s, outs, conv)
     ct = conv.output(0)
     _, _, oh, ow, ob = const_shape(ct)
+    tcfg = current_config()  # an autotvm template's config: its knobs replace the hand pick
+    if tcfg is not None:
+        tcfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda e: e.size[-1] <= 32)
+        tcfg.define_knob("unroll_kw", [False, True])
+        tcfg.define_knob("par", ["nfy", "nf"])
+        if not tcfg.is_fallback and not isinstance(tcfg, ConfigSpace):
+            cfg = NCHWcConfig(reg_n=tcfg["tile_ow"].size[-1], unroll_kw=tcfg["unroll_kw"].val, par=tcfg["par"].val)
+    cfg = cfg or NCHWcConfig()
     reg_n = cfg.reg_n or _reg_n(ow)
+    if tcfg is not None and tcfg.is_fallback:
+        tcfg.set("tile_ow", [-(-ow // reg_n), reg_n])
+        tcfg.set("unroll_kw", cfg.unroll_kw)
+        tcfg.set("par", cfg.par)
     if acc is None:
         acc_t = s.cache_write(ct, "local")
         acc = s[acc_t]
@@ -120,7 +134,7 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     n, f, y, x, fb = out.op.axis
     xo, xi = out.split(x, factor=reg_n)
     out.reorder(n, f, y, xo, xi, fb)
-    par = out.fuse(n, f, y)
+    par = out.fuse(n, f, y) if cfg.par == "nfy" else out.fuse(n, f)
     if cfg.parallel:
         out.parallel(par)
     out.vectorize(fb)
