@@ -16,12 +16,16 @@ features), :mod:`.tuner` (random, grid, GA, XGBoost), :mod:`.record` (JSON-lines
 apply_history_best), :mod:`.cli` (``vdla tune``).
 """
 
-from . import task
+from . import callback, record, task, tuner
 from .dispatch import ApplyConfig, DispatchContext, get_config
+from .measure import LocalBuilder, LocalRunner, MeasureErrorNo, MeasureInput, MeasureResult, measure_option
+from .record import ApplyHistoryBest, apply_history_best
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity, KnobError
 from .task import Task, TaskError, template
 
 __all__ = [
-    "task", "template", "get_config", "Task", "TaskError", "ConfigSpace", "ConfigEntity", "FallbackConfigEntity",
-    "KnobError", "DispatchContext", "ApplyConfig",
+    "task", "tuner", "record", "callback", "template", "get_config", "Task", "TaskError", "ConfigSpace",
+    "ConfigEntity", "FallbackConfigEntity", "KnobError", "DispatchContext", "ApplyConfig", "LocalBuilder",
+    "LocalRunner", "MeasureErrorNo", "MeasureInput", "MeasureResult", "measure_option", "ApplyHistoryBest",
+    "apply_history_best",
 ]

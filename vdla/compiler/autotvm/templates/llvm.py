@@ -18,7 +18,7 @@ from ... import te, topi
 from ...targets.llvm import schedules
 from ...topi import testing as ref
 from ..dispatch import get_config
-from ..task import template
+from ..registry import template
 
 __all__ = ["conv2d_nchwc", "dense"]
 

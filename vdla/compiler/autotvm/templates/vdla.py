@@ -18,7 +18,7 @@ from ... import te
 from ...targets.vdla import packing
 from ...targets.vdla import top as T
 from ..dispatch import get_config
-from ..task import template
+from ..registry import template
 
 __all__ = ["conv2d_packed", "group_conv2d_packed", "conv2d_transpose_packed", "dense_packed"]
 

@@ -28,8 +28,8 @@ from .common import (
     _stages,
     _tail_inputs,
 )
-from .tuning import define_conv_space, record_fallback, resolve
 from .tiling import _choose_threads, _pick_conv_tiles, _pick_outer_tiles, conv_cost
+from .tuning import define_conv_space, record_fallback, resolve
 
 __all__ = ["conv2d_packed", "schedule_conv2d_packed"]
 
