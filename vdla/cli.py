@@ -10,6 +10,9 @@
                                             model file), check it, print the per-layer table
     vdla build MODEL -o model.vdla          compile a model into one file
     vdla synth BOARD [BOARD ...] | all      bitstream + report into bitstreams/BOARD/ (YoWASP tools)
+    vdla tune MODEL|OP --target llvm|vdla --trials N --tuner xgb|ga|random|grid --log FILE
+                                            auto-tune schedules (vdla.compiler.autotvm.cli); build and
+                                            run take --tuning-log FILE
 
 Each subcommand is a small function over the Python API; errors print one line and exit 2.
 """
@@ -79,11 +82,13 @@ def _model_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _run_model(args: argparse.Namespace) -> int:
     """`vdla run MODEL`: a built-in model, an .onnx file or a compiled model file."""
+    from .compiler.autotvm.cli import tuning_context
     from .compiler.graph.job import run_job, stderr_progress
 
     progress = stderr_progress(not args.quiet)
-    res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
-                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress)
+    with tuning_context(getattr(args, "tuning_log", None)):
+        res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
+                      seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress)
     if progress and sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
@@ -92,11 +97,13 @@ def _run_model(args: argparse.Namespace) -> int:
 
 def _build_model(args: argparse.Namespace) -> int:
     """`vdla build MODEL -o model.vdla`: compile once, run later without recompiling."""
+    from .compiler.autotvm.cli import tuning_context
     from .compiler.graph.job import build_model, load_model, stderr_progress
 
     progress = stderr_progress(not args.quiet)
     spec = load_model(args.model, reduced=args.reduced, size=args.size)
-    m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
+    with tuning_context(getattr(args, "tuning_log", None)):
+        m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
     if progress and sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     out = Path(args.output or f"{spec.name}.vdla")
@@ -125,6 +132,7 @@ def _model_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--size", type=int, default=None, help="input height/width of the model")
     q.add_argument("--calib", type=int, default=1, help="calibration inputs for int8 quantisation")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    q.add_argument("--tuning-log", default=None, help="a `vdla tune` log: build with its best schedules")
 
 
 def _model_errors() -> tuple[type[BaseException], ...]:
@@ -202,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--build-dir", default="build", help="scratch folder for the tools (default build)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(fn=_synth)
+    from .compiler.autotvm.cli import add_parser as _add_tune
+
+    _add_tune(sub)
     args = p.parse_args(argv)
     from .runtime import DeviceError, ProgramFileError, StreamError
     from .simulator import SimulatorError
