@@ -222,8 +222,24 @@ def lower_loops(s: Any, tensors: list[Any]) -> Any:
     return storage_flatten(stmt, binds)
 
 
+_CACHE: dict[tuple[str, Any], np.ndarray] = {}
+_CACHE_MAX = 200_000
+
+
 def config_features(task: Any, config: Any) -> np.ndarray:
-    """Loop-IR features + knob values of one point (zeros for the loop part when it does not lower)."""
+    """Loop-IR features + knob values of one point (-1 for the loop part when it does not lower);
+    kept per (task, point) for this process (tuners of one task share them)."""
+    key = (task.key(), config.index if config.index is not None else repr(config))
+    got = _CACHE.get(key)
+    if got is None:
+        got = _features(task, config)
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[key] = got
+    return got
+
+
+def _features(task: Any, config: Any) -> np.ndarray:
     knobs = np.asarray(config.get_flatten_feature(), np.float32)
     try:
         s, tensors = task.instantiate(config)

@@ -33,7 +33,7 @@ _PARAMS = {"max_depth": 6, "gamma": 1e-4, "min_child_weight": 1, "subsample": 1.
 
 class XGBTuner(Tuner):
     def __init__(self, task: Any, plan_size: int = 16, feature_type: str = "itervar", loss_type: str = "rank",
-                 num_boost_round: int = 60, sa_chains: int = 8, sa_steps: int = 24, eps_greedy: float = 0.05,
+                 num_boost_round: int = 60, sa_chains: int = 8, sa_steps: int = 16, eps_greedy: float = 0.05,
                  diversity_filter_ratio: float = 2.0, seed: int | None = None) -> None:
         super().__init__(task, seed)
         if feature_type not in ("itervar", "knob"):

@@ -24,9 +24,13 @@ from ....autotvm.space import ConfigSpace
 from ..env import VDLAError
 from .common import Knobs
 
-__all__ = ["resolve", "define_conv_space", "define_dense_space", "record_fallback", "THREADS"]
+__all__ = ["resolve", "define_conv_space", "define_dense_space", "record_fallback", "THREADS", "MAX_STEPS"]
 
 THREADS = (1, 2)  # virtual-thread choices per axis
+#: A point with more (output tile x input-channel chunk) steps than this is rejected before it
+#: is built: its program has tens of thousands of instructions, takes tens of seconds to
+#: compile and simulate, and pays the DMA latency per step (the hand picks use < 100).
+MAX_STEPS = 512
 
 
 def define_conv_space(cfg: Any, ob: int, oh: int, ow: int, cb: int) -> None:
@@ -55,6 +59,12 @@ def knobs_of(cfg: Any) -> Knobs:
     for name in ("oc_nthread", "h_nthread"):
         if name in names:
             kw[name] = int(cfg[name].val)
+    steps = 1
+    for name in ("tile_co", "tile_h", "tile_w", "tile_ci"):
+        if name in names:
+            steps *= int(cfg[name].size[0])
+    if steps > MAX_STEPS:
+        raise VDLAError(f"config {cfg.index}: {steps} tile x chunk steps (more than {MAX_STEPS}: too small tiles)")
     for tile, th in (("tile_co", "oc_nthread"), ("tile_h", "h_nthread")):
         if tile in names and th in names and cfg[tile].size[0] % kw[th]:
             raise VDLAError(f"config {cfg.index}: {kw[th]} virtual threads do not divide the "
