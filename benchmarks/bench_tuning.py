@@ -64,7 +64,7 @@ def bench_layer(target: str, layer: str, trials: int, seeds: int, option: Any) -
     t0 = time.perf_counter()
     for name in TUNERS:
         for seed in range(seeds):
-            tuner = _tuner(name, task, seed)
+            tuner = _tuner(name, task, seed, trials)
             tuner.tune(trials, option)
             curves.setdefault(name, []).append(_curve(tuner.history, trials))
             if tuner.best_flops > best_score:

@@ -66,7 +66,7 @@ def test_separate_scheduler_and_worker_processes(monkeypatch) -> None:  # type: 
         assert res[0].ok and res[0].costs[0] > 0, res[0].error_msg
         assert addr in str(client.scheduler.address)
     finally:
-        cluster.close_clients()
+        cluster.close_clients(addr)
         for p in reversed(procs):
             try:
                 os.killpg(p.pid, signal.SIGTERM)

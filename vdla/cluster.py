@@ -53,9 +53,11 @@ def get_client(address: str | None = None, n_workers: int | None = None, timeout
     return client
 
 
-def close_clients() -> None:
-    """Close every client handed out (and the local clusters behind them)."""
+def close_clients(address: str | None = None) -> None:
+    """Close every client handed out (and the local clusters behind them), or only ``address``'s."""
     for key, client in list(_CLIENTS.items()):
+        if address is not None and key != address:
+            continue
         cluster = getattr(client, "cluster", None)
         try:
             client.close()

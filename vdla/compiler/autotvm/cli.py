@@ -90,10 +90,12 @@ def tuning_context(log: str | None, target: str | None = None) -> Any:
         yield ctx
 
 
-def _tuner(kind: str, task: Task, seed: int) -> Any:
+def _tuner(kind: str, task: Task, seed: int, trials: int = 64) -> Any:
+    """A tuner by name; XGB refits after every quarter of a short run (at most every 16 trials)."""
     from . import tuner as T
 
-    return {"xgb": lambda: T.XGBTuner(task, seed=seed), "ga": lambda: T.GATuner(task, seed=seed),
+    plan = max(4, min(16, trials // 4))
+    return {"xgb": lambda: T.XGBTuner(task, plan_size=plan, seed=seed), "ga": lambda: T.GATuner(task, seed=seed),
             "random": lambda: T.RandomTuner(task, seed=seed), "grid": lambda: T.GridSearchTuner(task, seed=seed)}[kind]()
 
 
@@ -164,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"vdla tune: {len(tasks)} task(s) on {args.target}, {args.trials} trials each, tuner {args.tuner}, "
           f"{len(client.scheduler_info().get('workers', {}))} Dask worker(s)", file=sys.stderr)
     for n, task in enumerate(tasks, 1):
-        tuner = _tuner(args.tuner, task, args.seed)
+        tuner = _tuner(args.tuner, task, args.seed, args.trials)
         mine = [(i, r) for i, r in previous if i.task.key() == task.key()]
         tuner.load_history(mine)
         fb = task.fallback()
