@@ -133,7 +133,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--targets", nargs="+", default=["vdla", "llvm"], choices=["vdla", "llvm"])
     ap.add_argument("--layers", nargs="+", default=["C2", "C5", "C8", "C11"])
-    ap.add_argument("--trials", type=int, default=64)
+    ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default="bench_tuning.png")
     ap.add_argument("--json", action="store_true")
