@@ -95,3 +95,12 @@ def test_worker_killed_mid_measurement_loses_no_record(dask_client) -> None:  # 
 def test_runner_options_are_checked() -> None:
     with pytest.raises(ValueError, match="number .* and repeat"):
         autotvm.LocalRunner(number=0)
+
+
+def test_llvm_points_are_timed_and_checked(dask_client) -> None:  # type: ignore[no-untyped-def]
+    """Every point of the graph's CPU conv2d template computes the numpy reference's answer."""
+    task = autotvm.task.create("conv2d_nchw.x86", [[1, 8, 10, 10], [16, 8, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1]],
+                               "llvm")
+    res = _measure(dask_client, task, range(len(task.config_space)))
+    for r in res:
+        assert r.ok and r.unit == "s" and len(r.costs) == 1 and 0 < r.costs[0] < 1, r.error_msg

@@ -15,7 +15,9 @@ from vdla.compiler.autotvm.measure import MeasureInput, MeasureResult
 from vdla.compiler.targets.llvm import schedules
 from vdla.compiler.targets.vdla import top as T
 
+LLVM_NCHW = ["conv2d_nchw.x86", [[1, 8, 10, 10], [16, 8, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1]]]
 CASES = [(*VDLA_CONV, "vdla"), (*VDLA_DENSE, "vdla"), (*LLVM_CONV, "llvm"), ("dense.x86", [2, 64, 32, True], "llvm"),
+         (*LLVM_NCHW, "llvm"),
          ("group_conv2d_packed.vdla", [[1, 4, 8, 8, 1, 16], [4, 2, 3, 3, 16, 16], 2, [1, 1], 1, True, False, "default"],
           "vdla"),
          ("conv2d_transpose_packed.vdla", [[1, 2, 4, 4, 1, 16], [2, 2, 2, 2, 2, 2, 16, 16], 2, 1, 4, True, False,
@@ -58,6 +60,10 @@ def test_fallback_generated_code_is_unchanged(tmp_path, monkeypatch) -> None:  #
             w = te.placeholder((2, 2, 3, 3, 16, 16), name="kernel")
             y = topi.conv2d_NCHWc(x, w, 1, 1)
             build(schedules.schedule_conv2d_NCHWc(y), [x, w, y], name="conv2d_NCHWc")
+            x = te.placeholder((1, 8, 10, 10), name="data")
+            w = te.placeholder((16, 8, 3, 3), name="kernel")
+            y = topi.conv2d_nchw(x, w, 1, 1)
+            build(schedules.schedule_conv2d_nchw(y), [x, w, y], name="conv2d_nchw")
         else:
             task = autotvm.task.create(*VDLA_CONV, "vdla")
             s, args = task.instantiate(task.fallback())
@@ -65,8 +71,11 @@ def test_fallback_generated_code_is_unchanged(tmp_path, monkeypatch) -> None:  #
             task = autotvm.task.create(*LLVM_CONV, "llvm")
             s, args = task.instantiate(task.fallback())
             build(s, args, name="conv2d_NCHWc")
+            task = autotvm.task.create(*LLVM_NCHW, "llvm")
+            s, args = task.instantiate(task.fallback())
+            build(s, args, name="conv2d_nchw")
         digests[way] = fp.load(folder)
-    assert sum(digests["hand"].values()) >= 2
+    assert sum(digests["hand"].values()) >= 3
     assert digests["hand"] == digests["fallback"]
 
 

@@ -20,7 +20,7 @@ from ...topi import testing as ref
 from ..dispatch import get_config
 from ..registry import template
 
-__all__ = ["conv2d_nchwc", "dense"]
+__all__ = ["conv2d_nchwc", "conv2d_nchw", "dense"]
 
 _BLOCKS = (4, 8, 16, 32, 64)
 
@@ -71,3 +71,23 @@ def dense(batch: int, k: int, o: int, bias: bool = False) -> tuple[Any, list[Any
     y = topi.dense(x, wt, b)
     get_config().add_flop(2.0 * batch * k * o)
     return schedules.schedule_dense(y), [x, wt, *([b] if b is not None else []), y]
+
+
+def _nchw_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
+    _, _, stride, padding, dilation = args
+    if len(set(padding)) != 1 or len(set(stride)) != 1 or len(set(dilation)) != 1:
+        return []  # the numpy reference takes one padding, stride and dilation: unchecked
+    return [ref.conv2d_nchw(inputs[0], inputs[1], stride[0], padding[0], dilation[0])]
+
+
+@template("conv2d_nchw.x86", reference=_nchw_reference)
+def conv2d_nchw(data: list[int], kernel: list[int], stride: list[int], padding: list[int],
+                dilation: list[int]) -> tuple[Any, list[Any]]:
+    """The NCHW conv2d the graph compiler runs on the CPU (``schedule_conv2d_nchw``: ``tile_x`` the
+    vector width along output columns, ``tile_f`` the output channels unrolled)."""
+    x = te.placeholder(tuple(data), name="data")
+    wt = te.placeholder(tuple(kernel), name="kernel")
+    y = topi.conv2d_nchw(x, wt, tuple(stride), tuple(padding), tuple(dilation))
+    shp = [int(getattr(d, "value", d)) for d in y.shape]
+    get_config().add_flop(2.0 * float(np.prod(shp)) * kernel[1] * kernel[2] * kernel[3])
+    return schedules.schedule_conv2d_nchw(y), [x, wt, y]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .... import te
-from ....autotvm.dispatch import current_config
+from ....autotvm.dispatch import current_config, query
 from ....autotvm.space import ConfigSpace
 from ....schedule.primitives import Schedule, Stage
 from ....topi.util import as_list, const_shape, traverse_inline, vector_split
@@ -59,12 +59,12 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     out, acc = _tail(s, outs, conv)
     _inline_pad(s, conv)
     ow = const_shape(conv.output(0))[3]
-    vw = min(16, ow)
+    vw, fb = _nchw_knobs(conv, ow, min(16, ow), 4)
     if acc is None:
         st = out
         n, f, y, x = st.op.axis
         rc, ry, rx = st.op.reduce_axis
-        fo, fi = st.split(f, factor=4)
+        fo, fi = st.split(f, factor=fb)
         xo, xi = st.split(x, factor=vw)
         st.reorder(n, fo, y, xo, rc, ry, rx, fi, xi)
         st.unroll(fi)
@@ -72,7 +72,7 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
         st.parallel(st.fuse(n, fo))
         return s
     n, f, y, x = out.op.axis
-    fo, fi = out.split(f, factor=4)
+    fo, fi = out.split(f, factor=fb)
     xo, xi = out.split(x, factor=vw)
     out.reorder(n, fo, y, xo, fi, xi)
     out.vectorize(xi)
@@ -83,6 +83,26 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     acc.reorder(rc, ry, rx, fa, xa)
     acc.vectorize(xa)
     return s
+
+
+def _nchw_knobs(conv: te.ComputeOp, ow: int, vw: int, fb: int) -> tuple[int, int]:
+    """(vector width along x, output channels unrolled): an autotvm template's point, the best
+    record of this workload under ``apply_history_best``, or the hand pick ``(vw, fb)``."""
+    cfg = current_config()
+    if cfg is not None:
+        cfg.define_knob("tile_x", sorted({v for v in (4, 8, 16, 32) if v <= ow} | {vw}))
+        cfg.define_knob("tile_f", [1, 2, 4, 8])
+        cfg.workload = conv.attrs.get("workload")
+        if cfg.is_fallback:
+            cfg.set("tile_x", vw)
+            cfg.set("tile_f", fb)
+        elif not isinstance(cfg, ConfigSpace):
+            return int(cfg["tile_x"].val), int(cfg["tile_f"].val)
+        return vw, fb
+    tuned = query("llvm", conv.attrs.get("workload"))
+    if tuned is not None:
+        return int(tuned["tile_x"].val), int(tuned["tile_f"].val)
+    return vw, fb
 
 
 @dataclass
