@@ -29,8 +29,9 @@ TEST_EXTRAS: list[str] = ["test"]
 # The demo's fp32 cross-check runs onnxruntime (the "graph" extra); without it that check is skipped.
 DEMO_EXTRAS: list[str] = ["graph"]
 # "sim": benchmarks/bench_verilator_speed.py (Verilator vs pysim); "plot": the roofline PNG of bench_vdla_resnet.py;
-# "gpu": benchmarks/bench_gpu.py's runtime (it skips without a GPU, and without torch for the cuBLAS/cuDNN baselines).
-BENCH_EXTRAS: list[str] = ["sim", "plot", "gpu"]
+# "gpu": benchmarks/bench_gpu.py's runtime (it skips without a GPU, and without torch for the cuBLAS/cuDNN baselines);
+# "tune": benchmarks/bench_tuning.py.
+BENCH_EXTRAS: list[str] = ["sim", "plot", "gpu", "tune"]
 
 
 def _project(extras: list[str]) -> str:

@@ -13,7 +13,7 @@ _deprecated.install()  # old module paths (vdla.compiler.ir, ...) keep working f
 # TVM's names too (nd, device, tir, target, testing ...), so that TVM programs run with
 # `import vdla as tvm`: docs/coming_from_tvm.md maps them
 from . import contrib, nd, rpc, testing  # noqa: E402
-from .compiler import build, lower, te, tir, topi, transform  # noqa: E402
+from .compiler import autotvm, build, lower, te, tir, topi, transform  # noqa: E402  (autotvm: AutoTVM's names)
 from .compiler.targets import target  # noqa: E402
 from .config import Config, ConfigError, preset  # noqa: E402
 from .runtime import Device, Program  # noqa: E402
@@ -23,4 +23,4 @@ from .runtime.packed import get_global_func, register_func  # noqa: E402
 __version__ = "0.1.0"
 __all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__",
            "contrib", "nd", "rpc", "testing", "topi", "transform", "tir", "target", "device", "cpu", "cuda", "ext_dev",
-           "register_func", "get_global_func"]
+           "register_func", "get_global_func", "autotvm"]

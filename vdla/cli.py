@@ -14,6 +14,9 @@
     vdla verilog [--config NAME] [--top axi|core] [-o FILE] [--lint]
                                             the core as Verilog, its port list and register map beside it
     vdla --version                          (also: python -m vdla ...)
+    vdla tune MODEL|OP --target llvm|vdla --trials N --tuner xgb|ga|random|grid --log FILE
+                                            auto-tune schedules (vdla.compiler.autotvm.cli); build and
+                                            run take --tuning-log FILE
 
 Each subcommand is a small function over the Python API; errors print one line and exit 2
 (`vdla.cli_errors`; ``--debug`` prints the traceback).
@@ -96,13 +99,15 @@ def _model_config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _run_model(args: argparse.Namespace) -> int:
     """`vdla run MODEL`: a built-in model, an .onnx file or a compiled model file."""
+    from .compiler.autotvm.cli import tuning_context
     from .compiler.graph.job import parse_shapes, run_job, stderr_progress
 
     progress = stderr_progress(not args.quiet)
-    res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
-                  seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
-                  per_channel=args.per_channel, calibration=args.calibration,
-                  device_options=run_outputs.device_options(args), shapes=parse_shapes(args.shape))
+    with tuning_context(getattr(args, "tuning_log", None)):
+        res = run_job(args.file, args.device, _model_config(args), reduced=args.reduced, size=args.size,
+                      seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
+                      per_channel=args.per_channel, calibration=args.calibration,
+                      device_options=run_outputs.device_options(args), shapes=parse_shapes(args.shape))
     close_progress(progress)
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
     run_outputs.write(args, job=res)
@@ -111,12 +116,14 @@ def _run_model(args: argparse.Namespace) -> int:
 
 def _build_model(args: argparse.Namespace) -> int:
     """`vdla build MODEL -o model.vdla`: compile once, run later without recompiling."""
+    from .compiler.autotvm.cli import tuning_context
     from .compiler.graph.job import build_model, load_model, parse_shapes, quant_options, stderr_progress
 
     progress = stderr_progress(not args.quiet)
     spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size, shapes=parse_shapes(args.shape)),
                          per_channel=args.per_channel, calibration=args.calibration)
-    m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
+    with tuning_context(getattr(args, "tuning_log", None)):
+        m = build_model(spec, _model_config(args), calib=args.calib, progress=progress)
     close_progress(progress)
     out = Path(args.output or f"{spec.name}.vdla")
     m.save(out)
@@ -155,6 +162,7 @@ def _model_args(q: argparse.ArgumentParser) -> None:
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     q.add_argument("--shape", action="append", default=[], metavar="NAME=d0,d1,...",
                    help="bind an ONNX input's dynamic dimensions (repeat per input)")
+    q.add_argument("--tuning-log", default=None, help="a `vdla tune` log: build with its best schedules")
 
 
 def _synth(args: argparse.Namespace) -> int:
@@ -231,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     q.set_defaults(fn=_synth)
     verilog_command.add_parser(sub)
+    from .compiler.autotvm.cli import add_parser as _add_tune
+
+    _add_tune(sub)
     for q in sub.choices.values():  # `vdla run --debug ...` as well as `vdla --debug run ...`
         q.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="print the traceback of an error")
     args = p.parse_args(argv)

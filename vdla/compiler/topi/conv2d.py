@@ -80,6 +80,9 @@ def conv2d_nchw(
         ),
         name="conv2d_nchw",
         tag="conv2d_nchw",
+        # the key a tuned schedule of this workload is found by (autotvm's conv2d_nchw.x86 args)
+        attrs={"workload": ["conv2d_nchw.x86", [[n, c, h, w], [oc, ic, kh, kw], [sh, sw], [pt, pl, pb, pr],
+                                                [dh, dw]]]},
     )
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .... import te
+from ....autotvm.dispatch import current_config, query
+from ....autotvm.space import ConfigSpace
 from ....schedule.primitives import Schedule, Stage
 from ....topi.util import as_list, const_shape, traverse_inline, vector_split
 
@@ -57,12 +59,12 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     out, acc = _tail(s, outs, conv)
     _inline_pad(s, conv)
     ow = const_shape(conv.output(0))[3]
-    vw = min(16, ow)
+    vw, fb = _nchw_knobs(conv, ow, min(16, ow), 4)
     if acc is None:
         st = out
         n, f, y, x = st.op.axis
         rc, ry, rx = st.op.reduce_axis
-        fo, fi = st.split(f, factor=4)
+        fo, fi = st.split(f, factor=fb)
         xo, xi = st.split(x, factor=vw)
         st.reorder(n, fo, y, xo, rc, ry, rx, fi, xi)
         st.unroll(fi)
@@ -70,7 +72,7 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
         st.parallel(st.fuse(n, fo))
         return s
     n, f, y, x = out.op.axis
-    fo, fi = out.split(f, factor=4)
+    fo, fi = out.split(f, factor=fb)
     xo, xi = out.split(x, factor=vw)
     out.reorder(n, fo, y, xo, fi, xi)
     out.vectorize(xi)
@@ -83,6 +85,26 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     return s
 
 
+def _nchw_knobs(conv: te.ComputeOp, ow: int, vw: int, fb: int) -> tuple[int, int]:
+    """(vector width along x, output channels unrolled): an autotvm template's point, the best
+    record of this workload under ``apply_history_best``, or the hand pick ``(vw, fb)``."""
+    cfg = current_config()
+    if cfg is not None:
+        cfg.define_knob("tile_x", sorted({v for v in (4, 8, 16, 32) if v <= ow} | {vw}))
+        cfg.define_knob("tile_f", [1, 2, 4, 8])
+        cfg.workload = conv.attrs.get("workload")
+        if cfg.is_fallback:
+            cfg.set("tile_x", vw)
+            cfg.set("tile_f", fb)
+        elif not isinstance(cfg, ConfigSpace):
+            return int(cfg["tile_x"].val), int(cfg["tile_f"].val)
+        return vw, fb
+    tuned = query("llvm", conv.attrs.get("workload"))
+    if tuned is not None:
+        return int(tuned["tile_x"].val), int(tuned["tile_f"].val)
+    return vw, fb
+
+
 @dataclass
 class NCHWcConfig:
     """Knobs of :func:`schedule_conv2d_NCHWc` (None: chosen from the shape)."""
@@ -90,6 +112,7 @@ class NCHWcConfig:
     reg_n: int | None = None  # output columns per register tile (accumulators = reg_n vectors)
     unroll_kw: bool = False
     parallel: bool = True
+    par: str = "nfy"  # the loops fused into the parallel one: (n, f, y) or (n, f) with rows serial inside
 
 
 def _reg_n(ow: int, cap: int = 14) -> int:
@@ -105,14 +128,25 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     """TVM's x86 NCHWc schedule: a register tile of ``reg_n`` output columns x one ``ob``
     vector accumulated in a local cache over (c.outer, ky, kx, c.inner); rows and output
     channel blocks in parallel; padding computed once at root (parallel, vectorised)."""
-    cfg = cfg or NCHWcConfig()
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
     conv = _find(outs, "conv2d_NCHWc")
     out, acc = _tail(s, outs, conv)
     ct = conv.output(0)
     _, _, oh, ow, ob = const_shape(ct)
+    tcfg = current_config()  # an autotvm template's config: its knobs replace the hand pick
+    if tcfg is not None:
+        tcfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda e: e.size[-1] <= 32)
+        tcfg.define_knob("unroll_kw", [False, True])
+        tcfg.define_knob("par", ["nfy", "nf"])
+        if not tcfg.is_fallback and not isinstance(tcfg, ConfigSpace):
+            cfg = NCHWcConfig(reg_n=tcfg["tile_ow"].size[-1], unroll_kw=tcfg["unroll_kw"].val, par=tcfg["par"].val)
+    cfg = cfg or NCHWcConfig()
     reg_n = cfg.reg_n or _reg_n(ow)
+    if tcfg is not None and tcfg.is_fallback:
+        tcfg.set("tile_ow", [-(-ow // reg_n), reg_n])
+        tcfg.set("unroll_kw", cfg.unroll_kw)
+        tcfg.set("par", cfg.par)
     if acc is None:
         acc_t = s.cache_write(ct, "local")
         acc = s[acc_t]
@@ -120,7 +154,7 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     n, f, y, x, fb = out.op.axis
     xo, xi = out.split(x, factor=reg_n)
     out.reorder(n, f, y, xo, xi, fb)
-    par = out.fuse(n, f, y)
+    par = out.fuse(n, f, y) if cfg.par == "nfy" else out.fuse(n, f)
     if cfg.parallel:
         out.parallel(par)
     out.vectorize(fb)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .... import te
+from ....autotvm.dispatch import current_config, query
+from ....autotvm.space import ConfigSpace
 from ....schedule.primitives import Schedule
 from ....topi.util import as_list, const_shape, traverse_inline
 
@@ -31,6 +33,7 @@ def schedule_dense(outs: te.Tensor | Sequence[te.Tensor], mr: int = 4, ku: int =
         raise ValueError("schedule_dense: expected one dense operation among the outputs' producers")
     d = found[0]
     ot = d.output(0)
+    mr, ku = _knobs(outs, d, mr, ku)
     bn = d.attrs["bn"] if packs else 16
     nb, no = const_shape(ot)
     if d in {t.op for t in outs}:
@@ -59,3 +62,29 @@ def schedule_dense(outs: te.Tensor | Sequence[te.Tensor], mr: int = 4, ku: int =
         s[p].parallel(x)
     del nb, no
     return s
+
+
+MR_CHOICES = (1, 2, 4, 8)
+KU_CHOICES = (1, 2, 4, 8, 16)
+
+
+def _knobs(outs: Sequence[te.Tensor], d: te.ComputeOp, mr: int, ku: int) -> tuple[int, int]:
+    """(rows per register tile, reduction unroll): the autotvm template's point, a tuned record of
+    this workload (``["dense.x86", [batch, in, out, has bias]]``), or the hand pick given."""
+    b, k = const_shape(d.input_tensors()[0])
+    workload = ["dense.x86", [b, k, const_shape(d.output(0))[1], outs[0].op is not d]]
+    cfg = current_config()
+    if cfg is not None:
+        cfg.define_knob("tile_y", list(MR_CHOICES))
+        cfg.define_knob("tile_k", list(KU_CHOICES))
+        cfg.workload = workload
+        if cfg.is_fallback:
+            cfg.set("tile_y", mr)
+            cfg.set("tile_k", ku)
+        elif not isinstance(cfg, ConfigSpace):
+            return int(cfg["tile_y"].val), int(cfg["tile_k"].val)
+        return mr, ku
+    tuned = query("llvm", workload)
+    if tuned is not None:
+        return int(tuned["tile_y"].val), int(tuned["tile_k"].val)
+    return mr, ku

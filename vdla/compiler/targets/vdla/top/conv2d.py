@@ -29,6 +29,7 @@ from .common import (
     _tail_inputs,
 )
 from .tiling import _choose_threads, _pick_conv_tiles, _pick_outer_tiles, conv_cost
+from .tuning import define_conv_space, record_fallback, resolve
 
 __all__ = ["conv2d_packed", "schedule_conv2d_packed"]
 
@@ -71,6 +72,8 @@ def conv2d_packed(
         ),
         name=name,
         tag="vdla_conv2d",
+        attrs={"workload": ["conv2d_packed.vdla", [list(const_shape(data)), list(const_shape(kernel)), [sh, sw],
+                                                   [pt, pl, pb, pr], bias is not None, residual is not None, c.name]]},
     )
     return _epilogue(env, acc, tail, bias, residual, name)
 
@@ -84,12 +87,15 @@ def schedule_conv2d_packed(out: te.Tensor, knobs: Knobs | None = None, config: A
     kshape = const_shape(acc_op.input_tensors()[1])
     stride = _conv_stride(acc_op)
     has_bias, has_res = _tail_inputs(extra)
+    ob, oh, ow, cb = shape[1], shape[2], shape[3], kshape[1]
+    cfg, tuned = resolve(acc_op, knobs, lambda cfg: define_conv_space(cfg, ob, oh, ow, cb))
     k = _choose_threads(
-        knobs or Knobs(),
+        tuned or knobs or Knobs(),
         lambda kk: _pick_conv_tiles(env, shape, kshape, stride, kk, has_bias, has_res),
         lambda kk: conv_cost(env, shape, kshape, stride, kk),
         f"conv2d {shape}",
     )
+    record_fallback(cfg, k, {"tile_co": ob, "tile_h": oh, "tile_w": ow, "tile_ci": cb})
     return _schedule_conv(out, env, k)
 
 
@@ -144,7 +150,7 @@ def _schedule_conv(out: te.Tensor, env: Env, k: Knobs, outer_dims: tuple[int, ..
     return s
 
 
-def _schedule_outer(out: te.Tensor, k: Knobs, env: Env, kind: str) -> Schedule:
+def _schedule_outer(out: te.Tensor, k: Knobs | None, env: Env, kind: str) -> Schedule:
     """conv2d's schedule (:func:`.topi._schedule_conv`) with the phases or the groups as outer
     loops; the tiles are picked for the stride-1 conv of one phase, or the conv of one group."""
     acc_op, _, extra = _stages(out)
@@ -186,5 +192,7 @@ def _schedule_outer(out: te.Tensor, k: Knobs, env: Env, kind: str) -> Schedule:
         # the cost of the tiles within one group; the model does not cover threads over groups
         return conv_cost(env, shape6, kshape6, stride, kk.replace(oc_nthread=1) if over_outer else kk)
 
-    k, over_outer = _choose_threads(k, pick, cost, f"{acc_op.name} {shape}")
+    cfg, tuned = resolve(acc_op, k, lambda cfg: define_conv_space(cfg, ob, oh, ow, cb))
+    k, over_outer = _choose_threads(tuned or k or Knobs(), pick, cost, f"{acc_op.name} {shape}")
+    record_fallback(cfg, k, {"tile_co": ob, "tile_h": oh, "tile_w": ow, "tile_ci": cb})
     return _schedule_conv(out, env, k, outer_dims, over_outer)

@@ -100,11 +100,14 @@ def conv2d_transpose_packed(
         )
 
     acc = te.compute(shape, body, name=name, tag="vdla_conv2d_transpose",
-                     attrs={"vdla_geometry": ("transpose", s, geo)})
+                     attrs={"vdla_geometry": ("transpose", s, geo),
+                            "workload": ["conv2d_transpose_packed.vdla", [list(const_shape(data)), list(ks), s, p, k,
+                                                                          bias is not None, residual is not None,
+                                                                          env.config.name]]})
     return _epilogue(env, acc, tail, bias, residual, name)
 
 
 def schedule_conv2d_transpose_packed(out: te.Tensor, knobs: Knobs | None = None, config: Any = None) -> Schedule:
     """Output phases outermost (each a stride-1 conv of the undilated input), then conv2d's
     tiling: output tiles (store point), loads at the input-channel chunk, GEMM at the batch lane."""
-    return _schedule_outer(out, knobs or Knobs(), get_env(config), "transpose")
+    return _schedule_outer(out, knobs, get_env(config), "transpose")

@@ -22,6 +22,7 @@ from .common import (
     _tail_inputs,
 )
 from .tiling import _pick_dense_tiles
+from .tuning import define_dense_space, record_fallback, resolve
 
 __all__ = ["dense_packed", "schedule_dense_packed"]
 
@@ -52,6 +53,8 @@ def dense_packed(
         ),
         name=name,
         tag="vdla_dense",
+        attrs={"workload": ["dense_packed.vdla", [list(const_shape(data)), list(const_shape(weight)),
+                                                  bias is not None, residual is not None, env.config.name]]},
     )
     return _epilogue(env, acc, tail, bias, residual, name)
 
@@ -64,7 +67,9 @@ def schedule_dense_packed(out: te.Tensor, knobs: Knobs | None = None, config: An
     data, weight = acc_op.input_tensors()
     shape = const_shape(out)
     kb = const_shape(data)[1]
-    k = _pick_dense_tiles(env, shape, kb, k, *_tail_inputs(extra))
+    cfg, tuned = resolve(acc_op, knobs, lambda cfg: define_dense_space(cfg, shape[1], kb))
+    k = _pick_dense_tiles(env, shape, kb, tuned or k, *_tail_inputs(extra))
+    record_fallback(cfg, k, {"tile_co": shape[1], "tile_ci": kb})
     cdata, cwgt, cextra = _buffer_stages(s, env, acc_op, alu_op, data, weight, extra)
     so = s[out]
     n, o, bi, oi = so.op.axis

@@ -64,7 +64,10 @@ def group_conv2d_packed(
         ),
         name=name,
         tag="vdla_group_conv2d",
-        attrs={"vdla_geometry": ("group", (sh, sw), groups)},
+        attrs={"vdla_geometry": ("group", (sh, sw), groups),
+               "workload": ["group_conv2d_packed.vdla", [list(const_shape(data)), list(const_shape(kernel)), groups,
+                                                         [sh, sw], padding, bias is not None, residual is not None,
+                                                         c.name]]},
     )
 
     def packed_index(i: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -77,4 +80,4 @@ def group_conv2d_packed(
 
 def schedule_group_conv2d_packed(out: te.Tensor, knobs: Knobs | None = None, config: Any = None) -> Schedule:
     """Groups outermost, then conv2d's tiling within the group."""
-    return _schedule_outer(out, knobs or Knobs(), get_env(config), "group")
+    return _schedule_outer(out, knobs, get_env(config), "group")

@@ -1,0 +1,181 @@
+"""Benchmark: the TVM paper's tuner comparison (§5 / Fig. 12) on ResNet-18 layers, llvm and vdla.
+
+For each target and layer (default C2 C5 C8 C11; conv2d_NCHWc.x86 on llvm, conv2d_packed.vdla
+on vdla) every tuner (xgb, ga, random, grid) runs ``--trials`` measurements with each of
+``--seeds`` seeds; the curves are the best score found so far against trials, averaged over
+the seeds and scaled to the best point any tuner found on that layer. Reported:
+
+* the trials each tuner needs to reach 95% of that best (a tuner that never does counts as
+  ``--trials``), and XGB's against random's (floor: XGB in at most a third of random's,
+  mean over the layers);
+* per layer: the hand-picked template (the fallback) against the best tuned point; on vdla
+  in cycles of the golden simulator's cycle model (floor: tuned <= hand on every layer);
+* llvm: GFLOP/s of hand and tuned with 1 and 2 threads against the CPU's computed peak
+  (``bench_cpu_peak.computed_peak``: lanes x 2 x FMA pipes x clock x threads).
+
+vdla cycles are deterministic and a llvm point is timed once, so a point several tuners or
+seeds meet is measured once (``measure_option(cache=...)``). Measurements run on a local Dask
+cluster (or ``VDLA_SCHEDULER``). Writes ``--out`` (PNG) and prints a table (``--json``: JSON).
+Run ``python benchmarks/bench_tuning.py --trials 24 --seeds 3`` (a reduced form: see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cpu_peak import computed_peak  # noqa: E402
+
+TUNERS = ("xgb", "ga", "random", "grid")
+
+
+def _curve(history: list[tuple[int, float]], n: int) -> np.ndarray:
+    best, out = 0.0, []
+    for _, s in history[:n]:
+        best = max(best, s)
+        out.append(best)
+    out += [best] * (n - len(out))
+    return np.asarray(out)
+
+
+def _reach(curve: np.ndarray, target: float) -> int:
+    hit = np.nonzero(curve >= target)[0]
+    return int(hit[0]) + 1 if hit.size else len(curve)
+
+
+def bench_layer(target: str, layer: str, trials: int, seeds: int, option: Any) -> dict[str, Any]:
+    from vdla.compiler.autotvm.cli import _tuner, layer_task
+    from vdla.compiler.autotvm.measure import MeasureInput, measure_batch
+    from vdla.compiler.autotvm.tuner.tuner import score
+
+    task = layer_task(layer, target)
+    fb = task.fallback()
+    hand = measure_batch([MeasureInput(task, task.config_space.get(fb.index) if fb.index is not None else fb)],
+                         option)[0]
+    curves: dict[str, list[np.ndarray]] = {}
+    best_cfg, best_score = None, 0.0
+    t0 = time.perf_counter()
+    for name in TUNERS:
+        for seed in range(seeds):
+            tuner = _tuner(name, task, seed, trials)
+            tuner.tune(trials, option)
+            curves.setdefault(name, []).append(_curve(tuner.history, trials))
+            if tuner.best_flops > best_score:
+                best_score, best_cfg = tuner.best_flops, tuner.best_config
+            if name == "grid":  # deterministic: one seed is every seed
+                curves[name] *= seeds
+                break
+    top = max(best_score, 1e-30)
+    mean = {k: np.mean(v, axis=0) / top for k, v in curves.items()}
+    reach = {k: float(np.mean([_reach(c / top, 0.95) for c in v])) for k, v in curves.items()}
+    row: dict[str, Any] = {
+        "target": target, "layer": layer, "points": len(task.config_space), "trials": trials, "seeds": seeds,
+        "hand_score": score(task, hand), "best_score": best_score, "hand_ok": hand.ok,
+        "best_config": repr(best_cfg), "hand_config": repr(fb), "reach95": reach,
+        "curves": {k: v.round(4).tolist() for k, v in mean.items()}, "tune_s": round(time.perf_counter() - t0, 1),
+    }
+    if target == "vdla":
+        row["hand_cycles"] = hand.cost if hand.ok else None
+        row["best_cycles"] = task.flop / best_score if best_score else None
+    else:
+        row["threads"] = _llvm_threads(task, fb, best_cfg, option)
+    return row
+
+
+def _llvm_threads(task: Any, fb: Any, best: Any, option: Any) -> dict[str, Any]:
+    """GFLOP/s of hand and tuned with 1 and 2 threads, and of the CPU's peak."""
+    from dataclasses import replace
+
+    from vdla.compiler.autotvm.measure import MeasureInput, measure_batch
+    from vdla.compiler.autotvm.tuner.tuner import score
+
+    out: dict[str, Any] = {}
+    for nt in (1, 2):
+        opt = replace(option, runner=replace(option.runner, threads=nt, number=3, repeat=3), cache=None)
+        cfgs = [task.config_space.get(fb.index) if fb.index is not None else fb] + ([best] if best else [])
+        res = measure_batch([MeasureInput(task, c) for c in cfgs], opt)
+        peak = computed_peak(nt)[0]
+        g = [score(task, r) / 1e9 for r in res]
+        out[str(nt)] = {"peak_gflops": round(peak, 1), "hand_gflops": round(g[0], 1),
+                        "tuned_gflops": round(g[-1], 1), "tuned_of_peak": round(g[-1] / peak, 3)}
+    return out
+
+
+def plot(rows: list[dict[str, Any]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.0), squeeze=False, sharey=True)
+    for ax, r in zip(axes[0], rows):
+        for name, c in r["curves"].items():
+            ax.plot(np.arange(1, len(c) + 1), c, label=name)
+        if r["hand_score"] and r["best_score"]:
+            ax.axhline(r["hand_score"] / r["best_score"], color="grey", ls=":", label="hand")
+        ax.set_title(f"{r['target']} {r['layer']}", fontsize=9)
+        ax.set_xlabel("trials")
+        ax.set_ylim(0, 1.05)
+    axes[0][0].set_ylabel("best so far / best found")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--targets", nargs="+", default=["vdla", "llvm"], choices=["vdla", "llvm"])
+    ap.add_argument("--layers", nargs="+", default=["C2", "C5", "C8", "C11"])
+    ap.add_argument("--trials", type=int, default=32)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--out", default="bench_tuning.png")
+    ap.add_argument("--json", action="store_true")
+    args, _ = ap.parse_known_args()  # nox -s bench passes its posargs to every script
+    if args.trials <= 0 or args.seeds <= 0:
+        ap.error("--trials and --seeds must be positive")
+    from vdla.compiler.autotvm import LocalBuilder, LocalRunner, measure_option
+
+    cache: dict[str, Any] = {}
+    rows = []
+    for target in args.targets:
+        option = measure_option(LocalBuilder(timeout=60), LocalRunner(number=3 if target == "llvm" else 1,
+                                                                      repeat=3 if target == "llvm" else 1,
+                                                                      timeout=60), cache=cache)
+        for layer in args.layers:
+            rows.append(bench_layer(target, layer, args.trials, args.seeds, option))
+            print(f"  {target} {layer}: {rows[-1]['tune_s']} s", file=sys.stderr)
+    plot(rows, args.out)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(f"best-so-far vs trials: {args.out}; {args.trials} trials, mean of {args.seeds} seeds")
+    print(f"{'target':>6} {'layer':>5} {'points':>6} " + " ".join(f"{t + ' 95%':>9}" for t in TUNERS)
+          + f" {'hand':>11} {'tuned':>11} {'tuned/hand':>10}")
+    ratios = []
+    for r in rows:
+        hv = r["hand_cycles"] if r["target"] == "vdla" else r["hand_score"] / 1e9
+        tv = r["best_cycles"] if r["target"] == "vdla" else r["best_score"] / 1e9
+        unit = "cyc" if r["target"] == "vdla" else "GF/s"
+        gain = (hv / tv if r["target"] == "vdla" else tv / hv) if hv and tv else float("nan")
+        ratios.append(r["reach95"]["random"] / max(r["reach95"]["xgb"], 1e-9))
+        print(f"{r['target']:>6} {r['layer']:>5} {r['points']:>6} "
+              + " ".join(f"{r['reach95'][t]:>9.1f}" for t in TUNERS)
+              + f" {hv or 0:>7.4g}{unit:>4} {tv or 0:>7.4g}{unit:>4} {gain:>9.2f}x")
+    print(f"random's trials to 95% / XGB's, mean over layers: {np.mean(ratios):.2f} (floor: >= 3)")
+    for r in rows:
+        if r["target"] == "llvm":
+            t = r["threads"]
+            print(f"  llvm {r['layer']}: " + "; ".join(
+                f"{n} thread(s): hand {t[n]['hand_gflops']} / tuned {t[n]['tuned_gflops']} GFLOP/s "
+                f"of peak {t[n]['peak_gflops']} ({t[n]['tuned_of_peak']:.0%})" for n in ("1", "2")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Which configuration a schedule uses: the template's current config and the dispatch contexts.
+
+Two questions, one module (it imports nothing of the compiler, so every schedule may ask):
+
+* inside a template (``autotvm.task.create`` building the space, or a measurement
+  instantiating one point) :func:`get_config` is that space or point: the schedule defines its
+  knobs on it and reads their values;
+* outside one, a schedule asks :func:`query` for the best tuned point of its workload:
+  contexts entered with ``with autotvm.apply_history_best(log):`` (or :class:`ApplyConfig`)
+  answer, innermost first; None means "use the hand-picked schedule".
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["DispatchContext", "ApplyConfig", "get_config", "query", "current_config", "using_config"]
+
+_CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("vdla_autotvm_config", default=None)
+_STACK: list[DispatchContext] = []
+
+
+def current_config() -> Any:
+    """The space or point of the template being built, or None outside a template."""
+    return _CURRENT.get()
+
+
+def get_config() -> Any:
+    """AutoTVM's ``autotvm.get_config()``: the config of the template being built."""
+    cfg = _CURRENT.get()
+    if cfg is None:
+        raise RuntimeError("autotvm.get_config() is called inside a template (@autotvm.template) only")
+    return cfg
+
+
+@contextmanager
+def using_config(cfg: Any) -> Iterator[Any]:
+    """Run a template body with ``cfg`` as its config."""
+    token = _CURRENT.set(cfg)
+    try:
+        yield cfg
+    finally:
+        _CURRENT.reset(token)
+
+
+class DispatchContext:
+    """A source of tuned configs; entered with ``with``, innermost wins."""
+
+    def query(self, target: str, workload: Any) -> Any:
+        """The config for ``workload`` on ``target`` (``llvm`` or ``vdla``), or None."""
+        raise NotImplementedError
+
+    def __enter__(self) -> DispatchContext:
+        _STACK.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _STACK.remove(self)
+
+
+class ApplyConfig(DispatchContext):
+    """Use ``config`` for every workload of its template's (for trying one point by hand)."""
+
+    def __init__(self, config: Any, workload: Any = None) -> None:
+        self.config = config
+        self.workload = workload if workload is not None else getattr(config, "workload", None)
+
+    def query(self, target: str, workload: Any) -> Any:
+        return self.config if self.workload is None or _key(workload) == _key(self.workload) else None
+
+
+def _key(workload: Any) -> str:
+    import json
+
+    return json.dumps(workload, sort_keys=True, default=str)
+
+
+def query(target: str, workload: Any) -> Any:
+    """The tuned config of ``workload`` from the innermost context that has one, else None."""
+    if _CURRENT.get() is not None:
+        return None  # a template being built decides its own config
+    for ctx in reversed(_STACK):
+        got = ctx.query(target, workload)
+        if got is not None:
+            return got
+    return None
+
+
+def workload_key(workload: Any) -> str:
+    """The canonical text of a workload (records index by it)."""
+    return _key(workload)

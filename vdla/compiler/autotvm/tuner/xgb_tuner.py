@@ -1,0 +1,237 @@
+"""The learned cost model (AutoTVM's ``XGBTuner``): gradient-boosted trees over loop-IR features.
+
+After every ``plan_size`` measurements the model is refit on all of them: inputs are
+:func:`..features.config_features` (loop-IR features of the lowered point + its knob values),
+labels the scores scaled to the best, objective ``rank:pairwise`` (what matters is the order
+of points, not their cost). Simulated annealing then walks the space over the model's
+predictions (``sa_chains`` chains, ``sa_steps`` steps, one knob changed per step, the
+temperature falling to zero) and the next plan is picked from the best unmeasured points it
+saw with a diversity bonus (a greedy submodular pick rewarding knob values not yet in the
+plan), so one batch does not spend all its trials on near-copies. An ``eps_greedy`` share of
+each batch is random. ``load_history`` of records from *other* tasks of the same template
+fits a base model whose predictions are the starting margin of this task's model (transfer
+learning: useful before this task has data of its own).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..features import config_features
+from ..space import ConfigEntity
+from .tuner import Tuner, score
+
+__all__ = ["XGBTuner"]
+
+_PARAMS = {"max_depth": 6, "gamma": 1e-4, "min_child_weight": 1, "subsample": 1.0, "eta": 0.3,
+           "lambda": 1.0, "alpha": 0.0, "objective": "rank:pairwise", "nthread": 1, "verbosity": 0}
+
+
+class XGBTuner(Tuner):
+    def __init__(self, task: Any, plan_size: int = 16, feature_type: str = "itervar", loss_type: str = "rank",
+                 num_boost_round: int = 60, sa_chains: int = 8, sa_steps: int = 16, eps_greedy: float = 0.05,
+                 diversity_filter_ratio: float = 2.0, seed: int | None = None) -> None:
+        super().__init__(task, seed)
+        if feature_type not in ("itervar", "knob"):
+            raise ValueError(f"feature_type {feature_type!r}: 'itervar' (loop IR + knobs) or 'knob'")
+        if loss_type not in ("rank", "reg"):
+            raise ValueError(f"loss_type {loss_type!r}: 'rank' (rank:pairwise) or 'reg'")
+        self.plan_size = plan_size
+        self.feature_type = feature_type
+        self.loss_type = loss_type
+        self.rounds = num_boost_round
+        self.sa_chains, self.sa_steps = sa_chains, sa_steps
+        self.eps = eps_greedy
+        self.div_ratio = diversity_filter_ratio
+        self.dims = self.space.dims()
+        self.feats: dict[int, np.ndarray] = {}
+        self.xs: list[int] = []
+        self.ys: list[float] = []
+        self.plan: list[int] = []
+        self.model: Any = None
+        self.base: Any = None
+        self.fits = 0
+        self.seed = 0 if seed is None else int(seed)
+
+    # -- features and the model
+    def _feature(self, idx: int) -> np.ndarray:
+        f = self.feats.get(idx)
+        if f is None:
+            cfg = self.space.get(idx)
+            f = (config_features(self.task, cfg) if self.feature_type == "itervar"
+                 else np.asarray(cfg.get_flatten_feature(), np.float32))
+            self.feats[idx] = f
+        return f
+
+    def _dmatrix(self, X: np.ndarray, y: np.ndarray | None = None) -> Any:
+        import xgboost as xgb
+
+        d = xgb.DMatrix(X, label=y)
+        if self.base is not None:
+            d.set_base_margin(self.base.predict(xgb.DMatrix(X), output_margin=True))
+        return d
+
+    def _fit(self) -> None:
+        import xgboost as xgb
+
+        y = np.asarray(self.ys, float)
+        if y.max() <= 0:
+            return  # nothing valid yet: the model could not tell points apart
+        X = np.stack([self._feature(i) for i in self.xs])
+        params = dict(_PARAMS, seed=self.seed, objective="rank:pairwise" if self.loss_type == "rank" else "reg:squarederror")
+        self.model = xgb.train(params, self._dmatrix(X, y / y.max()), num_boost_round=self.rounds)
+        self.fits += 1
+
+    def predict(self, indices: Sequence[int]) -> np.ndarray:
+        """The model's scores of points (higher is better)."""
+        X = np.stack([self._feature(i) for i in indices])
+        return np.asarray(self.model.predict(self._dmatrix(X)), float)
+
+    # -- simulated annealing over the model
+    def _neighbour(self, idx: int) -> int:
+        gene, t = [], idx
+        for d in self.dims:
+            gene.append(t % d)
+            t //= d
+        movable = [k for k, d in enumerate(self.dims) if d > 1]
+        if not movable:
+            return idx
+        k = int(self.rng.choice(movable))
+        gene[k] = (gene[k] + int(self.rng.integers(1, self.dims[k]))) % self.dims[k]
+        out, mul = 0, 1
+        for v, d in zip(gene, self.dims):
+            out += v * mul
+            mul *= d
+        return out
+
+    def _anneal(self) -> dict[int, float]:
+        seen: dict[int, float] = {}
+        best = sorted(zip(self.ys, self.xs), reverse=True)[: self.sa_chains // 2]
+        chains = [i for _, i in best]
+        while len(chains) < self.sa_chains:
+            i = self._random_unvisited()
+            if i is None:
+                break
+            chains.append(i)
+        if not chains:
+            return seen
+        cur = self.predict(chains)
+        seen.update(zip(chains, cur))
+        for step in range(self.sa_steps):
+            temp = max(1e-3, 1.0 - step / self.sa_steps)
+            nxt = [self._neighbour(i) for i in chains]
+            sc = self.predict(nxt)
+            seen.update(zip(nxt, sc))
+            for c in range(len(chains)):
+                if sc[c] > cur[c] or self.rng.random() < math.exp((sc[c] - cur[c]) / temp):
+                    chains[c], cur[c] = nxt[c], sc[c]
+        return seen
+
+    def _diverse_pick(self, cands: list[tuple[int, float]], n: int) -> list[int]:
+        """Greedy: each pick maximises its normalised score + 1/len(knobs) per knob value new to the plan."""
+        if not cands:
+            return []
+        s = np.array([c[1] for c in cands], float)
+        s = (s - s.min()) / (s.max() - s.min() + 1e-12)
+        genes = []
+        for idx, _ in cands:
+            g, t = [], idx
+            for d in self.dims:
+                g.append(t % d)
+                t //= d
+            genes.append(g)
+        covered: list[set[int]] = [set() for _ in self.dims]
+        picked: list[int] = []
+        left = list(range(len(cands)))
+        while left and len(picked) < n:
+            gains = [s[j] + sum(genes[j][k] not in covered[k] for k in range(len(self.dims))) / max(1, len(self.dims))
+                     for j in left]
+            j = left.pop(int(np.argmax(gains)))
+            picked.append(cands[j][0])
+            for k, v in enumerate(genes[j]):
+                covered[k].add(v)
+        return picked
+
+    def _replan(self) -> None:
+        self._fit()
+        if self.model is None:
+            return
+        seen = self._anneal()
+        cands = sorted(((i, s) for i, s in seen.items() if i not in self.visited), key=lambda kv: -kv[1])
+        cands = cands[: int(self.plan_size * self.div_ratio)]
+        self.plan = self._diverse_pick(cands, self.plan_size)
+
+    # -- the tuner interface
+    def next_batch(self, batch_size: int) -> list[ConfigEntity]:
+        out: list[ConfigEntity] = []
+        while len(out) < batch_size:
+            idx = None
+            while self.plan and self.rng.random() >= self.eps:
+                cand = self.plan.pop(0)
+                if cand not in self.visited:
+                    idx = cand
+                    break
+            if idx is None:
+                idx = self._random_unvisited()
+                if idx is None:
+                    break
+            self.visited.add(idx)
+            out.append(self.space.get(idx))
+        return out
+
+    def update(self, inputs: list[Any], results: list[Any]) -> None:
+        for inp, res in zip(inputs, results):
+            if inp.config.index is None:
+                continue
+            self.xs.append(int(inp.config.index))
+            self.ys.append(score(self.task, res))
+        if len(self.xs) >= self.plan_size * (self.fits + 1) or (not self.plan and self.model is None
+                                                                 and len(self.xs) >= self.plan_size):
+            self._replan()
+
+    def load_history(self, records: Sequence[tuple[Any, Any]]) -> None:
+        """This task's records count as data; other tasks' records of the same template (same knobs)
+        train the base model (transfer learning)."""
+        import xgboost as xgb
+
+        super().load_history(records)
+        others = [(i, r) for i, r in records if i.task.key() != self.task.key() and i.task.name == self.task.name]
+        if not others:
+            return
+        X, y = [], []
+        by_task: dict[str, list[tuple[Any, Any]]] = {}
+        for i, r in others:
+            by_task.setdefault(i.task.key(), []).append((i, r))
+        for pairs in by_task.values():
+            sc = np.array([score(i.task, r) for i, r in pairs])
+            if sc.max() <= 0:
+                continue
+            for (i, _), s in zip(pairs, sc / sc.max()):
+                f = config_features(i.task, i.config) if self.feature_type == "itervar" else \
+                    np.asarray(i.config.get_flatten_feature(), np.float32)
+                X.append(f)
+                y.append(s)
+        if not X or len({len(x) for x in X} | {len(self._feature(0))}) != 1:
+            return  # no usable data, or another space's feature length
+        params = dict(_PARAMS, seed=self.seed)
+        self.base = xgb.train(params, xgb.DMatrix(np.stack(X), label=np.asarray(y)), num_boost_round=self.rounds)
+        if self.model is None and self.xs:
+            self._replan()
+        elif self.model is None:
+            # no data of our own yet: plan from the base model alone
+            self.model = _BaseOnly()
+            seen = self._anneal()
+            self.model = None
+            self.plan = self._diverse_pick(sorted(seen.items(), key=lambda kv: -kv[1])[: 2 * self.plan_size],
+                                           self.plan_size)
+
+
+class _BaseOnly:
+    """A model that predicts zero: with the base margin set, the prediction is the base model's."""
+
+    def predict(self, d: Any) -> np.ndarray:
+        return np.asarray(d.get_base_margin(), float)
