@@ -13,6 +13,9 @@
     vdla tune MODEL|OP --target llvm|vdla --trials N --tuner xgb|ga|random|grid --log FILE
                                             auto-tune schedules (vdla.compiler.autotvm.cli); build and
                                             run take --tuning-log FILE
+    vdla sweep --board B --vary NAME=V1,V2 [--no-synth] [--reduced]
+                                            design-space sweep: resources, fmax, model cycles, latency,
+                                            Pareto plot (vdla.explore.cli)
 
 Each subcommand is a small function over the Python API; errors print one line and exit 2.
 """
@@ -213,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     from .compiler.autotvm.cli import add_parser as _add_tune
 
     _add_tune(sub)
+    from .explore.cli import add_parser as _add_sweep
+
+    _add_sweep(sub)
     args = p.parse_args(argv)
     from .runtime import DeviceError, ProgramFileError, StreamError
     from .simulator import SimulatorError
