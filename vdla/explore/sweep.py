@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ..config import Config, ConfigError
 from .space import apply, label
 
 __all__ = ["Options", "evaluate", "run_sweep", "SweepResult", "sources_hash", "point_key", "pareto"]
@@ -66,7 +66,12 @@ def sources_hash() -> str:
 
 
 def point_key(src: str, base: Config, overrides: dict[str, Any], opts: Options) -> str:
-    blob = json.dumps({"src": src, "base": base.to_dict(), "over": overrides,
+    """The cache key: the sources, the point's Config (whatever overrides spelt it) and the options."""
+    try:
+        what: Any = {**apply(base, overrides).to_dict(), "name": None}
+    except ConfigError:
+        what = {"base": base.to_dict(), "over": overrides}  # recorded as an error; keyed by how it was asked
+    blob = json.dumps({"src": src, "point": what,
                        "opts": {k: v for k, v in dataclasses.asdict(opts).items() if k != "build_dir"}},
                       sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
@@ -226,12 +231,14 @@ def run_sweep(overrides: list[dict[str, Any]], opts: Options | None = None, *, b
             if f.is_file():
                 try:
                     results[k] = {**json.loads(f.read_text()), "cached": True}
+                    q = overrides[keys.index(k)]  # the same Config may have been asked another way
+                    results[k].update(label=label(q), overrides=q)
                 except ValueError:
                     pass  # a torn file: compute the point again
         for k in results:
             if progress:
                 progress(results[k])
-    todo = [(k, q) for k, q in zip(keys, overrides) if k not in results]
+    todo = list({k: q for k, q in zip(keys, overrides) if k not in results}.items())  # one task per Config
     if todo:
         from distributed import as_completed
 
