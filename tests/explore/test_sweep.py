@@ -71,7 +71,9 @@ def test_cli_writes_table_json_and_plot(first, tmp_path, capsys):
                "--vary", "block_out=4,8", "--cache", str(cache), "-o", str(out), "--plot", str(png)])
     assert rc == 0  # an overflowing point is a result, not a failure
     text = capsys.readouterr().out
-    assert "block_out=8" in text and "overflow" in text and "BRAM: 58 > 56" in text
+    rows = text.splitlines()
+    assert rows[1].split()[:2] == ["bo", "status"] and rows[3].split()[:2] == ["8", "overflow"]
+    assert "BRAM: 58 > 56 on LFE5U-25F" in rows[3]
     doc = json.loads(out.read_text())
     assert doc["cached"] == 2 and [p["status"] for p in doc["points"]] == ["ok", "overflow"]
     assert doc["pareto"]["LUT"] == [doc["points"][0]["key"]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .space import short_label
 from .sweep import SweepResult, pareto
 
 __all__ = ["pareto_png", "RESOURCES"]
@@ -37,7 +38,7 @@ def pareto_png(result: SweepResult, path: str | Path) -> Path:
             ax.step(fx, fy, where="post", color="tab:red", linewidth=1.2)
             ax.scatter(fx, fy, s=60, facecolors="none", edgecolors="tab:red", label="Pareto front")
             for p in front:
-                ax.annotate(p["label"], (p["resources"]["used"][res], p["latency_ms"]), fontsize=7,
+                ax.annotate(short_label(p["overrides"]), (p["resources"]["used"][res], p["latency_ms"]), fontsize=7,
                             xytext=(4, 4), textcoords="offset points")
         if ok:
             avail = ok[0]["resources"]["available"][res]

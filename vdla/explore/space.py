@@ -23,7 +23,8 @@ from typing import Any
 
 from ..config import Config, ConfigError, Timing
 
-__all__ = ["SpaceError", "parse_vary", "load_space", "expand", "apply", "label", "PARAMETERS"]
+__all__ = ["SpaceError", "parse_vary", "load_space", "expand", "apply", "label", "short_label", "short_name", "short_value",
+           "PARAMETERS"]
 
 #: Names a point may vary: every Config field but the name (and the nested timing) plus timing.NAME.
 PARAMETERS: tuple[str, ...] = tuple(
@@ -114,6 +115,30 @@ def expand(vary: dict[str, list[Any]], points: list[dict[str, Any]] | None = Non
 def label(overrides: dict[str, Any]) -> str:
     """A short name for a point: ``block_in=8 batch=2`` (``base`` for no overrides)."""
     return " ".join(f"{k}={v}" for k, v in overrides.items()) or "base"
+
+
+_SHORT = {"batch": "b", "block_in": "bi", "block_out": "bo", "bus_width": "bus", "acc_width": "accw",
+          "inp_width": "inpw", "wgt_width": "wgtw", "out_width": "outw", "cmd_queue_depth": "cmdq",
+          "dep_queue_depth": "depq", "clock_mhz": "MHz"}
+
+
+def short_name(name: str) -> str:
+    """A column header for a parameter: ``bi`` for block_in, ``wgt`` for wgt_buff_size, ``gemm_latency``."""
+    if name.endswith("_buff_size"):
+        return name[: -len("_buff_size")]
+    return _SHORT.get(name, name.split(".", 1)[-1])
+
+
+def short_value(name: str, value: Any) -> str:
+    """Buffer sizes in KiB (``64K``), everything else as it is."""
+    if name.endswith("_buff_size") and isinstance(value, int) and value >= 1024 and value % 1024 == 0:
+        return f"{value // 1024}K"
+    return str(value)
+
+
+def short_label(overrides: dict[str, Any]) -> str:
+    """``bi=8 bo=16 wgt=64K``: a point's name on a plot."""
+    return " ".join(f"{short_name(k)}={short_value(k, v)}" for k, v in overrides.items()) or "base"
 
 
 def apply(base: Config, overrides: dict[str, Any]) -> Config:

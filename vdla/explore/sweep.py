@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, ConfigError
-from .space import apply, label
+from .space import apply, label, short_name, short_value
 
 __all__ = ["Options", "evaluate", "run_sweep", "SweepResult", "sources_hash", "point_key", "pareto"]
 
@@ -86,9 +86,10 @@ def _synth_resources(board: Any, cfg: Config, lut_lanes: int, build_dir: Path) -
     out = flow.synth_and_place(b, build_dir, route=True, echo=lambda *_: None)
     rep = out["nextpnr"]
     util = rep.get("utilization", {})
-    family = PARTS[board.name].family
-    used = {k: util.get(bel, {}).get("used", 0) for k, bel in _BELS[family].items()}
-    avail = {k: util.get(bel, {}).get("available", 0) for k, bel in _BELS[family].items()}
+    part = PARTS[board.name]
+    cap = {"LUT": part.luts, "DSP": part.dsps, "BRAM": part.brams}
+    used = {k: util.get(bel, {}).get("used", 0) for k, bel in _BELS[part.family].items()}
+    avail = {k: util.get(bel, {}).get("available") or cap[k] for k, bel in _BELS[part.family].items()}
     fmax = min((v["achieved"] for v in rep.get("fmax", {}).values()), default=0.0)
     return {"used": used, "available": avail, "fmax_mhz": round(fmax, 2),
             "critical_path": flow._critical_path(rep),  # the path a too-slow point is stuck on
@@ -184,24 +185,34 @@ class SweepResult:
                 "points": self.points}
 
     def table(self) -> str:
+        """One row per point: the varied parameters, then resources, clock, cycles, latency, Pareto marks."""
         o = self.options
         fronts = {r: {p["key"] for p in pareto(self.points, r)} for r in ("LUT", "DSP", "BRAM")}
         src = "synthesis + place-and-route" if o.synth else "estimate (--no-synth)"
+        names: list[str] = []
+        for p in self.points:
+            names += [k for k in p["overrides"] if k not in names]
+        cells = [[short_value(k, p["overrides"][k]) if k in p["overrides"] else "-" for k in names]
+                 for p in self.points]
+        heads = [short_name(k) for k in names] or ["point"]
+        cells = cells if names else [["base"] for _ in self.points]
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+        lead = "  ".join(f"{h:>{w}}" for h, w in zip(heads, widths))
         lines = [f"vdla sweep: {len(self.points)} points on {o.board} (base {self.base.name}), model "
                  f"{o.model}{' reduced' if o.reduced else ''}; resources and fmax from {src}; "
                  f"{self.computed} computed, {self.cached} cached, {self.seconds:.1f} s",
-                 f"{'point':<34} {'status':<8} {'LUT':>7} {'DSP':>5} {'BRAM':>5} {'fmax':>6} {'cycles':>10} "
-                 f"{'GEMM%':>6} {'DRAM':>9} {'latency':>10} pareto"]
-        for p in self.points:
-            name = p["label"] if len(p["label"]) <= 34 else p["label"][:31] + "..."
+                 f"{lead}  {'status':<8} {'LUT':>6} {'DSP':>4} {'BRAM':>4} {'fmax':>6} {'cycles':>10} "
+                 f"{'GEMM%':>6} {'DRAM MB':>8} {'latency':>10}  pareto"]
+        for p, row in zip(self.points, cells):
+            lead = "  ".join(f"{c:>{w}}" for c, w in zip(row, widths))
             if p["status"] != "ok":
-                lines.append(f"{name:<34} {p['status']:<8} {p.get('error') or ''}")
+                lines.append(f"{lead}  {p['status']:<8} {p.get('error') or ''}")
                 continue
             u = p["resources"]["used"]
             marks = ",".join(r for r in ("LUT", "DSP", "BRAM") if p["key"] in fronts[r]) or "-"
-            lines.append(f"{name:<34} {'ok':<8} {u['LUT']:>7} {u['DSP']:>5} {u['BRAM']:>5} {p['fmax_mhz']:>5.1f}M "
-                         f"{p['cycles']:>10} {100 * p['gemm_util']:>5.1f}% {p['dram_bytes']:>9} "
-                         f"{p['latency_ms']:>8.3f}ms {marks}")
+            lines.append(f"{lead}  {'ok':<8} {u['LUT']:>6} {u['DSP']:>4} {u['BRAM']:>4} {p['fmax_mhz']:>5.1f}M "
+                         f"{p['cycles']:>10} {100 * p['gemm_util']:>5.1f}% {p['dram_bytes'] / 1e6:>8.2f} "
+                         f"{p['latency_ms']:>8.3f}ms  {marks}")
         return "\n".join(lines)
 
 
