@@ -14,7 +14,7 @@ from vdla.hardware.boards import board
 
 BOARD = "ulx3s-25f"
 MODEL = "resnet_block"  # reduced: 8x8x16, a second per point
-GRID = [{}, {"block_out": 8}, {"acc_buff_size": 65536, "block_out": 8}, {"block_in": 3}]
+GRID = [{}, {"block_out": 8}, {"acc_buff_size": 65536, "block_out": 8}, {"block_in": 3}, {"loop_iter_width": 2}]
 
 
 @pytest.fixture(scope="module")
@@ -26,14 +26,17 @@ def first(dask_client, tmp_path_factory):  # type: ignore[no-untyped-def]
 
 def test_points_ok_overflow_and_error(first):
     _, _, res = first
-    ok, narrow_bram, wide_acc, bad = res.points
-    assert [p["status"] for p in res.points] == ["ok", "overflow", "overflow", "error"]
-    assert res.computed == 4 and res.cached == 0
+    ok, narrow_bram, wide_acc, bad, short_loops = res.points
+    assert [p["status"] for p in res.points] == ["ok", "overflow", "overflow", "error", "fallback"]
+    assert res.computed == 5 and res.cached == 0
     # the overflow names the resource and the part, from the estimate, before any model run
     assert narrow_bram["overflow"] == ["BRAM: 58 > 56 on LFE5U-25F"] and "cycles" not in narrow_bram
     assert wide_acc["overflow"][0].startswith("BRAM: ")
     # a bad point is recorded with its error; the others still ran
     assert bad["error"] == "ConfigError: block_in must be a positive power of two, got 3"
+    # 2-bit loop counts: the convs' GEMM loops do not fit, the build rejects them, they run on the CPU
+    assert short_loops["error"].startswith("2 layer(s) fell back to the CPU: relu1.requant: ")
+    assert short_loops["vdla_layers"] == 0 and short_loops["key"] not in {p["key"] for p in pareto(res.points, "LUT")}
     assert ok["resources"]["used"] == {"LUT": 12415, "DSP": 24, "BRAM": 45}
     assert pareto(res.points, "LUT") == [ok]
 
@@ -51,13 +54,15 @@ def test_cycles_are_the_golden_cycle_model(first):
     assert ok["clock_mhz"] == int(ok["fmax_mhz"]) and 0 < ok["gemm_util"] <= 1
 
 
-def test_rerun_hits_the_cache_and_computes_only_what_changed(first):
+def test_rerun_hits_the_cache_and_computes_only_what_changed(first, dask_client):
     cache, opts, res = first
     again = run_sweep(GRID, opts, cache_dir=cache)
-    # ok and overflow points come from the cache; the failed one is tried again
-    assert [p.get("cached") for p in again.points] == [True, True, True, False]
+    # results come from the cache; the point that raised is tried again
+    assert [p.get("cached") for p in again.points] == [True, True, True, False, True]
     assert again.points[0]["cycles"] == res.points[0]["cycles"]
-    more = run_sweep(GRID + [{"timing.gemm_latency": 9}], opts, cache_dir=cache)
+    # through the scheduler's address this time (what --scheduler does)
+    more = run_sweep(GRID + [{"timing.gemm_latency": 9}], opts, cache_dir=cache,
+                     scheduler=dask_client.scheduler.address)
     assert more.computed == 2 and more.points[-1]["status"] == "ok"
     # a deeper GEMM pipeline costs cycles on the cycle model, not resources in the estimate
     assert more.points[-1]["cycles"] > res.points[0]["cycles"]

@@ -15,7 +15,9 @@ Each point (a dict of overrides on the board's Config, `space.apply`) runs as on
    (`vdla.hardware.boards.build.synth_and_place`) on the board's part;
 3. the model compiled for the Config and run on the golden simulator (fsim) with its cycle
    model: cycles, GEMM utilisation, DRAM bytes of the VDLA nodes (checked bit-exact against
-   the int8 reference node by node);
+   the int8 reference node by node); a point where a layer the default Config runs on VDLA
+   falls back to the CPU (the build rejects it) is status ``fallback``, naming the layer and
+   why, and stays off the Pareto front (its latency would leave out the CPU's share);
 4. latency = VDLA cycles at the clock the build closes at (fmax rounded down to a whole MHz).
 
 Results are cached as one JSON file per point under ``cache_dir``, keyed by a sha256 of the
@@ -109,7 +111,10 @@ def _run_model(cfg: Config, opts: Options) -> dict[str, Any]:
     cycles = sum(r.cycles or 0 for r in vd)
     util = sum((r.gemm_util or 0) * (r.cycles or 0) for r in vd) / max(1, cycles)
     bad = [r.node for r in vd if r.exact is False]
-    return {"model": spec.description, "vdla_layers": len(vd), "layers": len(res.layers), "cycles": cycles,
+    # layers the VDLA build rejected ran on the CPU: their time is not in the cycles
+    fell = [f"{r.node}: {r.reason[len('fallback: '):]}" for r in res.layers if r.reason.startswith("fallback")]
+    return {"model": spec.description, "vdla_layers": len(vd), "layers": len(res.layers), "fallback": fell,
+            "cycles": cycles,
             "gemm_util": round(util, 4), "dram_bytes": sum(r.bytes_moved for r in vd),
             "macs": sum(r.macs for r in vd), "exact": (not bad) if opts.check else None, "mismatch": bad[:5]}
 
@@ -146,6 +151,13 @@ def evaluate(base: Config, overrides: dict[str, Any], opts: Options, key: str = 
         out["peak_gops"] = 2 * cfg.macs_per_cycle * clock / 1000
         if run["exact"] is False:
             out["error"] = f"not bit-exact at {', '.join(run['mismatch'])}"
+            return out
+        if run["fallback"] or not run["vdla_layers"]:
+            # not comparable with the others (the CPU's share is missing): recorded, kept off the front
+            n = len(run["fallback"])
+            out["status"] = "fallback"
+            out["error"] = (f"{n} layer(s) fell back to the CPU: {run['fallback'][0][:160]}" if n else
+                            "no layer of the model runs on VDLA with this Config")
             return out
         out["status"] = "ok"
     except Exception as e:  # noqa: BLE001 - a failing point is recorded, the sweep goes on
@@ -265,7 +277,7 @@ def run_sweep(overrides: list[dict[str, Any]], opts: Options | None = None, *, b
                      "error": f"task failed: {type(e).__name__}: {e}"}
             r["cached"] = False
             results[k] = r
-            if cache and r["status"] in ("ok", "overflow"):
+            if cache and r["status"] in ("ok", "overflow", "fallback"):  # errors are tried again
                 (cache / f"{k}.json").write_text(json.dumps(r, indent=1, default=str) + "\n")
             if progress:
                 progress(r)
