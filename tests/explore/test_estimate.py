@@ -48,3 +48,14 @@ def test_wider_gemm_costs_more():
     assert small.luts < big.luts and small.fmax_mhz > big.fmax_mhz
     # DSPs first go to the ALU, GEMM lanes take what is left, the rest are LUT lanes
     assert big.dsps <= 156 and big.lut_lanes > 0
+
+
+def test_cli_calibration_table(monkeypatch, capsys):
+    from vdla.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["sweep", "--calibration"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].split()[:5] == ["board", "LUT", "DSP", "BRAM", "fmax"]
+    assert sorted(r.split()[0] for r in rows[1:]) == sorted(BOARDS)
+    assert "144 / 144" in next(r for r in rows if r.startswith("ulx3s-85f"))

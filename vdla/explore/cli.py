@@ -3,6 +3,7 @@
     vdla sweep --board ulx3s-85f --vary block_out=8,16 --vary acc_buff_size=32768,65536 \\
                --model resnet18 --reduced --no-synth -o sweep.json --plot sweep.png
     vdla sweep --board ulx3s-45f --space space.toml --scheduler tcp://HOST:8786
+    vdla sweep --calibration        the estimate against the committed bitstream reports
 
 Prints a table (``--json``: the JSON document) and writes ``-o`` (JSON) and ``--plot`` (PNG,
 latency vs LUT/DSP/BRAM with the Pareto front). Without ``--no-synth`` every point that fits
@@ -17,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "calibration_table"]
 
 
 def add_parser(sub: Any) -> None:
@@ -41,7 +42,27 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--plot", default=None, help="write the Pareto plot (PNG) here")
     q.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    q.add_argument("--calibration", action="store_true",
+                   help="print the --no-synth estimate against every committed bitstreams/*/report.json and exit")
     q.set_defaults(fn=run)
+
+
+def calibration_table(root: str = "bitstreams") -> str:
+    """The estimate next to each committed report: nextpnr / estimate (error)."""
+    from .estimate import calibration
+
+    rows = calibration(root)
+    if not rows:
+        return f"no {root}/*/report.json to compare with"
+    lines = [f"{'board':<12} {'LUT':>22} {'DSP':>16} {'BRAM':>16} {'fmax MHz':>22}   (nextpnr / estimate)"]
+    for r in rows:
+        cells = []
+        for k, w in (("LUT", 22), ("DSP", 16), ("BRAM", 16), ("fmax_mhz", 22)):
+            v = r[k]
+            err = "" if v["error_pct"] is None else f" ({v['error_pct']:+.1f}%)"
+            cells.append(f"{v['report']:g} / {v['estimate']:g}{err}".rjust(w))
+        lines.append(f"{r['board']:<12} " + " ".join(cells))
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     from .space import SpaceError, expand, load_space, parse_vary
     from .sweep import Options, run_sweep
 
+    if args.calibration:
+        print(calibration_table())
+        return 0
     if args.board not in BOARDS:
         print(f"vdla sweep: error: unknown board {args.board!r}; boards are {', '.join(BOARDS)}", file=sys.stderr)
         return 2
