@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vdla.config import Config, ConfigError
 from vdla.explore.space import SpaceError, apply, expand, label, load_space, parse_vary
@@ -65,3 +67,16 @@ def test_apply_sets_fields_and_timing():
     assert label({}) == "base" and apply(Config(), {}) == Config()
     with pytest.raises(ConfigError, match="block_in must be a positive power of two"):
         apply(Config(), {"block_in": 3})
+
+
+@given(st.dictionaries(st.sampled_from(["batch", "block_in", "block_out", "bus_width", "timing.gemm_latency"]),
+                       st.lists(st.integers(1, 512), min_size=1, max_size=4, unique=True), max_size=4))
+def test_vary_round_trips_and_expands_to_the_product(vary):
+    items = [f"{k}={','.join(map(str, v))}" for k, v in vary.items()]
+    assert parse_vary(items) == vary
+    pts = expand(vary)
+    n = 1
+    for v in vary.values():
+        n *= len(v)
+    assert len(pts) == n and len({label(p) for p in pts}) == n
+    assert all(list(p) == list(vary) for p in pts) or not vary

@@ -93,3 +93,17 @@ def test_cli_writes_table_json_and_plot(first, tmp_path, capsys):
 def test_cli_bad_input(argv, words, capsys):
     assert main(["sweep", "--no-synth", *argv]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_cache_key_follows_the_config_and_a_model_file(tmp_path):
+    from vdla.explore.sweep import point_key
+
+    base = board(BOARD).config
+    opts = Options(board=BOARD, model=str(tmp_path / "m.onnx"))
+    (tmp_path / "m.onnx").write_bytes(b"one")
+    k1 = point_key("src", base, {}, opts)
+    assert point_key("src", base, {"block_out": base.block_out}, opts) == k1  # the same Config
+    assert point_key("src", base, {"block_out": 8}, opts) != k1
+    assert point_key("other sources", base, {}, opts) != k1
+    (tmp_path / "m.onnx").write_bytes(b"two")
+    assert point_key("src", base, {}, opts) != k1

@@ -73,6 +73,9 @@ def point_key(src: str, base: Config, overrides: dict[str, Any], opts: Options) 
         what: Any = {**apply(base, overrides).to_dict(), "name": None}
     except ConfigError:
         what = {"base": base.to_dict(), "over": overrides}  # recorded as an error; keyed by how it was asked
+    model = Path(opts.model)
+    if model.is_file():  # an ONNX file: its contents, not its name
+        what = {"point": what, "model_sha256": hashlib.sha256(model.read_bytes()).hexdigest()}
     blob = json.dumps({"src": src, "point": what,
                        "opts": {k: v for k, v in dataclasses.asdict(opts).items() if k != "build_dir"}},
                       sort_keys=True, default=str)
