@@ -61,8 +61,13 @@ def test_rerun_hits_the_cache_and_computes_only_what_changed(first, dask_client)
     assert [p.get("cached") for p in again.points] == [True, True, True, False, True]
     assert again.points[0]["cycles"] == res.points[0]["cycles"]
     # through the scheduler's address this time (what --scheduler does)
-    more = run_sweep(GRID + [{"timing.gemm_latency": 9}], opts, cache_dir=cache,
-                     scheduler=dask_client.scheduler.address)
+    from vdla.cluster import close_clients
+
+    addr = dask_client.scheduler.address
+    try:
+        more = run_sweep(GRID + [{"timing.gemm_latency": 9}], opts, cache_dir=cache, scheduler=addr)
+    finally:
+        close_clients(addr)  # before the cluster goes, or this client would try to reconnect at exit
     assert more.computed == 2 and more.points[-1]["status"] == "ok"
     # a deeper GEMM pipeline costs cycles on the cycle model, not resources in the estimate
     assert more.points[-1]["cycles"] > res.points[0]["cycles"]
@@ -107,3 +112,24 @@ def test_cache_key_follows_the_config_and_a_model_file(tmp_path):
     assert point_key("other sources", base, {}, opts) != k1
     (tmp_path / "m.onnx").write_bytes(b"two")
     assert point_key("src", base, {}, opts) != k1
+
+
+def test_worker_killed_mid_sweep_loses_no_point(dask_client, tmp_path):
+    """A worker dying under a point: the point is retried on the other worker or recorded as failed."""
+    import os
+    import threading
+
+    dask_client.wait_for_workers(2, timeout=60)
+    pids = list(dask_client.run(os.getpid).values())
+    killer = threading.Timer(1.0, lambda: os.kill(pids[0], 9))
+    grid = [{"timing.alu_latency": n} for n in range(6, 12)]
+    killer.start()
+    try:
+        res = run_sweep(grid, Options(board=BOARD, model=MODEL, reduced=True), cache_dir=tmp_path)
+    finally:
+        killer.cancel()
+    assert len(res.points) == len(grid)
+    for p in res.points:
+        assert p["status"] == "ok" or p["error"].startswith("task failed: "), p
+    assert sum(p["status"] == "ok" for p in res.points) >= len(grid) - 2
+    dask_client.wait_for_workers(2, timeout=60)

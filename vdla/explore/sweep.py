@@ -96,7 +96,8 @@ def _synth_resources(board: Any, cfg: Config, lut_lanes: int, build_dir: Path) -
     used = {k: util.get(bel, {}).get("used", 0) for k, bel in _BELS[part.family].items()}
     avail = {k: util.get(bel, {}).get("available") or cap[k] for k, bel in _BELS[part.family].items()}
     fmax = min((v["achieved"] for v in rep.get("fmax", {}).values()), default=0.0)
-    return {"used": used, "available": avail, "fmax_mhz": round(fmax, 2),
+    return {"used": used, "available": avail, "fmax_mhz": round(fmax, 2), "constraint_mhz": board.clk_mhz,
+            "meets_constraint": fmax >= board.clk_mhz,
             "critical_path": flow._critical_path(rep),  # the path a too-slow point is stuck on
             "seconds": round(out["yosys_s"] + out["nextpnr_s"], 1)}
 
