@@ -1,4 +1,4 @@
-"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``, ``nox -s bitstreams``.
+"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``, ``nox -s bitstreams``, ``nox -s sweep``.
 
 Only a Python 3.11+ interpreter and PyPI are needed: every tool the sessions use is a
 wheel.  Sessions run in the interpreter that runs nox (no ``python=`` pins), so
@@ -190,3 +190,17 @@ def formal(session: nox.Session) -> None:
     ``python -m vdla.hardware.formal`` (proof names, ``--quick``, ``--solver z3``)."""
     _install_project(session, ["formal"])
     session.run("python", "-m", "vdla.hardware.formal", *session.posargs)
+
+
+@nox.session
+def sweep(session: nox.Session) -> None:
+    """The README's design-space sweep on the ULX3S-85F (ResNet-18, ``--no-synth``; a few minutes):
+    refreshes docs/sweep-ulx3s-85f.png and writes sweep-ulx3s-85f.json. posargs replace the options
+    (e.g. ``-- --board ulx3s-45f --vary block_out=4,8``; without ``--no-synth`` every point is built)."""
+    _install_project(session, ["test"])
+    args = list(session.posargs) or [
+        "--board", "ulx3s-85f", "--model", "resnet18", "--no-synth",
+        "--vary", "block_in=8,16", "--vary", "block_out=8,16", "--vary", "wgt_buff_size=65536,131072",
+        "--vary", "bus_width=64,128", "-o", "sweep-ulx3s-85f.json", "--plot", "docs/sweep-ulx3s-85f.png",
+    ]
+    session.run("vdla", "sweep", *args, env=_tool_env(session), success_codes=[0, 1])

@@ -17,6 +17,9 @@
     vdla tune MODEL|OP --target llvm|vdla --trials N --tuner xgb|ga|random|grid --log FILE
                                             auto-tune schedules (vdla.compiler.autotvm.cli); build and
                                             run take --tuning-log FILE
+    vdla sweep --board B --vary NAME=V1,V2 [--no-synth] [--reduced]
+                                            design-space sweep: resources, fmax, model cycles, latency,
+                                            Pareto plot (vdla.explore.cli)
 
 Each subcommand is a small function over the Python API; errors print one line and exit 2
 (`vdla.cli_errors`; ``--debug`` prints the traceback).
@@ -242,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     from .compiler.autotvm.cli import add_parser as _add_tune
 
     _add_tune(sub)
+    from .explore.cli import add_parser as _add_sweep
+
+    _add_sweep(sub)
     for q in sub.choices.values():  # `vdla run --debug ...` as well as `vdla --debug run ...`
         q.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="print the traceback of an error")
     args = p.parse_args(argv)
