@@ -79,7 +79,7 @@ def bench_matmul(torch: Any, n: int, arch: str, repeat: int) -> dict[str, Any]:
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     want = torch.matmul(ta, tb).cpu().numpy()
     err = float(np.abs(dc.numpy() - want).max() / np.abs(want).max())
-    t_vdla = f.time_evaluator(number=repeat)(da, db, dc)
+    t_vdla = f.time_evaluator(number=repeat)(da, db, dc).mean
     t_torch = torch_time(torch, lambda: torch.matmul(ta, tb), repeat)
     flop = 2.0 * n**3
     return {"bench": f"matmul {n}", "vdla_gflops": flop / t_vdla / 1e9, "cublas_gflops": flop / t_torch / 1e9,
@@ -105,7 +105,7 @@ def bench_conv(torch: Any, name: str, arch: str, repeat: int) -> dict[str, Any]:
 
     want = run().cpu().numpy()
     err = float(np.abs(dy.numpy() - want).max() / max(np.abs(want).max(), 1e-6))
-    t_vdla = f.time_evaluator(number=repeat)(dx, dw, dy)
+    t_vdla = f.time_evaluator(number=repeat)(dx, dw, dy).mean
     t_torch = torch_time(torch, run, repeat)
     flop = 2.0 * layer.macs()
     return {"bench": f"conv {name}", "vdla_gflops": flop / t_vdla / 1e9, "cudnn_gflops": flop / t_torch / 1e9,

@@ -9,7 +9,8 @@ allocator), :mod:`.kernel` (micro-op kernels), :mod:`.stream` (CommandStream),
 :mod:`.program` (Program and its file format), :mod:`.container` (the one binary file
 container), :mod:`.ndarray` (TVM-style devices and NDArrays: ``vdla.nd.array``; the
 function ``vdla.device`` is exported by ``vdla``, since ``runtime.device`` is the module),
-:mod:`.module` (TVM's Module methods: time_evaluator, export_library, load_module). The device backends are in :mod:`.backends`, loaded by name when a Device
+:mod:`.module` (TVM's Module methods: time_evaluator, export_library, load_module), :mod:`.cuda_driver`
+(a GPU through the CUDA driver API: ``vdla.cuda(0)`` arrays, the cuda target's launches). The device backends are in :mod:`.backends`, loaded by name when a Device
 first uses them, so importing the runtime loads no RTL.
 """
 

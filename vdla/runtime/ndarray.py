@@ -5,7 +5,8 @@ pair naming where an array lives -- the host CPU (``cpu``/``llvm``), a GPU (``cu
 or the accelerator (``ext_dev``, VTA's name for it). An :class:`NDArray` is an array
 placed on one; its storage is a host numpy array (the CPU and the simulators read host
 memory; a built accelerator function copies arguments into its Device's DRAM for each
-call), so ``.numpy()`` is always available.
+call), except on ``cuda``, where a :class:`CudaNDArray` holds GPU memory (:mod:`.cuda_driver`;
+"no CUDA device" without a GPU). ``.numpy()`` is always available.
 
 Built functions accept NDArrays (or anything duck-typed with ``.numpy()`` and
 ``copyfrom``) through :func:`host_view`, which gives the host array to compute on and
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "DLDevice", "NDArray", "array", "empty", "device", "cpu", "cuda", "ext_dev", "host_view", "is_array_like",
+    "DLDevice", "NDArray", "CudaNDArray", "array", "empty", "device", "cpu", "cuda", "ext_dev", "host_view", "is_array_like",
     "set_ext_dev_backend", "ext_dev_backend", "NDArrayError", "ext_dev_stats", "clear_ext_dev_stats",
     "record_ext_dev_run",
 ]
@@ -80,22 +81,6 @@ def clear_ext_dev_stats() -> None:
     _stats.clear()
 
 
-def _cuda_count() -> int:
-    """Number of CUDA GPUs (0 without a driver or the cuda-bindings package)."""
-    try:
-        from cuda.bindings import driver  # type: ignore[import-not-found]
-    except ImportError:
-        return 0
-    try:
-        (err,) = driver.cuInit(0)
-        if int(err) != 0:
-            return 0
-        err, n = driver.cuDeviceGetCount()
-        return int(n) if int(err) == 0 else 0
-    except Exception:  # a broken driver install means: no usable GPU
-        return 0
-
-
 class DLDevice:
     """A device type and index (TVM's ``tvm.runtime.Device``); compares by value."""
 
@@ -118,19 +103,29 @@ class DLDevice:
     def exist(self) -> bool:
         """Whether this device is there: the CPU and the accelerator (a simulator at least) always are."""
         if self.device_type == 2:
-            return self.device_id < _cuda_count()
+            from .cuda_driver import device_count  # the real driver: 0 without one
+
+            return self.device_id < device_count()
         return self.device_id == 0 or self.device_type == 1
 
     @property
     def device_name(self) -> str:
         if self.device_type == 2:
-            return f"CUDA GPU {self.device_id}" if self.exist else "no CUDA GPU"
+            if not self.exist:
+                return "no CUDA GPU"
+            from .cuda_driver import get_device
+
+            return get_device(self.device_id).name
         if self.device_type == 12:
             return f"VDLA accelerator ({_ext_backend})"
         return "host CPU"
 
     def sync(self) -> None:
-        """Wait for the device (every call here is synchronous)."""
+        """Wait for the device: a GPU finishes its queued kernels (every other call here is synchronous)."""
+        if self.device_type == 2 and self.exist:
+            from .cuda_driver import get_device
+
+            get_device(self.device_id).synchronize()
 
     def accelerator(self, config: Any = None) -> Any:
         """The runtime :class:`~vdla.runtime.device.Device` an ``ext_dev`` runs programs on
@@ -220,7 +215,7 @@ class NDArray:
     def copyto(self, target: DLDevice | NDArray) -> NDArray:
         """Copy into another NDArray, or to a new array on a device."""
         if isinstance(target, DLDevice):
-            return NDArray(self._data.copy(), target)
+            return array(self.numpy(), target)
         if is_array_like(target):
             target.copyfrom(self)
             return target  # type: ignore[return-value]
@@ -236,6 +231,64 @@ class NDArray:
 
     def __repr__(self) -> str:
         return f"<vdla.nd.NDArray shape={self.shape}, {self.device}>\n{self._data!r}"
+
+    def _host_view(self) -> tuple[np.ndarray, Callable[[], None] | None]:
+        return self._data, None  # host memory: a kernel writes it in place
+
+
+class CudaNDArray(NDArray):
+    """An NDArray in GPU memory (``vdla.nd.array(x, vdla.cuda(0))``): a :class:`~.cuda.DeviceArray`
+    that a cuda-built function uses in place; ``.numpy()`` copies it to the host."""
+
+    def __init__(self, data: Any, dev: DLDevice) -> None:
+        self.device_array = data
+        self.device = dev
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.device_array.shape
+
+    @property
+    def dtype(self) -> str:
+        return str(self.device_array.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self.device_array.ndim
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def numpy(self) -> np.ndarray:
+        return self.device_array.numpy()
+
+    def copyfrom(self, source: Any) -> NDArray:
+        src = source.numpy() if is_array_like(source) else np.asarray(source)
+        if src.shape != self.shape:
+            raise NDArrayError(f"copyfrom: array shape {self.shape} but source shape {tuple(src.shape)}")
+        self.device_array.copyfrom(src.astype(self.device_array.dtype, copy=False))
+        return self
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"<vdla.nd.NDArray shape={self.shape}, {self.device}>\n{self.numpy()!r}"
+
+    def _host_view(self) -> tuple[np.ndarray, Callable[[], None] | None]:
+        host = self.numpy()  # a CPU or accelerator function computes on a host copy, written back after
+        return host, lambda: self.copyfrom(host)
+
+
+def _on_device(host: np.ndarray, dev: DLDevice) -> NDArray:
+    """``host`` (owned by the caller) placed on ``dev``: GPU memory for cuda (NoCudaDevice without a GPU)."""
+    if dev.device_type == 2:
+        from .cuda_driver import DeviceArray, get_device
+
+        return CudaNDArray(DeviceArray(get_device(dev.device_id), host.shape, host.dtype).copyfrom(host), dev)
+    return NDArray(host, dev)
 
 
 def _as_device(dev: Any) -> DLDevice:
@@ -253,7 +306,7 @@ def array(arr: Any, device: Any = None) -> NDArray:
     src = arr.numpy() if is_array_like(arr) else np.array(arr)
     if src.dtype == object:
         raise NDArrayError(f"nd.array: cannot make an array of {type(arr).__name__} (dtype object)")
-    return NDArray(np.ascontiguousarray(src).copy(), _as_device(device))
+    return _on_device(np.ascontiguousarray(src).copy(), _as_device(device))
 
 
 def empty(shape: int | Sequence[int], dtype: str = "float32", device: Any = None) -> NDArray:
@@ -265,7 +318,7 @@ def empty(shape: int | Sequence[int], dtype: str = "float32", device: Any = None
         dt = np.dtype(dtype)
     except TypeError:
         raise NDArrayError(f"nd.empty: unknown dtype {dtype!r}") from None
-    return NDArray(np.zeros(shp, dt), _as_device(device))
+    return _on_device(np.zeros(shp, dt), _as_device(device))
 
 
 def is_array_like(a: Any) -> bool:
@@ -277,10 +330,10 @@ def host_view(a: Any) -> tuple[Any, Callable[[], None] | None]:
     """The host numpy array a kernel computes on for argument ``a``, and how to write it back.
 
     A numpy array is itself (no write-back); an :class:`NDArray` gives its storage (the
-    kernel writes it in place); any other object with ``.numpy()`` gives a contiguous
+    kernel writes it in place; one on a GPU gives a host copy, written back); any other object with ``.numpy()`` gives a contiguous
     copy, written back with its ``copyfrom``. Other values (scalars) pass through."""
     if isinstance(a, NDArray):
-        return a._data, None
+        return a._host_view()
     if is_array_like(a):
         host = np.ascontiguousarray(a.numpy())
         if not callable(getattr(a, "copyfrom", None)):

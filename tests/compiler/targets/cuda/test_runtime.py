@@ -54,7 +54,55 @@ def test_bad_arguments_are_named_before_any_gpu_is_touched(args: tuple[object, .
         _vadd()(*args)
 
 
+def test_tvm_style_calls_without_a_gpu(tmp_path: object) -> None:
+    """TVM's way in -- f(dev, ...), vdla.nd arrays, time_evaluator(name, dev, number, repeat) --
+    checks the arguments without a GPU and then reports "no CUDA device" (or runs, on a GPU)."""
+    f = _vadd()
+    a = vdla.nd.array(np.ones(1000, "float32"))
+    with pytest.raises(ArgumentError, match=r"built for the GPU \(cuda\), not for cpu\(0\)"):
+        f(vdla.cpu(0), a, a, vdla.nd.empty((1000,)))
+    with pytest.raises(ArgumentError, match=r"argument 2 \('C'\): expected shape \(1000,\), got \(999,\)"):
+        f(vdla.cuda(0), a, a, vdla.nd.empty((999,)))  # an NDArray's shape is named before the GPU is asked for
+    with pytest.raises(ArgumentError, match=r"argument 1 \('B'\): expected shape"):
+        f.time_evaluator(f.entry_name, vdla.cuda(0), number=2)(a, vdla.nd.empty((3,)), a)
+    with pytest.raises(AttributeError, match="has no function 'nope'"):
+        f.time_evaluator("nope", vdla.cuda(0))
+    with pytest.raises(ArgumentError, match="not for cpu"):
+        f.time_evaluator(f.entry_name, vdla.cpu(0))
+    with pytest.raises(ValueError, match="repeat"):
+        f.time_evaluator(f.entry_name, vdla.cuda(0), number=1, repeat=0)
+    from vdla.runtime.module import ModuleLoadError
+
+    with pytest.raises(ModuleLoadError, match="cuda module; save it as .ptx"):
+        f.export_library(str(tmp_path) + "/f.so")
+    f.save(str(tmp_path) + "/f.ptx")
+    assert open(str(tmp_path) + "/f.ptx").read() == f.get_source("ptx")
+    if runtime.device_count() == 0:
+        for run in (lambda: f(vdla.cuda(0), a, a, vdla.nd.empty((1000,))),
+                    lambda: f.time_evaluator(f.entry_name, vdla.cuda(0), number=2, repeat=2)(a, a, vdla.nd.empty((1000,)))):  # fmt: skip
+            with pytest.raises(runtime.NoCudaDevice, match="no CUDA device"):
+                run()
+
+
 # ---------------------------------------------------------------------------- on a GPU
+
+
+@needs_gpu
+def test_nd_arrays_on_the_gpu_and_on_the_cpu(rng: np.random.Generator) -> None:
+    """GPU NDArrays are used in place; CPU NDArrays are copied in and their results written back."""
+    f = _vadd()
+    x, y = rng.standard_normal(1000).astype("float32"), rng.standard_normal(1000).astype("float32")
+    dev = vdla.cuda(0)
+    a, b, c = vdla.nd.array(x, dev), vdla.nd.array(y, dev), vdla.nd.empty((1000,), "float32", dev)
+    f(a, b, c)
+    np.testing.assert_allclose(c.numpy(), x + y, rtol=1e-6)
+    c2 = vdla.nd.empty((1000,))  # on the CPU
+    f(dev, vdla.nd.array(x), b, c2)
+    np.testing.assert_allclose(c2.numpy(), x + y, rtol=1e-6)
+    r = f.time_evaluator(f.entry_name, dev, number=5, repeat=3, min_repeat_ms=1)(a, b, c)
+    assert len(r.results) == 3 and 0 < r.min <= r.mean
+
+
 
 
 @needs_gpu
@@ -75,7 +123,7 @@ def test_matmul_with_device_arrays_and_timing(rng: np.random.Generator) -> None:
     da, db, dc = runtime.to_device(a), runtime.to_device(b), runtime.empty((256, 256), "float32")
     f(da, db, dc)
     np.testing.assert_allclose(dc.numpy(), a @ b, rtol=1e-4, atol=1e-3)
-    assert f.time_evaluator(number=3)(da, db, dc) > 0
+    assert f.time_evaluator(f.entry_name, vdla.cuda(0), number=3, repeat=2)(da, db, dc).mean > 0
 
 
 @needs_gpu

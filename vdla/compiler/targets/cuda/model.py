@@ -96,7 +96,7 @@ class GpuModel:
         ``time_layers`` each layer's seconds (CUDA events, inputs already on the GPU) are
         stored in ``layer.seconds``; ``sync=False`` does not wait after each kernel (faster;
         a fault is then reported at the next copy, without the kernel's name)."""
-        from .runtime import DeviceArray, get_device, to_device
+        from ....runtime.cuda_driver import DeviceArray, get_device, to_device
 
         dev = get_device(0)
         if self._consts is None or self._consts_dev is not dev:
@@ -113,7 +113,7 @@ class GpuModel:
                 y = DeviceArray(dev, ly.out_shape, ly.out_dtype)
                 ly.func._run((*xs, y), sync)
                 if time_layers:
-                    ly.seconds = ly.func.time_evaluator(number=5)(*xs, y)
+                    ly.seconds = ly.func.time_evaluator(number=5)(*xs, y).mean
             elif ly.target == "view" and isinstance(env[node.inputs[0]], DeviceArray):
                 assert node.type is not None
                 y = env[node.inputs[0]].reshape(tuple(node.type.shape))  # a view: no copy, no launch
@@ -228,9 +228,9 @@ def run_cli(args: Any) -> int:
     """``vdla run MODEL --target cuda``: the table, or a one-line error (exit 2)."""
     import sys
 
+    from ....runtime.cuda_driver import CudaError
     from ...graph.ir import GraphError
     from ..llvm.target import TargetError
-    from .runtime import CudaError
     from .target import is_cuda
 
     if not is_cuda(args.target):

@@ -4,19 +4,24 @@
 (:mod:`.lower`), generates them into one NVPTX module (:mod:`.codegen`) and emits PTX for
 the target's architecture. The :class:`CUDAModule` it returns holds the PTX
 (``get_source("ptx")``), the LLVM IR, and each kernel's launch shape. Calling it with numpy
-arrays (copied to the GPU and the outputs back) or :class:`~.runtime.DeviceArray` s checks
+arrays or CPU NDArrays (copied to the GPU and the outputs back), GPU NDArrays
+(``vdla.nd.array(x, vdla.cuda(0))``, used in place) or :class:`~vdla.runtime.cuda_driver.DeviceArray` s checks
 every argument's shape and dtype before anything touches a GPU, then loads the PTX and
-launches; with no GPU it raises :class:`~.runtime.NoCudaDevice`.
+launches; with no GPU it raises :class:`~vdla.runtime.cuda_driver.NoCudaDevice`. TVM's Module
+methods apply (:class:`~vdla.runtime.module.ModuleMixin`); ``time_evaluator`` times with CUDA events.
 """
 
 from __future__ import annotations
 
 import ctypes
 import itertools
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ....runtime.module import BenchmarkResult, ModuleLoadError, ModuleMixin
 from ... import fingerprint
 from ...tir import dtypes
 from ...tir.nodes import Buffer, IntImm, PrimFunc, Var
@@ -31,7 +36,7 @@ from .target import CudaTarget
 _counter = itertools.count()
 
 
-class CUDAModule:
+class CUDAModule(ModuleMixin):
     """A function compiled for the GPU: call it like a CPU-built one (numpy arrays in argument order)."""
 
     def __init__(self, func: PrimFunc, dev: DeviceModule, target: CudaTarget, llvm_ir: str, optimized_ir: str,
@@ -66,11 +71,9 @@ class CUDAModule:
     # ------------------------------------------------------------------ calling
     def check_args(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[Var, int]]:
         """Check the arguments' number, shapes and dtypes (no GPU needed); bind symbolic sizes."""
-        from .runtime import DeviceArray
+        from ....runtime.cuda_driver import DeviceArray
 
         params = self.lowered.params
-        if len(args) == len(params) + 1 and not isinstance(args[0], np.ndarray | DeviceArray | int | float | np.generic):
-            args = args[1:]  # f(dev, a, b, c)
         if len(args) != len(params):
             names = ", ".join(getattr(p, "name", "?") for p in params)
             raise ArgumentError(f"{self.name}() takes {len(params)} arguments ({names}), got {len(args)}")
@@ -105,16 +108,52 @@ class CUDAModule:
                     raise ArgumentError(f"arguments {n1!r} and {n2!r} share GPU memory; pass distinct arrays")
         return args, bound
 
-    def __call__(self, *args: Any) -> None:
-        self._run(args, sync=True)
+    def prepare(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Callable[[], None]], int]:
+        """Take the call's arguments as users pass them: drop a leading device (``f(dev, a, b, c)``),
+        use a GPU NDArray's memory in place, and give any other array with ``.numpy()`` (a CPU
+        NDArray, say) as a host array to copy in, with the write-back into it. Returns the
+        arguments (numpy arrays, device arrays, numbers), the write-backs and the GPU index."""
+        from ....runtime.cuda_driver import DeviceArray
+        from ....runtime.ndarray import CudaNDArray, DLDevice, host_view, is_array_like
 
-    def _run(self, args: tuple[Any, ...], sync: bool) -> None:
+        params = self.lowered.params
+        index: int | None = None
+        if len(args) == len(params) + 1 and isinstance(args[0], DLDevice):
+            if args[0].kind != "cuda":
+                raise ArgumentError(f"{self.name}() was built for the GPU (cuda), not for {args[0]}; use vdla.cuda(0)")
+            index, args = args[0].device_id, args[1:]
+        out: list[Any] = []
+        backs: list[Callable[[], None]] = []
+        for k, a in enumerate(args):
+            if isinstance(a, CudaNDArray):
+                a = a.device_array
+            elif is_array_like(a) and not isinstance(a, DeviceArray):
+                a, back = host_view(a)
+                if back is not None:
+                    backs.append(back)
+            if isinstance(a, DeviceArray):
+                if index is None:
+                    index = a.device.index
+                elif a.device.index != index:
+                    name = getattr(params[k], "name", "?") if k < len(params) else "?"
+                    raise ArgumentError(f"argument {k} ({name!r}) is on cuda({a.device.index}), the call runs on "
+                                        f"cuda({index}); copy it over")  # fmt: skip
+            out.append(a)
+        return tuple(out), backs, index or 0
+
+    def __call__(self, *args: Any) -> None:
+        args, backs, index = self.prepare(args)
+        self._run(args, sync=True, index=index)
+        for back in backs:
+            back()  # results into the caller's CPU NDArrays
+
+    def _run(self, args: tuple[Any, ...], sync: bool, index: int = 0) -> None:
         """Check, copy numpy arrays in, launch every kernel (waiting after each when ``sync``, so
         a fault names its kernel) and copy numpy outputs back."""
         args, bound = self.check_args(args)
-        from .runtime import CTYPES, DeviceArray, get_device
+        from ....runtime.cuda_driver import CTYPES, DeviceArray, get_device
 
-        dev = get_device(0)
+        dev = get_device(index)
         mod = dev.load(self._key, self.ptx)
         env: dict[Any, Any] = {}
         copies: list[tuple[np.ndarray, DeviceArray]] = []
@@ -152,18 +191,56 @@ class CUDAModule:
         for host, d in copies:
             host[...] = d.numpy()
 
-    def time_evaluator(self, number: int = 10) -> Any:
-        """``f(*arrays) -> mean seconds`` of the kernels (inputs copied to the GPU once), by CUDA events."""
-        from .runtime import get_device
+    def time_evaluator(self, func_name: str = "", dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, **_: Any) -> Callable[..., BenchmarkResult]:
+        """TVM's ``f.time_evaluator(name, vdla.cuda(0), number, repeat, min_repeat_ms)(*args)``: seconds per
+        call of the kernels, by CUDA events, with the inputs copied to the GPU once (not timed);
+        ``number`` doubles until a repeat lasts ``min_repeat_ms``."""
+        from ....runtime.cuda_driver import get_device, to_device
+        from ....runtime.ndarray import DLDevice
 
-        def run(*args: Any) -> float:
-            from .runtime import to_device
+        if func_name:
+            self.get_function(func_name)
+        if number < 1 or repeat < 1:
+            raise ValueError(f"time_evaluator: number ({number}) and repeat ({repeat}) must be >= 1")
+        if isinstance(dev, DLDevice) and dev.kind != "cuda":
+            raise ArgumentError(f"time_evaluator: {self.name} was built for the GPU (cuda), not for {dev}")
 
-            dev_args = tuple(to_device(a) if isinstance(a, np.ndarray) else a for a in args)
-            self.check_args(dev_args)
-            return get_device(0).time(lambda: self._run(dev_args, sync=False), number)
+        def evaluate(*args: Any) -> BenchmarkResult:
+            host, _, index = self.prepare(args)
+            if isinstance(dev, DLDevice):
+                index = dev.device_id
+            self.check_args(host)  # wrong shapes are named before the GPU is asked for
+            gpu = get_device(index)
+            on_gpu = tuple(to_device(a, index) if isinstance(a, np.ndarray) else a for a in host)
+            results = []
+            for _ in range(repeat):
+                n = number
+                while True:
+                    t = gpu.time(lambda: self._run(on_gpu, sync=False, index=index), n)
+                    if t * n * 1e3 >= min_repeat_ms or n >= 1 << 20:
+                        break
+                    n *= 2
+                results.append(t)
+            return BenchmarkResult(tuple(results))
 
-        return run
+        return evaluate
+
+    # -- files: the PTX and LLVM IR can be written; a module file that load_module reads is the CPU's and the accelerator's
+    def save(self, path: str | Path, fmt: str = "") -> None:
+        """``.ptx`` (or ``.s``) writes the PTX, ``.ll`` the LLVM IR."""
+        p = Path(path)
+        ext = fmt or p.suffix.lstrip(".")
+        if ext in ("ptx", "s", "ll"):
+            p.write_text(self.llvm_ir if ext == "ll" else self.ptx)
+            return
+        self._write_module(p)
+
+    def _write_module(self, path: Path) -> None:
+        raise ModuleLoadError(
+            f"export: {self.name} is a cuda module; save it as .ptx or .ll (f.save('{self.name}.ptx')) -- "
+            "vdla's module files (export_library/load_module) hold CPU and accelerator functions"
+        )
 
 
 def _eval(e: Any, sizes: dict[Var, IntImm], what: str) -> int:

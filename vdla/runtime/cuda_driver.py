@@ -1,0 +1,260 @@
+"""The CUDA runtime: a GPU through the driver API (``cuda-bindings``, the ``gpu`` extra), loaded lazily.
+
+It belongs to the runtime, below the compiler: ``vdla.cuda(0)`` and ``vdla.nd.array(x, vdla.cuda(0))``
+(:mod:`.ndarray`) use it directly, and the compiler's cuda target launches its kernels through it.
+
+:func:`get_device` initialises the driver (``cuInit``) and the device's primary context once;
+with no driver or no GPU it raises :class:`NoCudaDevice` ("no CUDA device: ..."), so a
+``cuda`` build works anywhere and only running needs the GPU. :class:`CudaDevice` loads PTX
+(``cuModuleLoadData``: the driver JIT-compiles it for the GPU present), allocates memory,
+copies, launches (``cuLaunchKernel``) and times with CUDA events. :class:`DeviceArray` is
+an array in GPU memory (``to_device(x)``, ``.numpy()``). A kernel that faults is reported
+with its name and the driver's error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+
+
+class CudaError(RuntimeError):
+    """An error from the CUDA driver."""
+
+
+class NoCudaDevice(CudaError):
+    """There is no CUDA driver or no GPU on this machine."""
+
+
+_lock = threading.Lock()
+_devices: dict[int, CudaDevice] = {}
+
+
+def _driver() -> Any:
+    try:
+        from cuda.bindings import driver
+    except ImportError as err:
+        raise NoCudaDevice(
+            f"no CUDA device: the cuda-bindings package is not installed ({err}); pip install 'vdla[gpu]'"
+        ) from None
+    return driver
+
+
+def _check(res: Any, what: str) -> Any:
+    """Unpack a cuda-bindings result tuple ``(err, values...)``; raise CudaError naming ``what``."""
+    drv = _driver()
+    err, rest = (res[0], res[1:]) if isinstance(res, tuple) else (res, ())
+    if err != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(err)
+        _, text = drv.cuGetErrorString(err)
+        raise CudaError(f"{what}: {name.decode() if name else err} ({text.decode() if text else ''})")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+def device_count() -> int:
+    """Number of CUDA GPUs (0 with no driver)."""
+    try:
+        drv = _driver()
+        if _check_init(drv) is not None:
+            return 0
+        return int(_check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+    except (NoCudaDevice, CudaError):
+        return 0
+
+
+def _check_init(drv: Any) -> str | None:
+    """None when the driver initialised, else why not."""
+    try:
+        res = drv.cuInit(0)
+    except Exception as err:  # the driver library itself is missing (DynamicLibNotFoundError, OSError)
+        return f"{type(err).__name__}: {err}"
+    if res[0] != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(res[0])
+        return name.decode() if name else str(res[0])
+    return None
+
+
+def get_device(index: int = 0) -> CudaDevice:
+    """The CUDA device ``index``; NoCudaDevice when there is none."""
+    with _lock:
+        dev = _devices.get(index)
+        if dev is None:
+            drv = _driver()
+            why = _check_init(drv)
+            if why is not None:
+                raise NoCudaDevice(f"no CUDA device: the CUDA driver is not usable here ({why})")
+            n = int(_check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+            if index >= n:
+                raise NoCudaDevice(f"no CUDA device {index}: this machine has {n} GPU(s)")
+            dev = _devices[index] = CudaDevice(index)
+        return dev
+
+
+class CudaDevice:
+    """One GPU: its primary context, loaded modules, memory and launches."""
+
+    def __init__(self, index: int) -> None:
+        drv = _driver()
+        self.index = index
+        self.handle = _check(drv.cuDeviceGet(index), "cuDeviceGet")
+        self.context = _check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
+        self.name = _check(drv.cuDeviceGetName(256, self.handle), "cuDeviceGetName").split(b"\0")[0].decode()
+        major = _check(drv.cuDeviceGetAttribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.handle), "attribute")  # fmt: skip
+        minor = _check(drv.cuDeviceGetAttribute(
+            drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.handle), "attribute")  # fmt: skip
+        self.arch = f"sm_{major}{minor}"
+        self._modules: dict[int, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<CudaDevice {self.index}: {self.name} ({self.arch})>"
+
+    def activate(self) -> None:
+        _check(_driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+    # ------------------------------------------------------------------ modules
+    def load(self, key: int, ptx: str) -> Any:
+        """Load PTX once per ``key`` (the driver JIT-compiles it for this GPU)."""
+        mod = self._modules.get(key)
+        if mod is None:
+            self.activate()
+            data = ptx.encode() + b"\0"
+            mod = self._modules[key] = _check(_driver().cuModuleLoadData(data), "cuModuleLoadData (JIT of the PTX)")
+        return mod
+
+    def function(self, module: Any, name: str) -> Any:
+        return _check(_driver().cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
+
+    # ------------------------------------------------------------------ memory
+    def alloc(self, nbytes: int) -> int:
+        self.activate()
+        return int(_check(_driver().cuMemAlloc(max(1, nbytes)), f"cuMemAlloc({nbytes} bytes)"))
+
+    def free(self, ptr: int) -> None:
+        _check(_driver().cuMemFree(ptr), "cuMemFree")
+
+    def upload(self, ptr: int, a: np.ndarray) -> None:
+        self.activate()  # the context may not be current on this thread
+        _check(_driver().cuMemcpyHtoD(ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
+
+    def download(self, a: np.ndarray, ptr: int) -> None:
+        self.activate()
+        _check(_driver().cuMemcpyDtoH(a.ctypes.data, ptr, a.nbytes), "cuMemcpyDtoH")
+
+    # ------------------------------------------------------------------ launches
+    def launch(self, func: Any, name: str, grid: tuple[int, ...], block: tuple[int, ...],
+               values: list[Any], types: list[Any]) -> None:  # fmt: skip
+        drv = _driver()
+        self.activate()
+        res = drv.cuLaunchKernel(func, *grid, *block, 0, 0, (tuple(values), tuple(types)), 0)
+        _check(res, f"launching kernel {name!r} (grid {grid}, block {block})")
+
+    def synchronize(self, what: str = "") -> None:
+        """Wait for the GPU; a kernel fault is reported naming ``what`` (the kernel).
+
+        A fault (an illegal address, say) leaves the context unusable, so it is reset before
+        the error is raised: later launches start afresh (earlier device arrays are lost)."""
+        try:
+            _check(_driver().cuCtxSynchronize(), f"kernel {what!r} failed on {self.name}" if what else "cuCtxSynchronize")
+        except CudaError:
+            self.reset()
+            raise
+
+    def reset(self) -> None:
+        drv = _driver()
+        self._modules.clear()
+        drv.cuDevicePrimaryCtxRelease(self.handle)
+        drv.cuDevicePrimaryCtxReset(self.handle)
+        self.context = _check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
+
+    def time(self, fn: Any, number: int = 10) -> float:
+        """Mean seconds of ``fn()`` (which launches work) over ``number`` runs, by CUDA events."""
+        drv = _driver()
+        self.activate()
+        start = _check(drv.cuEventCreate(0), "cuEventCreate")
+        stop = _check(drv.cuEventCreate(0), "cuEventCreate")
+        try:
+            fn()
+            self.synchronize("warm-up")
+            _check(drv.cuEventRecord(start, 0), "cuEventRecord")
+            for _ in range(number):
+                fn()
+            _check(drv.cuEventRecord(stop, 0), "cuEventRecord")
+            _check(drv.cuEventSynchronize(stop), "cuEventSynchronize")
+            ms = _check(drv.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+        finally:
+            drv.cuEventDestroy(start)
+            drv.cuEventDestroy(stop)
+        return float(ms) / 1e3 / number
+
+
+class DeviceArray:
+    """An array in GPU memory: ``to_device(x)``, ``empty(shape, dtype)``, ``.numpy()``."""
+
+    def __init__(self, device: CudaDevice, shape: tuple[int, ...], dtype: Any, base: DeviceArray | None = None) -> None:
+        self.device = device
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self.base = base  # a view keeps its owner (and the memory) alive
+        self.ptr = base.ptr if base is not None else device.alloc(self.nbytes)
+
+    def reshape(self, shape: tuple[int, ...]) -> DeviceArray:
+        """The same memory with another shape (no copy)."""
+        shape = tuple(int(s) for s in shape)
+        if int(np.prod(shape, dtype=np.int64)) != int(np.prod(self.shape, dtype=np.int64)):
+            raise ValueError(f"cannot reshape a device array of shape {self.shape} to {shape}")
+        return DeviceArray(self.device, shape, self.dtype, base=self.base or self)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def copyfrom(self, a: np.ndarray) -> DeviceArray:
+        a = np.ascontiguousarray(a, dtype=self.dtype)
+        if a.shape != self.shape:
+            raise ValueError(f"copyfrom: shape {a.shape} does not match the device array's {self.shape}")
+        self.device.upload(self.ptr, a)
+        return self
+
+    def numpy(self) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype)
+        self.device.download(out, self.ptr)
+        return out
+
+    asnumpy = numpy
+
+    def __del__(self) -> None:
+        try:
+            if self.ptr and self.base is None:
+                self.device.free(self.ptr)
+                self.ptr = 0
+        except Exception:  # interpreter shutdown: the context may be gone already
+            pass
+
+    def __repr__(self) -> str:
+        return f"<DeviceArray {self.shape} {self.dtype} on {self.device.name}>"
+
+
+def to_device(a: np.ndarray, index: int = 0) -> DeviceArray:
+    """Copy a numpy array to GPU ``index``."""
+    a = np.ascontiguousarray(a)
+    return DeviceArray(get_device(index), a.shape, a.dtype).copyfrom(a)
+
+
+def empty(shape: tuple[int, ...], dtype: Any = "float32", index: int = 0) -> DeviceArray:
+    return DeviceArray(get_device(index), shape, dtype)
+
+
+CTYPES = {
+    "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+}  # fmt: skip
+
+__all__ = ["CudaError", "NoCudaDevice", "CudaDevice", "DeviceArray", "get_device", "device_count", "to_device", "empty"]
