@@ -4,7 +4,7 @@
     vdla asm FILE.s -o prog.vdla            assemble text into a program file
     vdla disasm prog.vdla                   print a program file as assembly
     vdla run prog.vdla [--device fsim] [--json]   run a program file and print the report
-    vdla run MODEL [--device fsim] [--reduced] [--json] [--target cuda]
+    vdla run MODEL [--device fsim] [--reduced] [--json] [--target cuda] [--compare]
                                             compile and run a model (resnet18, mobilenet_v1, mlp,
                                             dcgan_generator, resnet_block, resnet50, dqn, lstm_lm,
                                             digits, FILE.onnx, or a compiled model file), check it,
@@ -139,6 +139,10 @@ def _build_model(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from .runtime import Device, Program
 
+    if getattr(args, "compare", False):  # vdla run MODEL --compare: llvm, cuda and VDLA in one table
+        from .compiler.graph.compare import run_cli as compare_cli
+
+        return compare_cli(args)
     if getattr(args, "target", None):  # vdla run MODEL --target cuda: the float model on a GPU
         from .compiler.targets.cuda.model import run_cli
 
@@ -227,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--seed", type=count("--seed"), default=0, help="seed of the synthetic input (models)")
     q.add_argument("--no-fp32-check", action="store_true", help="skip the fp32 onnxruntime cross-check (models)")
     q.add_argument("--target", default=None, help="cuda (or 'cuda -arch=sm_90'): run the float32 model on a GPU")
+    q.add_argument("--compare", action="store_true",
+                   help="one table of the model on llvm (this CPU, fp32), cuda (the GPU, if any) and VDLA (int8)")
     run_outputs.add_arguments(q)
     q.set_defaults(fn=_run)
     q = sub.add_parser("build", help="compile a model (built-in name or .onnx) into one file")

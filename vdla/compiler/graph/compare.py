@@ -1,0 +1,239 @@
+"""``vdla run MODEL --compare``: one model on the CPU (llvm), the GPU (cuda) and VDLA, measured in one run.
+
+:func:`compare` loads the model once (a built-in name or an .onnx file) and runs the same
+synthetic input three ways:
+
+* **llvm** -- the float32 graph, simplified and fused, every node built for this CPU through
+  the llvm strategy (:class:`~vdla.compiler.targets.llvm.strategy.LlvmCache`; a node with no
+  topi operator runs on numpy), timed on the host clock (the median of a few runs after a
+  warm-up);
+* **cuda** -- the same float32 graph through the GPU graph executor
+  (:func:`~vdla.compiler.targets.cuda.model.compile_model`), timed with CUDA events; with no
+  GPU the row says "skipped: no CUDA device";
+* **vdla** -- the int8 model through :func:`.job.run_job` on the golden simulator: the VDLA
+  layers' cycles at the configuration's clock (``Config.clock_mhz``) plus the host time of
+  the nodes left on the CPU, with every node checked against the int8 numpy reference.
+
+The float rows are checked against the numpy fp32 reference; each row's latency is also
+given relative to the llvm row. :meth:`Comparison.table` prints it, :meth:`Comparison.to_dict`
+is the ``--json`` form.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...config import Config
+from . import models
+from .executor import is_model_file
+from .fuse import fuse
+from .ir import Graph, GraphError
+from .job import load_model, run_job
+from .ops.registry import get_op
+from .passes import simplify
+from .reference import run as reference_run
+
+__all__ = ["Row", "Comparison", "compare", "run_cli"]
+
+#: float rows agree with the numpy fp32 reference to this relative error (of the output's largest magnitude)
+FLOAT_TOLERANCE = 1e-3
+
+
+@dataclass
+class Row:
+    """One target's result: ``seconds`` per inference (None when skipped), and how it was measured."""
+
+    target: str
+    precision: str
+    where: str
+    seconds: float | None
+    timing: str
+    ok: bool | None  # None: skipped
+    detail: str
+    nodes: str = ""
+    #: the vdla row: the golden simulator's cycles of the VDLA layers, and the clock they are counted at
+    cycles: int | None = None
+    clock_mhz: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"target": self.target, "precision": self.precision, "device": self.where, "latency_s": self.seconds,
+             "timing": self.timing, "ok": self.ok, "detail": self.detail, "nodes": self.nodes}  # fmt: skip
+        if self.cycles is not None:
+            d.update(cycles=self.cycles, clock_mhz=self.clock_mhz)
+        return d
+
+
+@dataclass
+class Comparison:
+    model: str
+    description: str
+    rows: list[Row] = field(default_factory=list)
+
+    def row(self, target: str) -> Row:
+        return next(r for r in self.rows if r.target == target)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok is not False for r in self.rows)
+
+    def relative(self, r: Row) -> float | None:
+        """How many times faster than the llvm row (None when either was not measured)."""
+        base = self.row("llvm").seconds
+        return base / r.seconds if base and r.seconds else None
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = [dict(r.to_dict(), speedup_vs_llvm=self.relative(r)) for r in self.rows]
+        return {"model": self.model, "description": self.description, "rows": rows, "ok": self.ok}
+
+    def table(self) -> str:
+        lines = [f"vdla run {self.model} --compare: {self.description}", "",
+                 f"{'target':<6} {'precision':<9} {'device':<34} {'latency':>11} {'speedup':>8}  {'check':<5} detail"]  # fmt: skip
+        for r in self.rows:
+            lat = _fmt(r.seconds) if r.seconds is not None else "-"
+            rel = self.relative(r)
+            check = "PASS" if r.ok else ("-" if r.ok is None else "FAIL")
+            lines.append(f"{r.target:<6} {r.precision:<9} {r.where[:34]:<34} {lat:>11} "
+                         f"{f'{rel:.2f}x' if rel else '-':>8}  {check:<5} {r.detail}")  # fmt: skip
+        lines.append("")
+        lines.append("speedup: the llvm row's latency / the row's (same model, same input)")
+        for r in self.rows:
+            if r.seconds is not None:
+                lines.append(f"{r.target}: {r.timing}" + (f"; {r.nodes}" if r.nodes else ""))
+        lines.append(f"result: {'PASS' if self.ok else 'FAIL'}")
+        return "\n".join(lines)
+
+
+def _fmt(s: float) -> str:
+    return f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
+
+
+def _rel_err(outs: list[np.ndarray], ref: list[np.ndarray]) -> float:
+    return max(float(np.abs(np.asarray(a, np.float64) - b).max() / max(float(np.abs(b).max()), 1e-6))
+               for a, b in zip(outs, ref, strict=True))  # fmt: skip
+
+
+def _median_time(fn: Callable[[], Any], repeat: int) -> float:
+    fn()  # warm-up: first-call costs (page faults, lazy loads) are not the model's
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def llvm_row(graph: Graph, x: dict[str, np.ndarray], ref: list[np.ndarray], repeat: int = 5) -> Row:
+    """The float32 graph on this CPU: every node built for llvm where topi has it, else numpy."""
+    import platform
+
+    from ..targets.llvm.strategy import LlvmCache, LlvmKernel
+
+    g = fuse(simplify(graph))
+    cache = LlvmCache()
+    plan: list[tuple[Any, Any]] = []
+    for n in g.topo_order():
+        k = cache.get(n, g)
+        plan.append((n, k if isinstance(k, LlvmKernel) else None))
+
+    def run() -> list[np.ndarray]:
+        env: dict[str, Any] = dict(g.consts)
+        env.update(x)
+        for n, k in plan:
+            env[n.name] = k(env) if k is not None else get_op(n.op, n.name).compute(n.attrs, [env[i] for i in n.inputs])
+        return [np.asarray(env[o]) for o in g.outputs]
+
+    err = _rel_err(run(), ref)
+    on = sum(k is not None for _, k in plan)
+    cpu = platform.processor() or platform.machine()
+    return Row("llvm", "float32", f"this CPU ({cpu})", _median_time(run, repeat),
+               f"host clock, median of {repeat} runs after a warm-up", err <= FLOAT_TOLERANCE,
+               f"vs numpy fp32: max rel err {err:.1e}", f"{on} of {len(plan)} nodes built for llvm")  # fmt: skip
+
+
+def cuda_row(graph: Graph, x: dict[str, np.ndarray], ref: list[np.ndarray], target: str = "cuda",
+             repeat: int = 5) -> Row:  # fmt: skip
+    """The float32 graph on GPU 0 (a skipped row without one), timed with CUDA events."""
+    from ...runtime.cuda_driver import device_count, get_device, to_device
+
+    if device_count() == 0:
+        return Row("cuda", "float32", "-", None, "", None, "skipped: no CUDA device")
+    from ..targets.cuda.model import compile_model
+
+    dev = get_device(0)
+    tgt = target if "-arch" in target else f"{target} -arch={dev.arch}"
+    m = compile_model(graph, tgt)
+    xd = {k: to_device(np.ascontiguousarray(v)) for k, v in x.items()}  # the input is on the GPU already
+    err = _rel_err(m.run(xd), ref)
+    seconds = dev.time(lambda: m.run(xd, sync=False), repeat)
+    on = sum(ly.target == "cuda" for ly in m.layers)
+    return Row("cuda", "float32", f"{dev.name} ({dev.arch})", seconds,
+               f"CUDA events, mean of {repeat} runs after a warm-up (outputs copied back)", err <= FLOAT_TOLERANCE,
+               f"vs numpy fp32: max rel err {err:.1e}", f"{on} of {len(m.layers)} nodes on the GPU")  # fmt: skip
+
+
+def vdla_row(model: str, config: Config, *, reduced: bool = False, size: int | None = None, device: str = "fsim",
+             seed: int = 0, calib: int = 1, progress: Callable[[str], None] | None = None) -> Row:  # fmt: skip
+    """The int8 model on VDLA: cycles at the configuration's clock plus the CPU nodes' host time
+    (the same input as the float rows: :func:`.job.run_job` takes the model's evaluation batch or
+    the synthetic input of ``seed``)."""
+    res = run_job(model, device, config, reduced=reduced, size=size, seed=seed, calib=calib, check_fp32=False,
+                  progress=progress)  # fmt: skip
+    c = res.config
+    check = res.checks[0]
+    return Row("vdla", "int8", f"VDLA {c.name} {c.batch}x{c.block_in}x{c.block_out} @ {c.clock_mhz:g} MHz",
+               res.vdla_seconds + res.cpu_seconds,
+               f"{res.total_cycles} cycles ({res.device} cycle model) at {c.clock_mhz:g} MHz = "
+               f"{res.vdla_seconds * 1e3:.3f} ms + CPU nodes {res.cpu_seconds * 1e3:.3f} ms on this host",
+               check.ok, f"vs numpy int8: {check.detail}",
+               f"{len(res.vdla_layers)} of {len(res.layers)} nodes on VDLA", res.total_cycles, c.clock_mhz)  # fmt: skip
+
+
+def compare(model: str, config: Config | None = None, *, reduced: bool = False, size: int | None = None,
+            seed: int = 0, calib: int = 1, cuda_target: str = "cuda", device: str = "fsim", repeat: int = 5,
+            progress: Callable[[str], None] | None = None) -> Comparison:  # fmt: skip
+    """Run ``model`` on llvm, cuda and VDLA in one go; see the module doc."""
+    if is_model_file(model):
+        raise GraphError(f"--compare: {model} is a compiled VDLA model (int8 only); give the float model it was "
+                         "built from (a built-in name or an .onnx file)")  # fmt: skip
+    spec = load_model(model, reduced=reduced, size=size)
+    out = Comparison(spec.name, spec.description)
+    if spec.qdq:
+        why = "skipped: a quantised (QDQ) model has no float32 graph"
+        out.rows += [Row("llvm", "float32", "-", None, "", None, why), Row("cuda", "float32", "-", None, "", None, why)]
+    else:
+        x = spec.evaluation[0] if spec.evaluation else models.sample_input(spec.graph, seed)
+        ref = reference_run(spec.graph, x, check=False)
+        if progress:
+            progress(f"{spec.name}: float32 on llvm")
+        out.rows.append(llvm_row(spec.graph, x, ref, repeat))
+        if progress:
+            progress(f"{spec.name}: float32 on cuda")
+        out.rows.append(cuda_row(spec.graph, x, ref, cuda_target, repeat))
+    if progress:
+        progress(f"{spec.name}: int8 on VDLA ({device})")
+    out.rows.append(vdla_row(model, config or Config(), reduced=reduced, size=size, device=device, seed=seed,
+                             calib=calib, progress=progress))  # fmt: skip
+    return out
+
+
+def run_cli(args: Any) -> int:
+    """``vdla run MODEL --compare [--target cuda -arch=sm_90] [--json]``: the table (exit 1 if a check fails)."""
+    import json
+    import sys
+
+    from ...config import preset
+
+    def progress(msg: str) -> None:
+        if not args.quiet:
+            print(msg, file=sys.stderr)
+
+    res = compare(args.file, preset(args.config or "default"), reduced=args.reduced, size=args.size, seed=args.seed,
+                  calib=args.calib, cuda_target=args.target or "cuda", device=args.device, progress=progress)  # fmt: skip
+    print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
+    return 0 if res.ok else 1
