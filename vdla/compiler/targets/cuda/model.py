@@ -2,14 +2,16 @@
 
 :func:`compile_model` simplifies and fuses a float graph (the passes every target shares),
 declares each node with topi (:func:`..llvm.strategy.declare`, the one mapping of nodes onto
-operators), schedules it with this target's schedules and builds PTX; flatten and reshape are
-views of the GPU memory; a node with no topi operator (integer ops, concat) or whose build
+operators), schedules it with this target's schedules (a depthwise conv2d -- groups equal to
+channels -- with the depthwise schedule) and builds PTX; flatten and reshape are
+views of the GPU memory; a node with no topi operator (integer ops, concat, a grouped conv
+with fewer groups than channels) or whose build
 fails runs on the graph's numpy kernels, with the reason recorded. Functions are shared between nodes of equal signature.
 :meth:`GpuModel.run` keeps values on the GPU between kernels (a numpy node copies to the
 host and back) and times each layer with CUDA events. :func:`run_cuda_job` builds a
 built-in model or an ONNX file, runs it on a synthetic input and checks the outputs against
 the numpy fp32 reference; without a GPU it compiles everything, then raises
-:class:`~.runtime.NoCudaDevice`.
+:class:`~vdla.runtime.cuda_driver.NoCudaDevice`.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from ...graph.fuse import fuse
 from ...graph.ir import Graph
 from ...graph.ops.registry import get_op
 from ...graph.passes import simplify
-from ..llvm.strategy import _arg_order, _body, declare, signature
+from ..llvm.strategy import _arg_order, declare, schedule_key, signature
 from .target import CudaTarget
 
 #: the anchor op of a node -> its GPU schedule (element-wise chains: schedule_injective)
 SCHEDULES = {
     "conv2d": "schedule_conv2d_nchw",
+    "depthwise_conv2d": "schedule_depthwise_conv2d_nchw",
     "dense": "schedule_dense",
     "max_pool2d": "schedule_pool",
     "avg_pool2d": "schedule_pool",
@@ -68,9 +71,8 @@ def lower_node(node: Any, graph: Graph, target: CudaTarget, name: str) -> Any:
     if isinstance(decl, str):
         return decl
     placeholders, args, out = decl
-    anchor = _body(node, graph)[0][0].op
     try:
-        sched = getattr(schedules, SCHEDULES.get(anchor, "schedule_injective"))(out)
+        sched = getattr(schedules, SCHEDULES.get(schedule_key(node, graph), "schedule_injective"))(out)
         return build(sched, placeholders + [out], target=target, name=name), args
     except Exception as e:  # a schedule or codegen limit: numpy it is, with the reason shown
         return f"cuda build failed: {type(e).__name__}: {e}"

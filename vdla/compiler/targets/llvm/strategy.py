@@ -6,7 +6,8 @@ kernels, with that reason recorded). The graph executor calls it for every CPU n
 float32 (the CPU part of a quantised model: the first conv, the pools, the classifier):
 
 * ``conv2d`` (groups 1, any stride/padding/dilation, optional bias) -> ``topi.conv2d_nchw``
-  (+ ``bias_add``), ``schedule_conv2d_nchw``;
+  (+ ``bias_add``), ``schedule_conv2d_nchw``; depthwise (groups = input channels, weight
+  ``[C*M, 1, KH, KW]``) -> ``topi.depthwise_conv2d_nchw``, ``schedule_depthwise_conv2d_nchw``;
 * ``dense`` (optional bias) -> ``topi.dense``, ``schedule_dense``;
 * ``max_pool2d`` / ``avg_pool2d`` -> ``topi.pool2d``, ``schedule_pool``;
 * ``global_avg_pool2d`` -> ``topi.global_pool``, ``schedule_global_pool``;
@@ -37,13 +38,14 @@ import numpy as np
 
 from ...graph.ir import Graph, Node
 
-__all__ = ["LlvmKernel", "LlvmCache", "declare", "lower", "signature"]
+__all__ = ["LlvmKernel", "LlvmCache", "declare", "lower", "schedule_key", "signature"]
 
 _ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm", "div", "maximum", "minimum",
              "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
 _ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax")
 _SCHEDULE = {
     "conv2d": "schedule_conv2d_nchw",
+    "depthwise_conv2d": "schedule_depthwise_conv2d_nchw",
     "dense": "schedule_dense",
     "max_pool2d": "schedule_pool",
     "avg_pool2d": "schedule_pool",
@@ -96,14 +98,28 @@ def check(node: Node, graph: Graph) -> str | None:
     for n in nodes:
         if n.op not in _ANCHORS + _ELEMWISE:
             return f"{n.op} has no topi operator"
-        if n.op == "conv2d" and n.attrs.get("groups", 1) != 1:
-            return "grouped conv2d (topi has no grouped NCHW conv)"
+        if n.op == "conv2d" and n.attrs.get("groups", 1) != 1 and not _depthwise(n, types, graph):
+            return "grouped conv2d with fewer groups than channels (topi has depthwise and groups=1 NCHW convs)"
         if n.type is None or n.type.dtype != "float32":
             return f"{n.op} on {n.type.dtype if n.type else '?'} (llvm kernels are float32; integers stay numpy-exact)"
     for k in nodes[0].inputs:
         if k in types and types[k].dtype != "float32":
             return f"{types[k].dtype} input"
     return None
+
+
+def _depthwise(n: Node, types: dict[str, Any], graph: Graph) -> bool:
+    """A conv2d with one group per input channel (weight ``[C*M, 1, KH, KW]``): topi's depthwise conv."""
+    if n.op != "conv2d" or n.attrs.get("groups", 1) == 1:
+        return False
+    x, w = (types[v] if v in types else graph.type_of(v) for v in n.inputs[:2])
+    return int(n.attrs["groups"]) == int(x.shape[1]) and int(w.shape[1]) == 1
+
+
+def schedule_key(node: Node, graph: Graph) -> str:
+    """The anchor op that picks a node's schedule (``depthwise_conv2d`` for a depthwise conv2d)."""
+    nodes, types, _ = _body(node, graph)
+    return "depthwise_conv2d" if _depthwise(nodes[0], types, graph) else nodes[0].op
 
 
 def signature(node: Node, graph: Graph) -> str:
@@ -142,6 +158,16 @@ def _unary(te: Any, op: str, x: Any, at: dict[str, Any]) -> Any:
     return te.compute(x.shape, lambda *i: fn(x[i]), name=op, tag=INJECTIVE)
 
 
+def _depthwise_weight(te: Any, w: Any, c: int) -> Any:
+    """The graph's depthwise weight ``[C*M, 1, KH, KW]`` read as topi's ``[C, M, KH, KW]`` (the same
+    element order: an injective stage the schedules inline)."""
+    from ...topi.util import INJECTIVE
+
+    o, _, kh, kw = (int(d.value) for d in w.shape)
+    m = o // c
+    return te.compute((c, m, kh, kw), lambda ci, mi, ky, kx: w[ci * m + mi, 0, ky, kx], name="weight_cm", tag=INJECTIVE)
+
+
 def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
     """``node`` as topi operators: (placeholders, the outer values they stand for, the output
     tensor), or why it cannot be. Shared by every target's strategy (the GPU's too)."""
@@ -169,7 +195,12 @@ def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
     for n in nodes:
         at = n.attrs
         xs = [env[i] if i in env else get(i) for i in n.inputs]
-        if n.op == "conv2d":
+        if n.op == "conv2d" and at.get("groups", 1) != 1:  # depthwise (check() refused other groupings)
+            wv = _depthwise_weight(te, xs[1], int(xs[0].shape[1].value))
+            y = topi.depthwise_conv2d_nchw(xs[0], wv, tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+            if len(xs) == 3:
+                y = topi.bias_add(y, xs[2])
+        elif n.op == "conv2d":
             y = topi.conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
             if len(xs) == 3:
                 y = topi.bias_add(y, xs[2])
@@ -224,9 +255,8 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     if isinstance(decl, str):
         return decl
     placeholders, args, out = decl
-    anchor = _body(node, graph)[0][0].op
     try:
-        sched = getattr(schedules, _SCHEDULE.get(anchor, "schedule_injective"))(out)
+        sched = getattr(schedules, _SCHEDULE.get(schedule_key(node, graph), "schedule_injective"))(out)
         func = build(sched, placeholders + [out], target="llvm", name=name)
     except Exception as e:  # a schedule or codegen limit: numpy it is
         return f"llvm build failed: {type(e).__name__}: {e}"
