@@ -94,11 +94,12 @@ class GpuModel:
         return len({id(ly.func) for ly in self.layers if ly.func is not None})
 
     def run(self, inputs: dict[str, Any], time_layers: bool = False, sync: bool = True) -> list[np.ndarray]:
-        """Run on GPU 0 (NoCudaDevice without one); inputs are numpy or device arrays. With
+        """Run on GPU 0 (NoCudaDevice without one); inputs are numpy arrays, device arrays or vdla.nd arrays. With
         ``time_layers`` each layer's seconds (CUDA events, inputs already on the GPU) are
         stored in ``layer.seconds``; ``sync=False`` does not wait after each kernel (faster;
         a fault is then reported at the next copy, without the kernel's name)."""
         from ....runtime.cuda_driver import DeviceArray, get_device, to_device
+        from ....runtime.ndarray import CudaNDArray, host_view
 
         dev = get_device(0)
         if self._consts is None or self._consts_dev is not dev:
@@ -106,7 +107,9 @@ class GpuModel:
             self._consts = {k: to_device(np.ascontiguousarray(v)) for k, v in self.graph.consts.items()}
             self._consts_dev = dev
         env: dict[str, Any] = dict(self._consts)
-        env.update(inputs)
+        # vdla.nd arrays: a GPU one's memory as it is, any other as its host values
+        for k, v in inputs.items():
+            env[k] = v.device_array if isinstance(v, CudaNDArray) else v if isinstance(v, DeviceArray) else host_view(v)[0]
         for ly in self.layers:
             node = self.graph.node(ly.node)
             if ly.target == "cuda":
