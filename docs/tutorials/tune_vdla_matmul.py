@@ -16,13 +16,13 @@ trials, a few seconds); ``VDLA_TUTORIAL_FULL=1`` tunes a larger one with more tr
 """
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 import vdla
 from vdla import autotvm, te
+from vdla.contrib import utils
 from vdla.compiler.targets.vdla.env import get_env
 
 env = get_env(vdla.preset("default"))
@@ -126,7 +126,8 @@ option = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
 # ``GridSearchTuner`` are the others. Each measurement is appended to the log as a JSON line,
 # so a run can be resumed and its best records used later.
 n_trial = 32 if FULL else 8
-log = Path(tempfile.mkdtemp()) / "tutorial_matmul.log"
+temp = utils.tempdir()  # removed when the script ends
+log = Path(temp.relpath("tutorial_matmul.log"))
 tuner = autotvm.tuner.XGBTuner(task, seed=0) if FULL else autotvm.tuner.RandomTuner(task, seed=0)
 tuner.tune(n_trial=min(n_trial, len(task.config_space)), measure_option=option,
            callbacks=[autotvm.callback.log_to_file(log)])
