@@ -26,8 +26,8 @@ import numpy as np
 import vdla
 from vdla import te
 from vdla.cli import main as vdla_cli
-from vdla.contrib import utils
 from vdla.compiler.targets.vdla.env import get_env
+from vdla.contrib import utils
 from vdla.hardware.boards import board
 from vdla.hardware.boards.build import markdown, prepare, source_hash
 

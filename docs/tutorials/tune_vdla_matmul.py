@@ -22,8 +22,8 @@ import numpy as np
 
 import vdla
 from vdla import autotvm, te
-from vdla.contrib import utils
 from vdla.compiler.targets.vdla.env import get_env
+from vdla.contrib import utils
 
 env = get_env(vdla.preset("default"))
 FULL = bool(os.environ.get("VDLA_TUTORIAL_FULL"))
