@@ -95,7 +95,7 @@ else:
 # Step 4: reading the report
 # --------------------------
 # ``report.json`` holds what ``report.md`` shows: resources used against the part's capacity,
-# nextpnr's fmax against the clock constraint (the build fails its timing when below), the
+# nextpnr's fmax against the clock constraint (``clock.pass``: whether it meets it), the
 # critical path and the peak throughput at the core clock and at fmax.
 for r in report["resources"]:
     print(f"  {r['resource']:<24} {r['used']:>6} of {r['available']:>6}  ({r['percent']:.1f} %)")
@@ -109,7 +109,7 @@ assert markdown(report).startswith(f"# {BOARD}")  # report.md is this, rendered
 # %%
 # Step 5: programming the board
 # -----------------------------
-# vdla does not flash boards: use the board's programmer (a PyPI-free tool of its own). The
+# vdla does not flash boards; the board's own programmer does (a tool outside Python): the
 # iCEBreaker takes ``iceprog``, the ULX3S ``openFPGALoader`` (or ``fujprog``). On the ULX3S,
 # LED 0 blinks while the clock runs, LED 1 is lit while the core runs, LED 2 when it is done.
 bit = report_dir / report["bitstream"]["file"]
@@ -123,6 +123,8 @@ print(f"program the board: {flash}")
 # ``Device("serial:PORT", config=...)`` sends the program and data over the UART bridge (each
 # frame CRC-checked) and first checks that the bitstream on the board was built for that
 # Config. Without a board, the golden simulator computes the same bytes and counts cycles.
+# The function is the matrix multiply of ``vdla_matrix_multiply.py`` with the whole of K in
+# one step and a clip on the ALU, built for the board's Config.
 env = get_env(config)
 m, n, k = 2, 2, 4  # tiles: small enough for the iCEBreaker's 256-byte buffers
 a_shape, w_shape = (m, k, env.BATCH, env.BLOCK_IN), (n, k, env.BLOCK_OUT, env.BLOCK_IN)

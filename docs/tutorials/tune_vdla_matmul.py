@@ -110,8 +110,10 @@ print(task.config_space)
 # -------------------------------
 # Measurements run as Dask tasks (``vdla.cluster``: a local cluster of worker processes, or a
 # remote scheduler via ``VDLA_SCHEDULER``). Here one in-process worker is enough and starts
-# at once; give ``measure_option`` no ``client`` to get a process per core. The runner's
-# ``device`` is where the point runs: ``fsim`` (the golden simulator) or ``verilator``.
+# at once; give ``measure_option`` no ``client`` to get a worker process per core (a script
+# doing that keeps its work under ``if __name__ == "__main__":``, as the workers import it).
+# The runner's ``device`` is where the point runs: ``fsim`` (the golden simulator) or
+# ``verilator`` (the RTL).
 from distributed import Client  # noqa: E402  (the tune extra brings Dask)
 
 client = Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0")
