@@ -174,3 +174,36 @@ def test_tutorials_on_the_page_exist() -> None:
     have = {p.stem for p in (PAGE.parent / "tutorials").glob("*.py")}
     assert have <= listed, f"tutorials missing from the page: {sorted(have - listed)}"
     assert {"tune_vdla_matmul", "cocotb_testbench", "build_bitstream"} <= listed & have
+
+
+def test_packed_functions_by_tvm_name_after_import_vdla() -> None:
+    """`tvm.get_global_func("tvm.contrib.cblas.matmul")` works after a plain `import vdla`."""
+    import subprocess
+    import sys
+
+    code = "import vdla; assert callable(vdla.get_global_func('tvm.contrib.cblas.matmul')); print('ok')"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=PAGE.parents[1])
+    assert run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+#: what the page says is *not* provided: each must really be absent (or a clear error), or the page is wrong
+ABSENT = ["vdla.contrib.cc", "vdla.tir.BufferLoad", "vdla.tir.BufferStore", "vdla.tir.For", "vdla.tir.AttrStmt",
+          "vdla.tir.Call", "vdla.tir.Schedule", "vdla.te.create_prim_func", "vdla.autotvm.RPCRunner",
+          "vdla.autotvm.measure.RPCRunner"]
+
+
+@pytest.mark.parametrize("path", ABSENT)
+def test_not_provided_is_absent(path: str) -> None:
+    with pytest.raises((ImportError, AttributeError)):
+        resolve(path)
+
+
+def test_not_provided_env_and_rpc() -> None:
+    import vdla.vta as vta
+    from vdla import rpc
+
+    env = vta.get_env()
+    assert not hasattr(env, "mock") and not hasattr(env, "dev")
+    with pytest.raises(RuntimeError, match="serial"):
+        rpc.connect("192.168.2.99", 9091)
