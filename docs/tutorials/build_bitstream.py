@@ -85,6 +85,8 @@ if FULL:
 else:
     report_dir = REPO / "bitstreams" / BOARD
 report = json.loads((report_dir / "report.json").read_text())
+if FULL:  # a build of these sources records their hash: the flow is reproducible
+    assert report["source_sha256"] == src, (report["source_sha256"], src)
 if report["source_sha256"] == src:
     print(f"sources sha256 {src[:16]}...: as in {report_dir / 'report.json'}: the bitstream is built from them")
 else:

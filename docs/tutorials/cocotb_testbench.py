@@ -38,7 +38,7 @@ from vdla.runtime import AluOp, Buffer, CommandStream, Device, Loop, Mem, Progra
 #   passes (shift, max, min with immediates);
 # * the store stage writes the accumulator rows, narrowed to int8, back to memory.
 M_BLOCKS, K_BLOCKS = 4, 2
-SHIFT = 5
+SHIFT = 8
 
 
 def dense_relu(c: Config, a: Buffer, w: Buffer, bias: Buffer, out: Buffer) -> Program:
@@ -72,7 +72,7 @@ def operands(c: Config, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarr
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, (M_BLOCKS, K_BLOCKS, c.batch, c.block_in), dtype=np.int8)
     w = rng.integers(-128, 128, (K_BLOCKS, c.block_out, c.block_in), dtype=np.int8)
-    bias = np.broadcast_to(rng.integers(-2000, 2000, (1, 1, c.block_out), dtype=np.int32),
+    bias = np.broadcast_to(rng.integers(0, 20000, (1, 1, c.block_out), dtype=np.int32),
                            (M_BLOCKS, c.batch, c.block_out)).copy()  # the same bias for every row
     return a, w, bias
 
