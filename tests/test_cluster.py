@@ -78,3 +78,14 @@ def test_separate_scheduler_and_worker_processes(monkeypatch) -> None:  # type: 
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=5)
+
+
+def test_script_without_main_guard_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Dask's worker processes import the main script: unguarded, each starts a cluster of its own."""
+    script = tmp_path / "unguarded.py"
+    script.write_text("from vdla import cluster\ncluster.get_client(n_workers=1)\nprint('started')\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode != 0 and "started" not in run.stdout
+    assert "ClusterError: the local Dask cluster's worker processes did not start" in run.stderr
+    assert 'if __name__ == "__main__":' in run.stderr

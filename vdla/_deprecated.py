@@ -8,6 +8,8 @@ except for the few old paths listed in ``SILENT`` that remain public. The finder
 installed by ``vdla/__init__.py``; nothing else in vdla imports an old path.
 ``MOVED_NAMES`` does the same for public names that left a module that stays (a
 module's ``__getattr__ = moved_names(__name__)`` looks them up when first used).
+The same finder serves ``PUBLIC``: TVM's module paths (``vdla.autotvm``, ``vdla.te``, ...),
+which are not deprecated and never warn.
 """
 
 from __future__ import annotations
@@ -56,6 +58,21 @@ MOVED_NAMES: dict[tuple[str, str], str] = {
 #: old paths that stay without a warning (VTA's ``vta.get_env()`` is written this way)
 SILENT: frozenset[str] = frozenset({"vdla.compiler.vdla", "vdla.compiler.vdla.env"})
 
+#: TVM's module paths, for good and without a warning (``import vdla.autotvm``, ``from vdla.te
+#: import placeholder``, ``from vdla.topi.utils import get_const_tuple`` as TVM programs write them);
+#: they and the paths below them are the compiler's modules themselves
+PUBLIC: dict[str, str] = {
+    "vdla.te": "vdla.compiler.te", "vdla.tir": "vdla.compiler.tir", "vdla.topi": "vdla.compiler.topi",
+    "vdla.compiler.topi.utils": "vdla.compiler.topi.util", "vdla.autotvm": "vdla.compiler.autotvm",
+    "vdla.target": "vdla.compiler.targets.target", "vdla.transform": "vdla.compiler.transform",
+}
+ALIASES.update(PUBLIC)
+
+
+def is_public(path: str) -> bool:
+    """A path imported without a warning (SILENT, or PUBLIC and below)."""
+    return path in SILENT or any(path == p or path.startswith(p + ".") for p in PUBLIC)
+
 
 def new_path(old: str) -> str | None:
     """Where the module once imported as ``old`` lives now (None: it did not move)."""
@@ -97,7 +114,7 @@ class _AliasLoader(importlib.abc.Loader):
         self.old, self.new = old, new
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        if self.old not in SILENT:
+        if not is_public(self.old):
             warnings.warn(f"{self.old} is deprecated: import {self.new} (the old path goes in the next release)",
                           DeprecationWarning, stacklevel=_caller_stacklevel())
         module = importlib.import_module(self.new)

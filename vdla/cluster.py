@@ -6,7 +6,9 @@ later sweep or fuzz campaign, run as Dask tasks on it).
 (``tcp://HOST:8786``, a cluster started with ``dask scheduler`` / ``dask worker``, or by
 dask-jobqueue on SLURM, dask-kubernetes, ...); else of an in-process ``LocalCluster`` with one
 single-threaded worker process per core. Clients are kept per address and closed at exit. A
-scheduler address where nobody answers is a :class:`ClusterError` after ``timeout`` seconds.
+scheduler address where nobody answers is a :class:`ClusterError` after ``timeout`` seconds;
+so is a local cluster whose workers do not start (the usual cause: a script without an
+``if __name__ == "__main__":`` guard, which each spawned worker runs again on import).
 """
 
 from __future__ import annotations
@@ -46,8 +48,16 @@ def get_client(address: str | None = None, n_workers: int | None = None, timeout
                                f"(start one with `dask scheduler`, then `dask worker {address}`): {e}") from None
     else:
         logging.getLogger("distributed").setLevel(logging.ERROR)  # its INFO lines would bury the progress bar
-        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=logging.ERROR)
+        try:
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.ERROR)
+        except RuntimeError as e:  # e.g. "Nanny failed to start": a worker process died while starting
+            raise ClusterError(
+                f"the local Dask cluster's worker processes did not start ({e}). Worker processes begin by "
+                "importing the main script: a script that tunes keeps its work under "
+                "`if __name__ == \"__main__\":`. Or measure on a running cluster (VDLA_SCHEDULER, "
+                "measure_option(scheduler=...)) or in this process "
+                "(measure_option(client=distributed.Client(processes=False)))") from None
         client = Client(cluster)
     _CLIENTS[key] = client
     return client

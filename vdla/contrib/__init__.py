@@ -1,6 +1,7 @@
 """``vdla.contrib``: the helpers TVM programs import from ``tvm.contrib`` (``utils.tempdir``,
-``clang.create_llvm``; ``from vdla.contrib import cblas`` for the BLAS extern op)."""
+``clang.create_llvm``, ``cblas.matmul``: the BLAS extern op, whose packed function is
+registered on ``import vdla`` as TVM's is, for programs that call it by name)."""
 
-from . import clang, utils
+from . import cblas, clang, utils
 
-__all__ = ["clang", "utils"]
+__all__ = ["cblas", "clang", "utils"]

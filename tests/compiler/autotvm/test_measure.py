@@ -104,3 +104,10 @@ def test_llvm_points_are_timed_and_checked(dask_client) -> None:  # type: ignore
     res = _measure(dask_client, task, range(len(task.config_space)))
     for r in res:
         assert r.ok and r.unit == "s" and len(r.costs) == 1 and 0 < r.costs[0] < 1, r.error_msg
+
+
+def test_measure_option_takes_autotvm_local_spelling() -> None:
+    opt = autotvm.measure_option(builder="local", runner="local")
+    assert opt.builder == autotvm.LocalBuilder() and opt.runner == autotvm.LocalRunner()
+    with pytest.raises(ValueError, match="runner 'rpc' is not 'local' or a LocalRunner.*Dask"):
+        autotvm.measure_option(runner="rpc")

@@ -111,11 +111,22 @@ class MeasureOption:
     cache: dict[str, MeasureResult] | None = field(default=None, repr=False)
 
 
-def measure_option(builder: LocalBuilder | None = None, runner: LocalRunner | None = None,
+def measure_option(builder: LocalBuilder | str | None = None, runner: LocalRunner | str | None = None,
                    scheduler: str | None = None, n_parallel: int | None = None, client: Any = None,
                    cache: dict[str, MeasureResult] | None = None) -> MeasureOption:
-    """AutoTVM's ``measure_option``: how points are built and run (and on which cluster)."""
-    return MeasureOption(builder or LocalBuilder(), runner or LocalRunner(), scheduler, n_parallel, client, cache)
+    """AutoTVM's ``measure_option``: how points are built and run (and on which cluster).
+    ``"local"`` is AutoTVM's spelling of a default LocalBuilder / LocalRunner."""
+    return MeasureOption(_local(builder, LocalBuilder, "builder"), _local(runner, LocalRunner, "runner"), scheduler,
+                         n_parallel, client, cache)
+
+
+def _local(value: Any, cls: type, what: str) -> Any:
+    if value is None or value == "local":
+        return cls()
+    if not isinstance(value, cls):
+        raise ValueError(f"measure_option: {what} {value!r} is not 'local' or a {cls.__name__}; vdla measures on "
+                         f"Dask workers (RPC builders and runners are not provided: give scheduler= or client=)")
+    return value
 
 
 # ---------------------------------------------------------------------------- on the worker

@@ -18,6 +18,7 @@ from typing import Any
 
 from .dispatch import using_config
 from .registry import TEMPLATES, Template, template
+from .registry import jsonable as _jsonable
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity
 
 __all__ = ["template", "create", "Task", "TaskError", "TEMPLATES", "get_template", "target_kind"]
@@ -47,16 +48,6 @@ def target_kind(target: Any) -> str:
     if kind not in TARGETS:
         raise TaskError(f"unknown target {target!r}: autotvm tunes {', '.join(TARGETS)}")
     return kind
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, tuple | list):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if hasattr(x, "item") and not isinstance(x, str):
-        return x.item()
-    return x
 
 
 @dataclass
