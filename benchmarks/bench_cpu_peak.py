@@ -16,7 +16,7 @@
   (:func:`nominal_ghz`: the "@ 2.30GHz" of the model name, else "cpu MHz" — only the TSC
   rate inside a VM), and falls back to the nominal one with the reason in the basis text.
 
-The cross-check of lanes x pipes is :func:`measure_fma_gflops` (12 independent FMA chains on
+The cross-check of lanes x pipes is :func:`fma_peak` (12 independent FMA chains on
 one thread), printed next to the computed peak.  Run ``python benchmarks/bench_cpu_peak.py``
 to print the figures; the matmul, conv2d and
 tuning benchmarks import :func:`computed_peak`.
@@ -130,34 +130,46 @@ def measure_clock_ghz(nthreads: int, chain: str = "add", iters: int = 200_000, t
     return LINKS * iters * CHAINS[chain][1] / best / 1e9
 
 
-def measure_fma_gflops(lanes: int, iters: int = 100_000, trials: int = 10) -> float:
-    """fp32 GFLOP/s of one thread running 12 independent FMA chains (zmm for 16 lanes, ymm for 8):
-    the cross-check of the computed peak (enough chains to cover 2 pipes x 4 cycles of latency)."""
+def _fma_probe():  # type: ignore[no-untyped-def]
+    """A JIT-compiled loop of 12 independent vector FMA chains (zmm with AVX-512, else ymm: enough
+    chains to cover 2 pipes x 4 cycles of latency); returns (fn(iters), flop/iter)."""
     from llvmlite import ir
 
     from vdla.compiler.targets.llvm import jit
 
-    reg = "zmm" if lanes == 16 else "ymm"
+    reg, lanes = ("zmm", 16) if "+avx512f" in jit.host_info()["features"] else ("ymm", 8)
+    # zeroed registers: 0 x 0 + 0 stays 0, no denormal slow path
+    body = "\n".join(f"vxorps %{reg}{k}, %{reg}{k}, %{reg}{k}" for k in range(14))
+    fmas = "\n".join(f"vfmadd231ps %{reg}12, %{reg}13, %{reg}{k}" for k in range(12))
+    asm = f"{body}\n1:\n{fmas}\ndec $0\njnz 1b"
+    clob = ",".join(f"~{{{reg}{k}}}" for k in range(14))
     i64 = ir.IntType(64)
     mod = ir.Module("fma_probe")
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [i64]), name="vdla_fma_probe")
     b = ir.IRBuilder(fn.append_basic_block())
-    # zeroed registers: 0 x 0 + 0 stays 0, no denormal slow path
-    init = "\n".join(f"vxorps %{reg}{k}, %{reg}{k}, %{reg}{k}" for k in range(14))
-    body = "\n".join(f"vfmadd231ps %{reg}0, %{reg}1, %{reg}{k}" for k in range(2, 14))
-    clobbers = ",".join(f"~{{{reg}{k}}}" for k in range(14))
-    b.asm(ir.FunctionType(ir.VoidType(), [i64]), f"{init}\n1:\n{body}\n{body}\ndec $0\njnz 1b",
-          f"r,{clobbers},~{{cc}}", [fn.args[0]], side_effect=True)
+    b.asm(ir.FunctionType(ir.VoidType(), [i64]), asm, f"r,{clob},~{{cc}}", [fn.args[0]], side_effect=True)
     b.ret_void()
     compiled = jit.compile_module(str(mod), 0)
-    f = ctypes.CFUNCTYPE(None, ctypes.c_int64)(compiled.address("vdla_fma_probe"))
-    f(1000)
+    cfn = ctypes.CFUNCTYPE(None, ctypes.c_int64)(compiled.address("vdla_fma_probe"))
+    cfn._keep = compiled  # type: ignore[attr-defined]
+    return cfn, 12 * lanes * 2
+
+
+def fma_peak(nthreads: int, iters: int = 2_000_000, trials: int = 10) -> float:
+    """Measured GFLOP/s with ``nthreads`` threads each running the FMA probe (best of ``trials``):
+    the cross-check of lanes x pipes x clock."""
+    fn, flop = _fma_probe()
+    fn(iters)  # warm-up long enough for Intel's AVX-512 power-licence switch (its first microseconds run slower)
     best = float("inf")
     for _ in range(trials):
+        ths = [threading.Thread(target=fn, args=(iters,)) for _ in range(nthreads)]
         t = time.perf_counter()
-        f(iters)
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
         best = min(best, time.perf_counter() - t)
-    return iters * 24 * lanes * 2 / best / 1e9
+    return nthreads * iters * flop / best / 1e9
 
 
 def _cpuinfo() -> str:
@@ -192,10 +204,8 @@ def main() -> None:
     from vdla.compiler.targets.llvm import jit
 
     print(f"nominal clock (/proc/cpuinfo): {nominal_ghz(_cpuinfo())} GHz")
-    info = jit.host_info()
-    lanes = fma_layout(info["cpu"], info["features"])[0]
-    if "x86" in info["triple"] and lanes in (8, 16):
-        print(f"measured: 12 independent {lanes}-lane FMA chains on 1 thread: {measure_fma_gflops(lanes):.1f} GFLOP/s")
+    if "x86" in jit.host_info()["triple"]:
+        print(f"measured: 12 independent FMA chains on 1 thread: {fma_peak(1):.1f} GFLOP/s")
     for n in sorted({1, os.cpu_count() or 1}):
         peak, _, basis = computed_peak(n)
         busy = measure_clock_ghz(n)
