@@ -1,16 +1,21 @@
 """The learned cost model (AutoTVM's ``XGBTuner``): gradient-boosted trees over loop-IR features.
 
-After every ``plan_size`` measurements the model is refit on all of them: inputs are
-:func:`..features.config_features` (loop-IR features of the lowered point + its knob values),
-labels the scores scaled to the best, objective ``rank:pairwise`` (what matters is the order
-of points, not their cost). Simulated annealing then walks the space over the model's
-predictions (``sa_chains`` chains, ``sa_steps`` steps, one knob changed per step, the
-temperature falling to zero) and the next plan is picked from the best unmeasured points it
-saw with a diversity bonus (a greedy submodular pick rewarding knob values not yet in the
-plan), so one batch does not spend all its trials on near-copies. An ``eps_greedy`` share of
-each batch is random. ``load_history`` of records from *other* tasks of the same template
-fits a base model whose predictions are the starting margin of this task's model (transfer
-learning: useful before this task has data of its own).
+The first ``plan_size`` points are random (there is nothing to learn from yet); from then on
+every batch is model-guided. After every ``plan_size`` new measurements the model is refit on
+all of them: inputs are :func:`..features.config_features` (loop-IR features of the lowered
+point + its knob values), labels the scores scaled to the best, objective ``rank:pairwise``
+(what matters is the order of points, not their cost). Simulated annealing then walks the
+space over the model's predictions (``sa_chains`` chains, ``sa_steps`` steps, one knob changed
+per step, the temperature falling to zero); its chains persist across refits and half of them
+restart from the best measured points, so the walk keeps exploiting what was learnt. The next
+plan is picked from the best unmeasured points it saw with a diversity bonus (a greedy
+submodular pick rewarding knob values not yet in the plan), so one batch does not spend all
+its trials on near-copies. When a plan runs out before the next refit, the annealer runs
+again over the same model (the points just measured count as visited) rather than falling
+back to random points. An ``eps_greedy`` share of each batch is random. ``load_history`` of
+records from *other* tasks of the same template fits a base model whose predictions are the
+starting margin of this task's model (transfer learning: useful before this task has data
+of its own).
 """
 
 from __future__ import annotations
@@ -52,9 +57,11 @@ class XGBTuner(Tuner):
         self.xs: list[int] = []
         self.ys: list[float] = []
         self.plan: list[int] = []
+        self.chains: list[int] = []  # the annealer's walkers, kept across refits
         self.model: Any = None
         self.base: Any = None
         self.fits = 0
+        self._fit_at = 0  # len(self.xs) at the last refit
         self.seed = 0 if seed is None else int(seed)
 
     # -- features and the model
@@ -110,8 +117,8 @@ class XGBTuner(Tuner):
 
     def _anneal(self) -> dict[int, float]:
         seen: dict[int, float] = {}
-        best = sorted(zip(self.ys, self.xs), reverse=True)[: self.sa_chains // 2]
-        chains = [i for _, i in best]
+        best = [i for s, i in sorted(zip(self.ys, self.xs), reverse=True)[: self.sa_chains // 2] if s > 0]
+        chains = list(dict.fromkeys(best + self.chains))[: self.sa_chains]
         while len(chains) < self.sa_chains:
             i = self._random_unvisited()
             if i is None:
@@ -129,6 +136,7 @@ class XGBTuner(Tuner):
             for c in range(len(chains)):
                 if sc[c] > cur[c] or self.rng.random() < math.exp((sc[c] - cur[c]) / temp):
                     chains[c], cur[c] = nxt[c], sc[c]
+        self.chains = chains
         return seen
 
     def _diverse_pick(self, cands: list[tuple[int, float]], n: int) -> list[int]:
@@ -158,6 +166,10 @@ class XGBTuner(Tuner):
 
     def _replan(self) -> None:
         self._fit()
+        self._plan()
+
+    def _plan(self) -> None:
+        """The next plan from the current model (none before the first fit)."""
         if self.model is None:
             return
         seen = self._anneal()
@@ -168,8 +180,12 @@ class XGBTuner(Tuner):
     # -- the tuner interface
     def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         out: list[ConfigEntity] = []
+        replanned = False
         while len(out) < batch_size:
             idx = None
+            if not self.plan and self.model is not None and not replanned:
+                self._plan()  # the plan ran out before the next refit: anneal again, not random
+                replanned = True
             while self.plan and self.rng.random() >= self.eps:
                 cand = self.plan.pop(0)
                 if cand not in self.visited:
@@ -189,8 +205,8 @@ class XGBTuner(Tuner):
                 continue
             self.xs.append(int(inp.config.index))
             self.ys.append(score(self.task, res))
-        if len(self.xs) >= self.plan_size * (self.fits + 1) or (not self.plan and self.model is None
-                                                                 and len(self.xs) >= self.plan_size):
+        if len(self.xs) - self._fit_at >= self.plan_size:
+            self._fit_at = len(self.xs)
             self._replan()
 
     def load_history(self, records: Sequence[tuple[Any, Any]]) -> None:
