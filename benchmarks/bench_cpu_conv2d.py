@@ -11,8 +11,9 @@ Reported per layer, with 1 thread and with all threads:
 * GFLOP/s of vdla and numpy (``2 * OC * IC * KH * KW * OH * OW`` flop) and their ratio;
 * the fraction of the CPU's peak reached by vdla, the peak being computed as
   ``fp32 lanes x 2 (an FMA is two flop) x FMA pipes x clock x threads`` (see
-  ``bench_cpu_peak.py``: lanes and pipes from the CPU model, the clock measured with a
-  chain of dependent one-cycle integer adds on every thread at once);
+  ``bench_cpu_peak.py``: lanes and pipes from the CPU model, the clock measured on one
+  thread with chains of dependent register-register adds and imuls, checked against the
+  nominal clock);
 * compile time (lowering + LLVM O3 + MCJIT) of each layer — issue 3's floor is < 2 s.
 
 Shapes: TVM's VTA ResNet-18 workloads (``vta/tests/python/integration/

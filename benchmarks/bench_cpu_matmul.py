@@ -15,13 +15,11 @@ import contextlib
 import ctypes
 import json
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 
 import llvmlite.binding as llvm
 import numpy as np
-from llvmlite import ir
 
 from vdla.compiler import build, get_num_threads, set_num_threads
 from vdla.compiler.targets.llvm import jit
@@ -84,42 +82,6 @@ def best_time(fn: Callable[[], object], repeat: int) -> float:
 # ---------------------------------------------------------------------------- FMA peak probe
 
 
-def _fma_probe() -> tuple[Callable[[int], None], int]:
-    """A JIT-compiled loop of 12 independent vector FMA chains; returns (fn(iters), flop/iter)."""
-    feats = jit.host_info()["features"]
-    wide = "+avx512f" in feats
-    reg, lanes = ("zmm", 16) if wide else ("ymm", 8)
-    body = "\n".join(f"vxorps %{reg}{k}, %{reg}{k}, %{reg}{k}" for k in range(14))
-    fmas = "\n".join(f"vfmadd231ps %{reg}12, %{reg}13, %{reg}{k}" for k in range(12))
-    asm = f"{body}\n1:\n{fmas}\ndec $0\njnz 1b"
-    clob = ",".join(f"~{{{reg}{k}}}" for k in range(14))
-    i64 = ir.IntType(64)
-    mod = ir.Module("fma_probe")
-    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [i64]), name="vdla_fma_probe")
-    b = ir.IRBuilder(fn.append_basic_block())
-    b.asm(ir.FunctionType(ir.VoidType(), [i64]), asm, f"r,{clob},~{{cc}}", [fn.args[0]], side_effect=True)
-    b.ret_void()
-    compiled = jit.compile_module(str(mod), 0)
-    cfn = ctypes.CFUNCTYPE(None, ctypes.c_int64)(compiled.address("vdla_fma_probe"))
-    return cfn, 12 * lanes * 2
-
-
-def fma_peak(nthreads: int, iters: int = 20_000_000) -> float:
-    """Measured peak GFLOP/s with ``nthreads`` threads each running the FMA probe."""
-    fn, flop = _fma_probe()
-    fn(1000)
-    best = float("inf")
-    for _ in range(3):
-        ths = [threading.Thread(target=fn, args=(iters,)) for _ in range(nthreads)]
-        t = time.perf_counter()
-        for th in ths:
-            th.start()
-        for th in ths:
-            th.join()
-        best = min(best, time.perf_counter() - t)
-    return nthreads * iters * flop / best / 1e9
-
-
 def nominal_peak() -> tuple[float, str]:
     """Peak from vector width x 2 (FMA) x 2 FMA pipes x nominal clock (per core), with its basis."""
     mhz = 0.0
@@ -138,10 +100,11 @@ def nominal_peak() -> tuple[float, str]:
 def run(sizes: list[int], repeat: int, cfg: MatmulConfig) -> dict[str, object]:
     ncpu = os.cpu_count() or 1
     info = jit.host_info()
+    from bench_cpu_peak import computed_peak, fma_peak
+
     probe1 = fma_peak(1)
     probe_all = fma_peak(ncpu)
     nom, basis = nominal_peak()
-    from bench_cpu_peak import computed_peak
 
     peak1, _, peak_basis = computed_peak(1)
     peak_all = computed_peak(ncpu)[0]

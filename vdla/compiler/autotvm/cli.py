@@ -91,10 +91,10 @@ def tuning_context(log: str | None, target: str | None = None) -> Any:
 
 
 def _tuner(kind: str, task: Task, seed: int, trials: int = 64) -> Any:
-    """A tuner by name; XGB refits after every quarter of a short run (at most every 16 trials)."""
+    """A tuner by name; XGB refits after every quarter of a short run (at most every 8 trials)."""
     from . import tuner as T
 
-    plan = max(4, min(16, trials // 4))
+    plan = max(4, min(8, trials // 4))
     return {"xgb": lambda: T.XGBTuner(task, plan_size=plan, seed=seed), "ga": lambda: T.GATuner(task, seed=seed),
             "random": lambda: T.RandomTuner(task, seed=seed), "grid": lambda: T.GridSearchTuner(task, seed=seed)}[kind]()
 

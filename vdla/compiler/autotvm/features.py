@@ -29,7 +29,7 @@ import numpy as np
 from ..tir import nodes as N
 from ..tir.arith import linear
 
-__all__ = ["LEVELS", "BUFFERS", "loop_features", "config_features"]
+__all__ = ["LEVELS", "BUFFERS", "loop_features", "config_features", "instantiable"]
 
 LEVELS = 6
 BUFFERS = 3
@@ -236,6 +236,27 @@ def config_features(task: Any, config: Any) -> np.ndarray:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
         _CACHE[key] = got
+    return got
+
+
+_VALID: dict[tuple[str, Any], bool] = {}
+
+
+def instantiable(task: Any, config: Any) -> bool:
+    """Whether the template accepts the point: the VDLA templates raise at instantiation for
+    tiles that fit no buffer or loops too fine for the micro-op cache, which is known in a
+    millisecond or two, before any build or measurement (kept per (task, point) like the features)."""
+    key = (task.key(), config.index if config.index is not None else repr(config))
+    got = _VALID.get(key)
+    if got is None:
+        try:
+            task.instantiate(config)
+            got = True
+        except Exception:  # noqa: BLE001 - any rejection by the template
+            got = False
+        if len(_VALID) >= _CACHE_MAX:
+            _VALID.clear()
+        _VALID[key] = got
     return got
 
 

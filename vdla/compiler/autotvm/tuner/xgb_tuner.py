@@ -1,16 +1,25 @@
 """The learned cost model (AutoTVM's ``XGBTuner``): gradient-boosted trees over loop-IR features.
 
-After every ``plan_size`` measurements the model is refit on all of them: inputs are
-:func:`..features.config_features` (loop-IR features of the lowered point + its knob values),
-labels the scores scaled to the best, objective ``rank:pairwise`` (what matters is the order
-of points, not their cost). Simulated annealing then walks the space over the model's
-predictions (``sa_chains`` chains, ``sa_steps`` steps, one knob changed per step, the
-temperature falling to zero) and the next plan is picked from the best unmeasured points it
-saw with a diversity bonus (a greedy submodular pick rewarding knob values not yet in the
-plan), so one batch does not spend all its trials on near-copies. An ``eps_greedy`` share of
-each batch is random. ``load_history`` of records from *other* tasks of the same template
-fits a base model whose predictions are the starting margin of this task's model (transfer
-learning: useful before this task has data of its own).
+Points the template rejects (tiles that fit no buffer, loops too fine for the micro-op
+cache: :func:`..features.instantiable`, a millisecond or two) are never measured — they are
+known invalid without a trial (``skip_invalid``; ``skipped`` counts them). The first
+``plan_size`` points are random among the rest (there is nothing to learn from yet); from
+then on every batch is model-guided. After every ``plan_size`` new measurements the model is refit on
+all of them: inputs are :func:`..features.config_features` (loop-IR features of the lowered
+point + its knob values), labels the scores scaled to the best, objective ``rank:pairwise``
+(what matters is the order of points, not their cost). Simulated annealing then walks the
+space over the model's predictions (``sa_chains`` chains, ``sa_steps`` steps, one knob changed
+per step, the temperature falling to zero; a space of fewer than ``score_all_below`` points
+is scored whole instead); its chains persist across refits and half of them
+restart from the best measured points, so the walk keeps exploiting what was learnt. The next
+plan is picked from the best unmeasured points it saw with a diversity bonus (a greedy
+submodular pick rewarding knob values not yet in the plan), so one batch does not spend all
+its trials on near-copies. When a plan runs out before the next refit, the annealer runs
+again over the same model (the points just measured count as visited) rather than falling
+back to random points. An ``eps_greedy`` share of each batch is random. ``load_history`` of
+records from *other* tasks of the same template fits a base model whose predictions are the
+starting margin of this task's model (transfer learning: useful before this task has data
+of its own).
 """
 
 from __future__ import annotations
@@ -21,20 +30,23 @@ from typing import Any
 
 import numpy as np
 
-from ..features import config_features
+from ..features import config_features, instantiable
 from ..space import ConfigEntity
 from .tuner import Tuner, score
 
 __all__ = ["XGBTuner"]
 
-_PARAMS = {"max_depth": 6, "gamma": 1e-4, "min_child_weight": 1, "subsample": 1.0, "eta": 0.3,
+# min_child_weight 0: pairwise-rank hessians are small, and with the few dozen points of a short
+# run a weight of 1 kept the trees from splitting at all (measured on exhaustive VDLA tables)
+_PARAMS = {"max_depth": 6, "gamma": 1e-4, "min_child_weight": 0, "subsample": 1.0, "eta": 0.3,
            "lambda": 1.0, "alpha": 0.0, "objective": "rank:pairwise", "nthread": 1, "verbosity": 0}
 
 
 class XGBTuner(Tuner):
     def __init__(self, task: Any, plan_size: int = 16, feature_type: str = "itervar", loss_type: str = "rank",
                  num_boost_round: int = 60, sa_chains: int = 8, sa_steps: int = 16, eps_greedy: float = 0.05,
-                 diversity_filter_ratio: float = 2.0, seed: int | None = None) -> None:
+                 diversity_filter_ratio: float = 2.0, score_all_below: int = 0, skip_invalid: bool = True,
+                 seed: int | None = None) -> None:
         super().__init__(task, seed)
         if feature_type not in ("itervar", "knob"):
             raise ValueError(f"feature_type {feature_type!r}: 'itervar' (loop IR + knobs) or 'knob'")
@@ -47,15 +59,33 @@ class XGBTuner(Tuner):
         self.sa_chains, self.sa_steps = sa_chains, sa_steps
         self.eps = eps_greedy
         self.div_ratio = diversity_filter_ratio
+        self.score_all_below = score_all_below
+        self.skip_invalid = skip_invalid
+        self.skipped = 0  # points the template rejected, never measured
         self.dims = self.space.dims()
         self.feats: dict[int, np.ndarray] = {}
         self.xs: list[int] = []
         self.ys: list[float] = []
         self.plan: list[int] = []
+        self.chains: list[int] = []  # the annealer's walkers, kept across refits
         self.model: Any = None
         self.base: Any = None
         self.fits = 0
+        self._fit_at = 0  # len(self.xs) at the last refit
         self.seed = 0 if seed is None else int(seed)
+
+    # -- the template's own verdict
+    def _ok(self, idx: int) -> bool:
+        return not self.skip_invalid or instantiable(self.task, self.space.get(idx))
+
+    def _random_valid(self) -> int | None:
+        """A random unmeasured point the template accepts (rejected ones count as visited)."""
+        while True:
+            i = self._random_unvisited()
+            if i is None or self._ok(i):
+                return i
+            self.visited.add(i)
+            self.skipped += 1
 
     # -- features and the model
     def _feature(self, idx: int) -> np.ndarray:
@@ -110,10 +140,10 @@ class XGBTuner(Tuner):
 
     def _anneal(self) -> dict[int, float]:
         seen: dict[int, float] = {}
-        best = sorted(zip(self.ys, self.xs), reverse=True)[: self.sa_chains // 2]
-        chains = [i for _, i in best]
+        best = [i for s, i in sorted(zip(self.ys, self.xs), reverse=True)[: self.sa_chains // 2] if s > 0]
+        chains = list(dict.fromkeys(best + self.chains))[: self.sa_chains]
         while len(chains) < self.sa_chains:
-            i = self._random_unvisited()
+            i = self._random_valid()
             if i is None:
                 break
             chains.append(i)
@@ -125,11 +155,22 @@ class XGBTuner(Tuner):
             temp = max(1e-3, 1.0 - step / self.sa_steps)
             nxt = [self._neighbour(i) for i in chains]
             sc = self.predict(nxt)
-            seen.update(zip(nxt, sc))
+            sc = np.where([self._ok(i) for i in nxt], sc, -1e9)  # a rejected point never attracts a walker
+            seen.update((i, v) for i, v in zip(nxt, sc) if v > -1e9)
             for c in range(len(chains)):
                 if sc[c] > cur[c] or self.rng.random() < math.exp((sc[c] - cur[c]) / temp):
                     chains[c], cur[c] = nxt[c], sc[c]
+        self.chains = chains
         return seen
+
+    def _candidates(self) -> dict[int, float]:
+        """Model scores of unmeasured points: every one when the space has fewer than
+        ``score_all_below`` points (then the model's best is found exactly, no annealing),
+        else those the annealer visits."""
+        if len(self.space) < self.score_all_below:
+            left = [i for i in range(len(self.space)) if i not in self.visited and self._ok(i)]
+            return dict(zip(left, self.predict(left))) if left else {}
+        return self._anneal()
 
     def _diverse_pick(self, cands: list[tuple[int, float]], n: int) -> list[int]:
         """Greedy: each pick maximises its normalised score + 1/len(knobs) per knob value new to the plan."""
@@ -158,9 +199,13 @@ class XGBTuner(Tuner):
 
     def _replan(self) -> None:
         self._fit()
+        self._plan()
+
+    def _plan(self) -> None:
+        """The next plan from the current model (none before the first fit)."""
         if self.model is None:
             return
-        seen = self._anneal()
+        seen = self._candidates()
         cands = sorted(((i, s) for i, s in seen.items() if i not in self.visited), key=lambda kv: -kv[1])
         cands = cands[: int(self.plan_size * self.div_ratio)]
         self.plan = self._diverse_pick(cands, self.plan_size)
@@ -168,15 +213,19 @@ class XGBTuner(Tuner):
     # -- the tuner interface
     def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         out: list[ConfigEntity] = []
+        replanned = False
         while len(out) < batch_size:
             idx = None
+            if not self.plan and self.model is not None and not replanned:
+                self._plan()  # the plan ran out before the next refit: anneal again, not random
+                replanned = True
             while self.plan and self.rng.random() >= self.eps:
                 cand = self.plan.pop(0)
                 if cand not in self.visited:
                     idx = cand
                     break
             if idx is None:
-                idx = self._random_unvisited()
+                idx = self._random_valid()
                 if idx is None:
                     break
             self.visited.add(idx)
@@ -189,8 +238,8 @@ class XGBTuner(Tuner):
                 continue
             self.xs.append(int(inp.config.index))
             self.ys.append(score(self.task, res))
-        if len(self.xs) >= self.plan_size * (self.fits + 1) or (not self.plan and self.model is None
-                                                                 and len(self.xs) >= self.plan_size):
+        if len(self.xs) - self._fit_at >= self.plan_size:
+            self._fit_at = len(self.xs)
             self._replan()
 
     def load_history(self, records: Sequence[tuple[Any, Any]]) -> None:
