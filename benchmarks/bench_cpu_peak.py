@@ -29,6 +29,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 
 #: (fp32 lanes per FMA pipe, FMA pipes per core) by LLVM CPU name
 FMA_PIPES = {
@@ -113,11 +114,9 @@ def _clock_probe(chain: str):  # type: ignore[no-untyped-def]
     return f
 
 
-def measure_clock_ghz(nthreads: int, chain: str = "add", iters: int = 200_000, trials: int = 15) -> float:
-    """Clock (GHz) with ``nthreads`` threads busy running ``chain``: LINKS x iters x latency
-    cycles per thread, best of ``trials`` short runs (preemption can only lower a figure)."""
-    fn = _clock_probe(chain)
-    fn(10_000)
+def _best_threaded(fn: Callable[[int], None], iters: int, nthreads: int, trials: int) -> float:
+    """Seconds of the fastest of ``trials`` runs of ``fn(iters)`` on ``nthreads`` threads at once
+    (preemption can only slow a run, so the minimum is the figure)."""
     best = float("inf")
     for _ in range(trials):
         ths = [threading.Thread(target=fn, args=(iters,)) for _ in range(nthreads)]
@@ -127,6 +126,15 @@ def measure_clock_ghz(nthreads: int, chain: str = "add", iters: int = 200_000, t
         for th in ths:
             th.join()
         best = min(best, time.perf_counter() - t)
+    return best
+
+
+def measure_clock_ghz(nthreads: int, chain: str = "add", iters: int = 200_000, trials: int = 15) -> float:
+    """Clock (GHz) with ``nthreads`` threads busy running ``chain``: LINKS x iters x latency
+    cycles per thread, best of ``trials`` short runs (preemption can only lower a figure)."""
+    fn = _clock_probe(chain)
+    fn(10_000)
+    best = _best_threaded(fn, iters, nthreads, trials)
     return LINKS * iters * CHAINS[chain][1] / best / 1e9
 
 
@@ -160,15 +168,7 @@ def fma_peak(nthreads: int, iters: int = 2_000_000, trials: int = 10) -> float:
     the cross-check of lanes x pipes x clock."""
     fn, flop = _fma_probe()
     fn(iters)  # warm-up long enough for Intel's AVX-512 power-licence switch (its first microseconds run slower)
-    best = float("inf")
-    for _ in range(trials):
-        ths = [threading.Thread(target=fn, args=(iters,)) for _ in range(nthreads)]
-        t = time.perf_counter()
-        for th in ths:
-            th.start()
-        for th in ths:
-            th.join()
-        best = min(best, time.perf_counter() - t)
+    best = _best_threaded(fn, iters, nthreads, trials)
     return nthreads * iters * flop / best / 1e9
 
 
