@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from .. import te
 from ..tir.nodes import Expr
 
-__all__ = ["softmax"]
+__all__ = ["softmax", "softmax_stages"]
 
 
 def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
@@ -38,3 +38,13 @@ def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
     )
 
 
+def softmax_stages(t: te.Tensor) -> tuple[int, te.Tensor, te.Tensor, te.Tensor]:
+    """For a schedule: the (axis, exponentials, row sum, row max) behind a :func:`softmax` output."""
+    op = t.op
+    if not isinstance(op, te.ComputeOp) or op.tag != "softmax_output":
+        raise ValueError(f"schedule_softmax: {t.name!r} is not a softmax output")
+    ex, sm = op.input_tensors()[:2]
+    if ex.op.tag != "softmax_exp":
+        ex, sm = sm, ex
+    mx = [u for u in ex.op.input_tensors() if u.op.tag == "softmax_max"][0]
+    return op.attrs["axis"], ex, sm, mx

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from .... import te
 from ....schedule.primitives import Schedule
+from ....topi.softmax import softmax_stages
 from ....topi.util import as_list, traverse_inline
 from .common import bind_flat, total
 
@@ -53,14 +54,7 @@ def schedule_softmax(outs: te.Tensor | Sequence[te.Tensor], num_thread: int = 12
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
     for t in outs:
-        op = t.op
-        if not isinstance(op, te.ComputeOp) or op.tag != "softmax_output":
-            raise ValueError(f"schedule_softmax: {t.name!r} is not a softmax output")
-        ax = op.attrs["axis"]
-        ex, sm = op.input_tensors()[:2]
-        if ex.op.tag != "softmax_exp":
-            ex, sm = sm, ex
-        mx = [u for u in ex.op.input_tensors() if u.op.tag == "softmax_max"][0]
+        ax, ex, sm, mx = softmax_stages(t)
         rows = total(t) // int(t.shape[ax].value)
         for st, red in ((s[ex], mx), (s[t], sm)):
             axes = list(st.op.axis)
