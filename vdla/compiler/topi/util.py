@@ -114,6 +114,26 @@ def traverse_inline(s: Schedule, outs: Sequence[te.Tensor], callback: Callable[[
         visit(t.op)
 
 
+def find_tagged(outs: Sequence[te.Tensor], tag: str) -> te.ComputeOp:
+    """The one compute op tagged ``tag`` among the producers of ``outs`` (a schedule's anchor
+    behind its fused tails); a clear error when there is none or more than one."""
+    found: list[te.ComputeOp] = []
+    todo = [t.op for t in outs]
+    seen: set[Any] = set()
+    while todo:
+        op = todo.pop()
+        if op in seen or not isinstance(op, te.ComputeOp):
+            continue
+        seen.add(op)
+        if op.tag == tag:
+            found.append(op)
+        todo.extend(t.op for t in op.input_tensors())
+    if len(found) != 1:
+        raise ValueError(f"schedule: expected one {tag!r} operation among the producers of "
+                         f"{[t.name for t in outs]}, found {len(found)}")
+    return found[0]
+
+
 def vector_split(extent: int, lanes: int = 16) -> int:
     """A vector width that divides ``extent`` (16, 8, 4, ...) or ``lanes`` if none does."""
     for w in (lanes, 8, 4, 2):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .... import te
 from ....schedule.primitives import Schedule
-from ....topi.util import as_list, const_shape, traverse_inline
+from ....topi.util import as_list, const_shape, find_tagged, traverse_inline
 from .common import cooperative_fetch, divisor_at_most
 from .reduction import schedule_reduce
 
@@ -38,20 +38,6 @@ class Conv2dTiles:
     min_blocks: int = 128  # halve bf (down to tz) until the grid has this many blocks (a GPU has ~100 SMs)
 
 
-def _find(outs: list[te.Tensor], tag: str) -> te.Tensor:
-    seen = set()
-    stack = [t.op for t in outs]
-    while stack:
-        op = stack.pop()
-        if op in seen or not isinstance(op, te.ComputeOp):
-            continue
-        seen.add(op)
-        if op.tag == tag:
-            return op.output(0)
-        stack.extend(t.op for t in op.input_tensors())
-    raise ValueError(f"no {tag} operator among the producers of {[t.name for t in outs]}")
-
-
 def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], tiles: Conv2dTiles = Conv2dTiles()) -> Schedule:
     """Shared-memory tiled direct convolution; ``outs`` may be the conv or a fused consumer (bias, relu)."""
     return _schedule_direct(as_list(outs), tiles, "conv2d_nchw")
@@ -67,7 +53,7 @@ def schedule_conv2d_transpose_nchw(outs: te.Tensor | Sequence[te.Tensor],
 
 def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Schedule:
     out = outs[0]
-    conv = _find(outs, tag)
+    conv = find_tagged(outs, tag).output(0)
     s = te.create_schedule([t.op for t in outs])
     traverse_inline(s, outs, lambda op: None)
     dp, kernel = conv.op.input_tensors()[:2]

@@ -8,30 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .... import te
 from ....autotvm.dispatch import current_config, query
 from ....autotvm.space import ConfigSpace
 from ....schedule.primitives import Schedule, Stage
-from ....topi.util import as_list, const_shape, traverse_inline, vector_split
-
-
-def _find(outs: Sequence[te.Tensor], tag: str) -> te.ComputeOp:
-    found: list[te.ComputeOp] = []
-    todo = [t.op for t in outs]
-    seen: set[Any] = set()
-    while todo:
-        op = todo.pop()
-        if op in seen or not isinstance(op, te.ComputeOp):
-            continue
-        seen.add(op)
-        if op.tag == tag:
-            found.append(op)
-        todo.extend(t.op for t in op.input_tensors())
-    if len(found) != 1:
-        raise ValueError(f"schedule: expected one {tag!r} operation among the outputs' producers, found {len(found)}")
-    return found[0]
+from ....topi.util import as_list, const_shape, find_tagged, traverse_inline, vector_split
 
 
 def _tail(s: Schedule, outs: Sequence[te.Tensor], conv: te.ComputeOp) -> tuple[Stage, Stage | None]:
@@ -55,7 +37,7 @@ def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     ``(n, f.outer)`` in parallel, padding inlined."""
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
-    conv = _find(outs, "conv2d_nchw")
+    conv = find_tagged(outs, "conv2d_nchw")
     out, acc = _tail(s, outs, conv)
     _inline_pad(s, conv)
     ow = const_shape(conv.output(0))[3]
@@ -130,7 +112,7 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     channel blocks in parallel; padding computed once at root (parallel, vectorised)."""
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
-    conv = _find(outs, "conv2d_NCHWc")
+    conv = find_tagged(outs, "conv2d_NCHWc")
     out, acc = _tail(s, outs, conv)
     ct = conv.output(0)
     _, _, oh, ow, ob = const_shape(ct)
@@ -184,7 +166,7 @@ def schedule_depthwise_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Sch
     ``(n, f)`` in parallel, padding inlined."""
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
-    conv = _find(outs, "depthwise_conv2d_nchw")
+    conv = find_tagged(outs, "depthwise_conv2d_nchw")
     out, acc = _tail(s, outs, conv)
     _inline_pad(s, conv)
     ow = const_shape(conv.output(0))[3]
@@ -209,7 +191,7 @@ def schedule_conv2d_transpose_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Sch
     vectorised along ``x`` with ``(n, f)`` in parallel."""
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
-    conv = _find(outs, "conv2d_transpose_nchw")
+    conv = find_tagged(outs, "conv2d_transpose_nchw")
     out, acc = _tail(s, outs, conv)
     for t in conv.input_tensors():
         if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
