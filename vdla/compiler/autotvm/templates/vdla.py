@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ....config import preset
+from ....config import Config, preset
 from ... import te
 from ...targets.vdla import packing
 from ...targets.vdla import top as T
@@ -39,6 +39,13 @@ def _out_shape(out: te.Tensor) -> tuple[int, ...]:
 
 def _flop(cfg: Any, out: te.Tensor, reduce: int) -> None:
     cfg.add_flop(2.0 * float(np.prod(_out_shape(out))) * reduce)
+
+
+def _task(s: Any, cfg_hw: Config, *tensors: Any) -> tuple[Any, list[Any]]:
+    """A template's result: the schedule, marked with the configuration that measurement builds
+    for, and its arguments without the absent bias / residual."""
+    s.vdla_config = cfg_hw
+    return s, [t for t in tensors if t is not None]
 
 
 def _unbias(p: np.ndarray) -> np.ndarray:
@@ -77,8 +84,7 @@ def conv2d_packed(data: list[int], kernel: list[int], stride: list[int], padding
                           config=cfg_hw)
     _flop(get_config(), out, cb * kh * kw * ci)
     s = T.schedule_conv2d_packed(out, config=cfg_hw)
-    s.vdla_config = cfg_hw  # type: ignore[attr-defined]  (measurement builds for this configuration)
-    return s, [t for t in (D, K, B, R, out) if t is not None]
+    return _task(s, cfg_hw, D, K, B, R, out)
 
 
 def _group_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -117,8 +123,7 @@ def group_conv2d_packed(data: list[int], kernel: list[int], groups: int, stride:
                                 config=cfg_hw)
     _flop(get_config(), out, gcb * kh * kw * ci)
     s = T.schedule_group_conv2d_packed(out, config=cfg_hw)
-    s.vdla_config = cfg_hw  # type: ignore[attr-defined]  (measurement builds for this configuration)
-    return s, [t for t in (D, K, B, R, out) if t is not None]
+    return _task(s, cfg_hw, D, K, B, R, out)
 
 
 def _transpose_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -162,8 +167,7 @@ def conv2d_transpose_packed(data: list[int], kernel: list[int], stride: int, pad
                                     config=cfg_hw)
     _flop(get_config(), out, kernel[3] * kernel[4] * kernel[5] * kernel[7])
     s = T.schedule_conv2d_transpose_packed(out, config=cfg_hw)
-    s.vdla_config = cfg_hw  # type: ignore[attr-defined]  (measurement builds for this configuration)
-    return s, [t for t in (D, K, B, R, out) if t is not None]
+    return _task(s, cfg_hw, D, K, B, R, out)
 
 
 def _dense_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -191,5 +195,4 @@ def dense_packed(data: list[int], weight: list[int], bias: bool = False, residua
     out = T.dense_packed(D, W, _tail(bias, residual), bias=B, residual=R, config=cfg_hw)
     _flop(get_config(), out, kb * ci)
     s = T.schedule_dense_packed(out, config=cfg_hw)
-    s.vdla_config = cfg_hw  # type: ignore[attr-defined]  (measurement builds for this configuration)
-    return s, [t for t in (D, W, B, R, out) if t is not None]
+    return _task(s, cfg_hw, D, W, B, R, out)
