@@ -1,4 +1,5 @@
-"""Softmax along one axis (max-subtracted for stability) and its CPU schedule."""
+"""Softmax along one axis (max-subtracted for stability), and `softmax_stages`: the stages a
+target's schedule (targets/llvm, targets/cuda) finds in a softmax output by their tags."""
 
 from __future__ import annotations
 
