@@ -65,3 +65,12 @@ def test_vdla_run_shows_compilation_and_q_silences_it(shown, capsys):
     assert main(["run", "mlp", "--reduced", "--no-fp32-check", "-q"]) == 0
     assert capsys.readouterr().err == ""
     progress.set_quiet(False)
+
+
+def test_cli_q_holds_for_one_call_only(shown, tmp_path, capsys):
+    """`main([... "-q"])` in-process must not leave later calls (or tests) silenced."""
+    from vdla.cli import main
+
+    assert main(["run", str(tmp_path / "missing.onnx"), "-q"]) == 2
+    assert "missing.onnx" in capsys.readouterr().err
+    assert progress.enabled()

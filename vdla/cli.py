@@ -38,7 +38,7 @@ from .commands import outputs as run_outputs
 from .commands import verilog as verilog_command
 from .config import preset
 from .progress import close as close_progress
-from .progress import set_quiet
+from .progress import quiet
 
 __all__ = ["main"]
 
@@ -257,11 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     for q in sub.choices.values():  # `vdla run --debug ...` as well as `vdla --debug run ...`
         q.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="print the traceback of an error")
     args = p.parse_args(argv)
-    set_quiet(bool(getattr(args, "quiet", False)))
-    try:
-        return args.fn(args)
-    except (Exception, KeyboardInterrupt) as e:  # every error: one line, exit status 2 (cli_errors)
-        return report(args.cmd, e, args.debug)
+    # -q for this command only: main() is also called in-process (tests, scripts), and a later
+    # call without -q must show progress again
+    with quiet(bool(getattr(args, "quiet", False))):
+        try:
+            return args.fn(args)
+        except (Exception, KeyboardInterrupt) as e:  # every error: one line, exit status 2 (cli_errors)
+            return report(args.cmd, e, args.debug)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-__all__ = ["enabled", "set_quiet", "quiet", "bar", "phase", "status", "close"]
+__all__ = ["enabled", "set_quiet", "is_quiet", "quiet", "bar", "phase", "status", "close"]
 
 T = TypeVar("T")
 _QUIET = [False]
@@ -40,6 +40,11 @@ TICK = 0.5
 def set_quiet(flag: bool = True) -> None:
     """Silence (or allow again) all progress output of this process."""
     _QUIET[0] = bool(flag)
+
+
+def is_quiet() -> bool:
+    """Whether `set_quiet` (or a `quiet` block) silences progress now."""
+    return _QUIET[0]
 
 
 @contextlib.contextmanager

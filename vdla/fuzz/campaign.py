@@ -114,6 +114,12 @@ def _work(args: tuple[str, str, int, bool]) -> CaseResult:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m vdla.fuzz``: the campaign (see the module doc); ``-q`` holds for this call only."""
+    with progress.quiet(progress.is_quiet()):
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog="python -m vdla.fuzz", description=__doc__.splitlines()[0])
     p.add_argument("--device", default="verilator", help="device under test (verilator, pysim)")
     p.add_argument("--configs", default="small,default", help="comma-separated presets, alternated")
@@ -123,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     args = p.parse_args(argv)
-    progress.set_quiet(args.quiet)
+    progress.set_quiet(args.quiet)  # main() restores the previous setting
     configs = [c for c in args.configs.split(",") if c]
     if args.device == "verilator":
         from ..simulator.rtl import verilator
