@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.templates import conv_case
+from support.templates import alu_pair_schedule, conv_case
 
 import vdla
 from vdla import Device
@@ -98,14 +98,7 @@ def test_alu_stage(cfg: Config) -> None:
     res = te.compute(shape, lambda i, b, k: shift_right(te.max(A[i, b, k] + B[i, b, k].astype(env.acc_dtype), 0), 1),
                      name="res")
     out = te.compute(shape, lambda *i: res[i].astype("int8"), name="out")
-    s = te.create_schedule(out.op)
-    ca = s.cache_read(A, env.acc_scope, [s[res]])
-    cb = s.cache_read(B, env.acc_scope, [s[res]])
-    s[res].set_scope(env.acc_scope)
-    for t in (ca, cb):
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    s[res].pragma(s[res].op.axis[0], env.alu)
-    s[out].pragma(s[out].op.axis[0], env.dma_copy)
+    s = alu_pair_schedule(env, A, B, res, out)
     f = vdla.build(s, [A, B, out], target="vdla", config=cfg)
     rng = np.random.default_rng(SEED)
     a = rng.integers(-300, 300, shape).astype(env.acc_dtype)

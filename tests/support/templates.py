@@ -62,3 +62,17 @@ def conv_case(cfg: Config, ic: int, oc: int, size: int, k: int, stride: int, pad
     report = f(Device("fsim", config=cfg), *op.arrays, o)
     ref = conv2d_reference(op.x, op.w, stride, pad, tail, bias=op.bias, residual=op.res)
     return {"got": unpack_data(o), "ref": ref, "report": report, "f": f, "s": s, "arrays": [*op.arrays, o]}
+
+
+def alu_pair_schedule(env: Any, A: te.Tensor, B: te.Tensor, res: te.Tensor, out: te.Tensor) -> Any:
+    """The schedule of ``out = cast(res(A, B))`` on the tensor ALU: both operands DMA'd into the
+    accumulator buffer, ``res`` computed there by the ALU, ``out`` stored by DMA."""
+    s = te.create_schedule(out.op)
+    ca = s.cache_read(A, env.acc_scope, [s[res]])
+    cb = s.cache_read(B, env.acc_scope, [s[res]])
+    s[res].set_scope(env.acc_scope)
+    for t in (ca, cb):
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    s[res].pragma(s[res].op.axis[0], env.alu)
+    s[out].pragma(s[out].op.axis[0], env.dma_copy)
+    return s

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.templates import alu_pair_schedule
 
 import vdla
 from vdla import Device, preset
@@ -36,14 +37,7 @@ def test_error_more_than_two_folded_loops() -> None:
     B = te.placeholder((3, 4, 5, 16), "int32", name="B")
     res = te.compute((4, 3, 5, 16), lambda i, j, k, m: A[i, j, k, m] + B[j, i, k, m], name="res")
     out = te.compute((4, 3, 5, 16), lambda *i: res[i].astype("int8"), name="out")
-    s = te.create_schedule(out.op)
-    ca = s.cache_read(A, env.acc_scope, [s[res]])
-    cb = s.cache_read(B, env.acc_scope, [s[res]])
-    s[res].set_scope(env.acc_scope)
-    for t in (ca, cb):
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    s[res].pragma(s[res].op.axis[0], env.alu)
-    s[out].pragma(s[out].op.axis[0], env.dma_copy)
+    s = alu_pair_schedule(env, A, B, res, out)
     with pytest.raises(VDLAError, match=r"stage 'res': alu: 3 loops remain.*at most 2"):
         vdla.build(s, [A, B, out], target="vdla")
 
@@ -55,14 +49,7 @@ def test_alu_only_stage_runs() -> None:
     B = te.placeholder((4, 6, 16), "int8", name="B")
     res = te.compute((4, 6, 16), lambda i, j, k: (A[i, j, k] * 2) + (B[i, j, k].astype("int32") * 3), name="res")
     out = te.compute((4, 6, 16), lambda *i: res[i].astype("int8"), name="out")
-    s = te.create_schedule(out.op)
-    ca = s.cache_read(A, env.acc_scope, [s[res]])
-    cb = s.cache_read(B, env.acc_scope, [s[res]])
-    s[res].set_scope(env.acc_scope)
-    for t in (ca, cb):
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    s[res].pragma(s[res].op.axis[0], env.alu)
-    s[out].pragma(s[out].op.axis[0], env.dma_copy)
+    s = alu_pair_schedule(env, A, B, res, out)
     with pytest.raises(VDLAError, match="not a chain"):
         vdla.build(s, [A, B, out], target="vdla")  # (A + B*3): B*3 is a second expression
     res2 = te.compute(
