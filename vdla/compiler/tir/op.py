@@ -107,10 +107,12 @@ def truncmod(a: Any, b: Any) -> Expr:
 
 
 def shift_right(a: Any, b: Any) -> Expr:
+    """Arithmetic shift right (VDLA's ALU SHR); numpy: ``a >> b``. The same as ``a >> b`` on expressions."""
     return shift("shift_right", a, b)
 
 
 def shift_left(a: Any, b: Any) -> Expr:
+    """Shift left (VDLA's ALU SHR by a negative amount); numpy: ``a << b``."""
     return shift("shift_left", a, b)
 
 

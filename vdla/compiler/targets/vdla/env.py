@@ -18,7 +18,8 @@ from typing import Any
 from ....config import Config
 from ....isa import Mem
 from ... import te
-from ...tir.nodes import AddressOf, CallExtern, Evaluate, Expr, IntImm, seq, shift
+from ...tir.nodes import AddressOf, CallExtern, Evaluate, IntImm, seq
+from ...tir.op import shift_left, shift_right  # re-exported: VTA programs take them from the env module
 
 __all__ = [
     "Env", "get_env", "INP_SCOPE", "WGT_SCOPE", "ACC_SCOPE", "DMA_COPY", "ALU", "SCOPE_MEM",
@@ -188,16 +189,6 @@ def get_env(config: Config | None = None) -> Env:
         env.gemm = _gemm_intrin(env)
         _ENVS[config] = env
     return env
-
-
-def shift_right(x: Any, n: Any) -> Expr:
-    """Arithmetic shift right (the ALU's SHR); numpy: ``x >> n``. The same as ``x >> n`` on expressions."""
-    return shift("shift_right", x, n)
-
-
-def shift_left(x: Any, n: Any) -> Expr:
-    """Shift left (the ALU's SHR by a negative amount); numpy: ``x << n``."""
-    return shift("shift_left", x, n)
 
 
 def is_addr(e: Any) -> bool:
