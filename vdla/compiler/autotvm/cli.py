@@ -5,7 +5,8 @@
     vdla tune conv2d_packed.vdla --args '[[1,4,56,56,1,16], ...]' --target vdla ...
 
 A model's workloads are the ones its compiled kernels ask for (the model is compiled once
-with a collecting dispatch context). Each task is tuned with a progress bar (best so far,
+with a collecting dispatch context; on ``--target llvm`` the float32 model's nodes are
+scheduled for the CPU too, as ``vdla run MODEL --compare`` builds them). Each task is tuned with a progress bar (best so far,
 trials/s, errors), its measurements appended to ``--log`` (an existing log resumes: its
 points are not measured again and count towards ``--trials``), and a summary table compares
 the best point with the hand-picked schedule (the fallback, measured once per task and
@@ -72,8 +73,24 @@ def model_tasks(model: str, target: str, config: str = "default", reduced: bool 
     spec = load_model(model, reduced=reduced, size=size)
     col = _Collector()
     with col:
-        build_model(spec, preset(config))
+        build_model(spec, preset(config))  # the VDLA build (and its float CPU nodes)
+        if target == "llvm":  # the whole float32 model on this CPU (`vdla run MODEL --compare`'s llvm row)
+            _schedule_float_graph(spec.graph)
     return [create(wl[0], wl[1], target) for tgt, wl in col.seen.values() if tgt == target]
+
+
+def _schedule_float_graph(graph: Any) -> None:
+    """Schedule (without building) every node of the float graph that the llvm strategy maps,
+    so the schedules ask for their workloads."""
+    from ..graph.fuse import fuse
+    from ..graph.passes import simplify
+    from ..targets.llvm import strategy
+
+    g = fuse(simplify(graph))
+    for node in g.topo_order():
+        decl = strategy.declare(node, g)
+        if not isinstance(decl, str):
+            strategy.schedule(node, g, decl[2])
 
 
 @contextlib.contextmanager

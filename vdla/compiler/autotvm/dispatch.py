@@ -8,16 +8,18 @@ Two questions, one module (it imports nothing of the compiler, so every schedule
 * outside one, a schedule asks :func:`query` for the best tuned point of its workload:
   contexts entered with ``with autotvm.apply_history_best(log):`` (or :class:`ApplyConfig`)
   answer, innermost first; None means "use the hand-picked schedule".
+
+:func:`schedule_knobs` asks both questions at once for a schedule whose knobs are plain values.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["DispatchContext", "ApplyConfig", "get_config", "query", "current_config", "using_config"]
+__all__ = ["DispatchContext", "ApplyConfig", "get_config", "query", "current_config", "using_config", "schedule_knobs"]
 
 _CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("vdla_autotvm_config", default=None)
 _STACK: list[DispatchContext] = []
@@ -92,3 +94,25 @@ def query(target: str, workload: Any) -> Any:
 def workload_key(workload: Any) -> str:
     """The canonical text of a workload (records index by it)."""
     return _key(workload)
+
+
+def schedule_knobs(target: str, workload: Any, define: Callable[[Any], None], hand: dict[str, Any]) -> dict[str, Any]:
+    """The knob values a schedule uses (knob name -> value, the keys of ``hand``).
+
+    Inside a template ``define(cfg)`` defines the knobs on the template's config and this is
+    the point's values (the hand pick ``hand`` while the space is built; the fallback records
+    it as its values). Outside one it is the best record of ``workload`` on ``target`` under
+    ``apply_history_best``, else ``hand``: today's schedule, so an untuned build is unchanged."""
+    cfg = _CURRENT.get()
+    if cfg is not None:
+        define(cfg)
+        cfg.workload = workload
+        if cfg.is_fallback:
+            for name, value in hand.items():
+                cfg.set(name, value)
+            return dict(hand)
+        if not hasattr(cfg, "entity_map"):  # the space itself: any values build it
+            return dict(hand)
+        return {name: cfg[name].val for name in hand}
+    tuned = query(target, workload)
+    return {name: tuned[name].val for name in hand} if tuned is not None else dict(hand)

@@ -181,6 +181,9 @@ def depthwise_conv2d_nchw(
         ),
         name="depthwise_conv2d_nchw",
         tag="depthwise_conv2d_nchw",
+        # the key a tuned schedule of this workload is found by (autotvm's depthwise_conv2d_nchw.x86 args)
+        attrs={"workload": ["depthwise_conv2d_nchw.x86", [[n, c, h, w], [kc, m, kh, kw], [sh, sw],
+                                                          [pt, pl, pb, pr], [dh, dw]]]},
     )
 
 

@@ -9,13 +9,20 @@ panels in parallel.
 from __future__ import annotations
 
 from .. import te
+from ..autotvm.dispatch import query
+
+#: B's panel width untuned (the hand pick of the paper's Figure 2 schedule)
+DEFAULT_BN = 64
 
 
-def matmul(n: int, m: int, k: int, dtype: str = "float32", bn: int = 64) -> tuple[te.Tensor, ...]:
+def matmul(n: int, m: int, k: int, dtype: str = "float32", bn: int | None = None) -> tuple[te.Tensor, ...]:
     """Declare ``C[n, m] = sum_k A[n, k] * B[k, m]`` with B packed in panels of ``bn`` columns.
 
-    Returns (A, B, C); ``m`` must be a multiple of ``bn``.
+    Returns (A, B, C); ``m`` must be a multiple of ``bn``. ``bn`` None: the panel width of a
+    tuned ``matmul.x86`` record of ``[n, m, k]`` under ``autotvm.apply_history_best``, else 64.
     """
+    if bn is None:
+        bn = panel_width(n, m, k) or DEFAULT_BN
     if m % bn:
         raise ValueError(f"matmul: m={m} must be a multiple of the panel width bn={bn}")
     A = te.placeholder((n, k), dtype, name="A")
@@ -26,3 +33,15 @@ def matmul(n: int, m: int, k: int, dtype: str = "float32", bn: int = 64) -> tupl
     return A, B, C
 
 
+
+
+def workload(n: int, m: int, k: int) -> list[object]:
+    """The key tuned records of this product are found by (the ``matmul.x86`` template's args)."""
+    return ["matmul.x86", [n, m, k]]
+
+
+def panel_width(n: int, m: int, k: int) -> int | None:
+    """The panel width ``bn`` of the tuned record of ``[n, m, k]`` under
+    ``autotvm.apply_history_best`` (None: untuned)."""
+    tuned = query("llvm", workload(n, m, k))
+    return int(tuned["tile_bn"].val) if tuned is not None else None

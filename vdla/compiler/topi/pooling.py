@@ -33,6 +33,10 @@ def pool2d(
     ow = conv_out_size(w, kw, sw, pl, pr)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
+    # the key a tuned schedule of this workload is found by (autotvm's pool2d.x86 args; a max pool
+    # ignores count_include_pad, so its workload names it False whatever was passed)
+    workload = ["pool2d.x86", [[n, c, h, w], [kh, kw], [sh, sw], [pt, pl, pb, pr], pool_type,
+                               bool(count_include_pad) and pool_type == "avg"]]
     if pool_type == "max":
         dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], value=None, name="pad_max")
         return te.compute(
@@ -40,6 +44,7 @@ def pool2d(
             lambda b, f, y, x: te.max(dp[b, f, y * sh + ry, x * sw + rx], axis=[ry, rx]),
             name="max_pool",
             tag="pool_max",
+            attrs={"workload": workload},
         )
     dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="pad_avg")
     total = te.compute(
@@ -47,6 +52,7 @@ def pool2d(
         lambda b, f, y, x: te.sum(dp[b, f, y * sh + ry, x * sw + rx], axis=[ry, rx]),
         name="pool_sum",
         tag="pool_sum",
+        attrs={"workload": workload},
     )
 
     def avg(b: Expr, f: Expr, y: Expr, x: Expr) -> Expr:

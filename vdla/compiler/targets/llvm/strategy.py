@@ -38,7 +38,7 @@ import numpy as np
 
 from ...graph.ir import Graph, Node
 
-__all__ = ["LlvmKernel", "LlvmCache", "declare", "lower", "schedule_key", "signature"]
+__all__ = ["LlvmKernel", "LlvmCache", "declare", "lower", "schedule", "schedule_key", "signature"]
 
 _ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm", "div", "maximum", "minimum",
              "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
@@ -242,10 +242,17 @@ def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
     return placeholders, args, env[outs[0]]
 
 
+def schedule(node: Node, graph: Graph, out: Any) -> Any:
+    """The CPU schedule of ``node`` whose :func:`declare` d output is ``out`` (the anchor's
+    schedule: it asks ``apply_history_best`` for its workload's tuned knobs)."""
+    from . import schedules
+
+    return getattr(schedules, _SCHEDULE.get(schedule_key(node, graph), "schedule_injective"))(out)
+
+
 def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
     """Build ``node`` for the host with llvm, or return why it is not mapped."""
     from ...driver import build
-    from . import schedules
 
     if node.op == "lstm_scan":
         return _lower_lstm(node, graph, name)
@@ -256,7 +263,7 @@ def lower(node: Node, graph: Graph, name: str = "cpu") -> LlvmKernel | str:
         return decl
     placeholders, args, out = decl
     try:
-        sched = getattr(schedules, _SCHEDULE.get(schedule_key(node, graph), "schedule_injective"))(out)
+        sched = schedule(node, graph, out)
         func = build(sched, placeholders + [out], target="llvm", name=name)
     except Exception as e:  # a schedule or codegen limit: numpy it is
         return f"llvm build failed: {type(e).__name__}: {e}"

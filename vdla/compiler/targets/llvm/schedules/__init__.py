@@ -13,9 +13,9 @@ from .conv2d import (
     schedule_conv2d_nchw,
     schedule_conv2d_NCHWc,
     schedule_conv2d_transpose_nchw,
-    schedule_depthwise_conv2d_nchw,
 )
 from .dense import schedule_dense
+from .depthwise import schedule_depthwise_conv2d_nchw
 from .elemwise import schedule_injective
 from .matmul import MatmulConfig, schedule_matmul_cpu
 from .pooling import schedule_global_pool, schedule_pool

@@ -7,9 +7,12 @@ tensor(s) and returns a :class:`~vdla.compiler.schedule.primitives.Schedule` for
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .... import te
+from ....autotvm.dispatch import current_config, schedule_knobs
 from ....schedule.primitives import Schedule
+from ....topi.matmul import panel_width, workload
 
 
 @dataclass
@@ -22,11 +25,37 @@ class MatmulConfig:
     parallel: bool = True
 
 
+def _define(k: int) -> Any:
+    def define(cfg: Any) -> None:
+        cfg.define_knob("tile_y", [1, 2, 4, 8])
+        cfg.define_knob("tile_k", sorted({c for c in (32, 64, 128, 256, 512) if c < k} | {256, k}))
+        cfg.define_knob("unroll_k", [1, 2, 4, 8])
+        cfg.define_knob("parallel", [True, False])
+    return define
+
+
+def matmul_knobs(n: int, m: int, k: int, bn: int) -> MatmulConfig:
+    """The :class:`MatmulConfig` of a ``matmul.x86`` template point, the tuned record of
+    ``[n, m, k]`` under ``apply_history_best`` (when it declared the same panel width ``bn``),
+    or the defaults."""
+    hand = MatmulConfig()
+    picked = schedule_knobs("llvm", workload(n, m, k), _define(k),
+                            {"tile_y": hand.mr, "tile_k": hand.kc, "unroll_k": hand.ku, "parallel": hand.parallel})
+    tuned_bn = panel_width(n, m, k)
+    if current_config() is None and tuned_bn is not None and tuned_bn != bn:
+        return hand  # a record tuned for other panels: its register block does not fit these
+    return MatmulConfig(mr=int(picked["tile_y"]), kc=int(picked["tile_k"]), ku=int(picked["unroll_k"]),
+                        parallel=bool(picked["parallel"]))
+
+
 def schedule_matmul_cpu(C: te.Tensor, cfg: MatmulConfig | None = None) -> Schedule:
-    """The default CPU schedule for a :func:`matmul` output."""
-    cfg = cfg or MatmulConfig()
+    """The default CPU schedule for a :func:`matmul` output (``cfg``: explicit knobs; None: an
+    autotvm template's point, a tuned record, or :class:`MatmulConfig`'s defaults)."""
     PB = C.op.input_tensors()[1] if C.op.input_tensors()[0].name == "A" else C.op.input_tensors()[0]
     bn = int(PB.shape[2].value)
+    if cfg is None:
+        n, m = (int(d.value) for d in C.shape)
+        cfg = matmul_knobs(n, m, int(PB.shape[1].value), bn)
     s = te.create_schedule(C.op)
     CC = s.cache_write(C, "local")
     i, j = C.op.axis

@@ -1,0 +1,79 @@
+"""CPU schedule of the depthwise 2-D convolution (MobileNet's), with its autotvm knobs.
+
+The declaration is :func:`vdla.compiler.topi.depthwise_conv2d_nchw`; its ``workload``
+attribute names the ``depthwise_conv2d_nchw.x86`` template (:mod:`vdla.compiler.autotvm.templates.llvm`),
+whose space these knobs are:
+
+* ``tile_x`` -- the vector width along output columns (a register row of outputs);
+* ``tile_f`` -- output channels computed together (unrolled: more independent accumulators
+  where a row is short, as in MobileNet's 7x7 layers);
+* ``par`` -- which loops run in parallel: ``nf`` (images x channel groups) or ``nfy`` (rows too);
+* ``ann_reduce`` -- unroll the kernel's rows and/or columns.
+
+Untuned (and as the template's fallback) it is the hand-picked schedule: 16 lanes, one
+channel, ``(n, f)`` in parallel, the kernel's columns unrolled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .... import te
+from ....autotvm.dispatch import schedule_knobs
+from ....schedule.primitives import Schedule
+from ....topi.util import as_list, const_shape, find_tagged
+from .conv2d import _inline_pad, _tail
+
+__all__ = ["schedule_depthwise_conv2d_nchw"]
+
+
+def _define(ow: int, hand_x: int) -> Any:
+    def define(cfg: Any) -> None:
+        cfg.define_knob("tile_x", sorted({v for v in (4, 8, 16, 32) if v <= ow} | {hand_x}))
+        cfg.define_knob("tile_f", [1, 2, 4])
+        cfg.define_knob("par", ["nf", "nfy"])
+        cfg.define_annotate("ann_reduce", ["ry", "rx"], policy="try_unroll")
+    return define
+
+
+def schedule_depthwise_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Default CPU schedule: rows vectorised along ``x`` with the kernel window unrolled,
+    ``(n, f)`` in parallel, padding inlined (or the knobs of a template point / a tuned record)."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = find_tagged(outs, "depthwise_conv2d_nchw")
+    out, acc = _tail(s, outs, conv)
+    _inline_pad(s, conv)
+    _, channels, _, ow = const_shape(conv.output(0))
+    hand = {"tile_x": min(16, ow), "tile_f": 1, "par": "nf", "ann_reduce": ["none", "unroll"]}
+    k = schedule_knobs("llvm", conv.attrs.get("workload"), _define(ow, hand["tile_x"]), hand)
+    vw, fb = int(k["tile_x"]), int(k["tile_f"])
+    if channels % fb:
+        raise ValueError(f"depthwise tile_f={fb} does not divide the {channels} output channels")
+    n, f, y, x = out.op.axis
+    fo, fi = out.split(f, factor=fb) if fb > 1 else (f, None)
+    xo, xi = out.split(x, factor=vw)
+    if fi is not None:
+        out.reorder(n, fo, y, xo, fi, xi)
+    out.vectorize(xi)
+    out.parallel(out.fuse(n, fo) if k["par"] == "nf" else out.fuse(n, fo, y))
+    st = out if acc is None else acc
+    if acc is not None:
+        acc.compute_at(out, xo)
+        fi = acc.op.axis[1] if fi is not None else None
+        xi = acc.op.axis[3]
+        acc.vectorize(xi)
+    elif fi is not None:
+        out.unroll(fi)
+    ry, rx = st.op.reduce_axis
+    if fi is not None:
+        st.reorder(ry, rx, fi, xi)
+        if acc is not None:
+            acc.unroll(fi)
+    else:
+        st.reorder(ry, rx, xi)
+    for ax, ann in zip((ry, rx), k["ann_reduce"]):
+        if ann == "unroll":
+            st.unroll(ax)
+    return s
