@@ -20,6 +20,13 @@ a 95% point are exact, not sampled: ``(N + 1) / (K + 1)`` for K such points amon
 without replacement, and ``(Nv + 1) / (K + 1)`` for a random search that, like XGBTuner,
 skips the Nv-complement the template rejects before measuring.
 
+``--model-total MODEL`` (default resnet18; ``none`` skips it): the floor "ResNet-18's total
+cycles drop". ``vdla tune MODEL --target vdla`` tunes every distinct VDLA workload of the
+model (``--model-trials`` each, XGB, the hand pick measured and logged first), then the model
+is compiled and run on the golden simulator without and with ``--tuning-log``: total cycles,
+and per VDLA layer the hand and tuned cycles (every layer's output checked against the int8
+numpy reference in both runs).
+
 vdla cycles are deterministic and a llvm point is timed once, so a point several tuners or
 seeds meet is measured once (``measure_option(cache=...)``). Measurements run on a local Dask
 cluster (or ``VDLA_SCHEDULER``). Writes ``--out`` (PNG) and prints a table (``--json``: JSON).
@@ -159,6 +166,61 @@ def _llvm_threads(task: Any, fb: Any, best: Any, option: Any) -> dict[str, Any]:
     return out
 
 
+def bench_model_total(model: str, trials: int, seed: int = 0, reduced: bool = False,
+                      log: str | None = None) -> dict[str, Any]:
+    """Tune ``model``'s VDLA workloads with ``vdla tune``, then run it untuned and tuned (see the doc)."""
+    import contextlib
+    import tempfile
+    import warnings
+
+    from vdla import preset
+    from vdla.cli import main as vdla_main
+    from vdla.compiler.autotvm.cli import model_tasks, tuning_context
+    from vdla.compiler.graph.job import run_job
+
+    if log is None:
+        log = os.path.join(tempfile.mkdtemp(prefix="vdla-tune-"), f"{model}.log")
+    n_tasks = len(model_tasks(model, "vdla", reduced=reduced))
+    t0 = time.perf_counter()
+    argv = ["tune", model, "--target", "vdla", "--trials", str(trials), "--tuner", "xgb", "--seed", str(seed),
+            "--log", log, "-q", *(["--reduced"] if reduced else [])]
+    with contextlib.redirect_stdout(sys.stderr):  # its summary table; stdout stays this benchmark's
+        if vdla_main(argv) != 0:
+            raise RuntimeError(f"vdla {' '.join(argv)} failed")
+    tune_s = time.perf_counter() - t0
+    runs = {}
+    for way in ("hand", "tuned"):
+        with warnings.catch_warnings(record=True) as caught, (tuning_context(log) if way == "tuned"
+                                                               else contextlib.nullcontext()):
+            warnings.simplefilter("always")
+            runs[way] = run_job(model, "fsim", preset("default"), reduced=reduced, check_fp32=False)
+        runs[way + "_warnings"] = [str(w.message) for w in caught if "tuned schedule" in str(w.message)]
+    hand, tuned = runs["hand"], runs["tuned"]
+    tl = {r.node: r for r in tuned.layers}
+    layers = [{"node": r.node, "hand": r.cycles, "tuned": tl[r.node].cycles, "tuned_target": tl[r.node].target}
+              for r in hand.vdla_layers]
+    return {"model": model, "reduced": reduced, "tasks": n_tasks, "trials": trials, "seed": seed, "log": log,
+            "tune_s": round(tune_s, 1), "hand_total": hand.total_cycles, "tuned_total": tuned.total_cycles,
+            "hand_ok": hand.ok, "tuned_ok": tuned.ok, "layers": layers,
+            "fell_back": runs["tuned_warnings"],
+            "layers_slower": [ly["node"] for ly in layers if ly["tuned"] is None or ly["tuned"] > ly["hand"]]}
+
+
+def print_model_total(r: dict[str, Any]) -> None:
+    print(f"{r['model']}{' (reduced)' if r['reduced'] else ''} on VDLA, golden simulator cycles: {r['tasks']} "
+          f"distinct workloads tuned, {r['trials']} trials each (xgb, seed {r['seed']}, {r['tune_s']} s)")
+    print(f"{'layer':<28} {'hand':>10} {'tuned':>10} {'hand/tuned':>10}")
+    for ly in r["layers"]:
+        t = ly["tuned"]
+        print(f"{ly['node']:<28} {ly['hand']:>10,} {t if t is not None else '-':>10,} "
+              f"{ly['hand'] / t if t else float('nan'):>9.2f}x")
+    print(f"{'total (every VDLA layer)':<28} {r['hand_total']:>10,} {r['tuned_total']:>10,} "
+          f"{r['hand_total'] / r['tuned_total']:>9.2f}x")
+    print(f"  outputs checked against the int8 reference: hand {r['hand_ok']}, tuned {r['tuned_ok']}; layers slower "
+          f"tuned: {r['layers_slower'] or 'none'}; tuned points that did not build in the model: "
+          f"{len(r['fell_back'])}")
+
+
 def plot(rows: list[dict[str, Any]], path: str) -> None:
     import matplotlib
 
@@ -183,13 +245,17 @@ def plot(rows: list[dict[str, Any]], path: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--targets", nargs="+", default=["vdla", "llvm"], choices=["vdla", "llvm"])
-    ap.add_argument("--layers", nargs="+", default=["C2", "C5", "C8", "C11"])
+    ap.add_argument("--layers", nargs="*", default=["C2", "C5", "C8", "C11"], help="(none: only --model-total)")
     ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default="bench_tuning.png")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--tuners", nargs="+", default=list(TUNERS), choices=list(TUNERS))
     ap.add_argument("--table", default=None, help="vdla: directory of whole-space cycle tables (see above)")
+    ap.add_argument("--model-total", default="resnet18", help="vdla: a model tuned and run untuned and tuned "
+                    "(total cycles); none: skip")
+    ap.add_argument("--model-trials", type=int, default=32, help="trials per workload of --model-total")
+    ap.add_argument("--reduced", action="store_true", help="--model-total at the model's reduced size")
     args, _ = ap.parse_known_args()  # nox -s bench passes its posargs to every script
     if args.trials <= 0 or args.seeds <= 0:
         ap.error("--trials and --seeds must be positive")
@@ -204,9 +270,17 @@ def main() -> None:
         for layer in args.layers:
             rows.append(bench_layer(target, layer, args.trials, args.seeds, option, tuple(args.tuners), args.table))
             print(f"  {target} {layer}: {rows[-1]['tune_s']} s", file=sys.stderr)
-    plot(rows, args.out)
+    total = None
+    if "vdla" in args.targets and args.model_total != "none":
+        total = bench_model_total(args.model_total, args.model_trials, reduced=args.reduced)
+    if rows:
+        plot(rows, args.out)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"tuners": rows, "model_total": total}, indent=2))
+        return
+    if total is not None:
+        print_model_total(total)
+    if not rows:
         return
     print(f"best-so-far vs trials: {args.out}; {args.trials} trials, mean of {args.seeds} seeds")
     names = tuple(args.tuners)

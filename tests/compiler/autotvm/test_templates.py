@@ -14,6 +14,7 @@ from vdla.compiler.autotvm import ApplyConfig, TaskError
 from vdla.compiler.autotvm.measure import MeasureInput, MeasureResult
 from vdla.compiler.targets.llvm import schedules
 from vdla.compiler.targets.vdla import top as T
+from vdla.compiler.targets.vdla.top.tuning import HAND_VTHREADS
 
 LLVM_NCHW = ["conv2d_nchw.x86", [[1, 8, 10, 10], [16, 8, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1]]]
 CASES = [(*VDLA_CONV, "vdla"), (*VDLA_DENSE, "vdla"), (*LLVM_CONV, "llvm"), ("dense.x86", [2, 64, 32, True], "llvm"),
@@ -44,7 +45,8 @@ def _vdla_hand(conv_args):  # type: ignore[no-untyped-def]
     K = te.placeholder(tuple(kernel), "int8", name="kernel")
     B = te.placeholder((kernel[0], 1, 16), "int32", name="bias")
     out = T.conv2d_packed(D, K, tuple(stride), tuple(padding), T.Tail(bias=True, shift=8), bias=B, config=cfg)
-    return T.schedule_conv2d_packed(out, config=cfg), [D, K, B, out], cfg
+    # the graph compiler's hand pick (build_kernel's knobs): the templates' fallback
+    return T.schedule_conv2d_packed(out, T.Knobs(vthreads=HAND_VTHREADS), config=cfg), [D, K, B, out], cfg
 
 
 def test_fallback_generated_code_is_unchanged(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

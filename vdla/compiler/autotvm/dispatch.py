@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["DispatchContext", "ApplyConfig", "get_config", "query", "current_config", "using_config", "schedule_knobs"]
+__all__ = ["DispatchContext", "ApplyConfig", "get_config", "query", "current_config", "using_config", "schedule_knobs",
+           "tuning_active", "untuned"]
 
 _CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("vdla_autotvm_config", default=None)
 _STACK: list[DispatchContext] = []
+_UNTUNED: contextvars.ContextVar[bool] = contextvars.ContextVar("vdla_autotvm_untuned", default=False)
 
 
 def current_config() -> Any:
@@ -82,13 +84,29 @@ def _key(workload: Any) -> str:
 
 def query(target: str, workload: Any) -> Any:
     """The tuned config of ``workload`` from the innermost context that has one, else None."""
-    if _CURRENT.get() is not None:
-        return None  # a template being built decides its own config
+    if _CURRENT.get() is not None or _UNTUNED.get():
+        return None  # a template being built decides its own config; untuned(): the hand pick
     for ctx in reversed(_STACK):
         got = ctx.query(target, workload)
         if got is not None:
             return got
     return None
+
+
+def tuning_active() -> bool:
+    """Whether a dispatch context could answer :func:`query` here."""
+    return bool(_STACK) and not _UNTUNED.get() and _CURRENT.get() is None
+
+
+@contextmanager
+def untuned() -> Iterator[None]:
+    """Inside, :func:`query` answers None: schedules take their hand picks (the graph compiler's
+    retry when a tuned point does not build in a model's kernel)."""
+    token = _UNTUNED.set(True)
+    try:
+        yield
+    finally:
+        _UNTUNED.reset(token)
 
 
 def workload_key(workload: Any) -> str:

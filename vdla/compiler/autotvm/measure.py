@@ -289,18 +289,17 @@ def measure_batch(inputs: list[MeasureInput], option: MeasureOption) -> list[Mea
                 option.cache[k] = res
         return [fresh[k] if k in fresh else option.cache[k] for k in keys]
     client = option.client or cluster.get_client(option.scheduler)
-    task = inputs[0].task
-    tpl = get_template(task.name)
-    futs = [client.submit(measure_one, tpl, task.name, task.args, task.target, inp.config.to_json_dict(),
-                          option.builder, option.runner, pure=False) for inp in inputs]
+    tpls = {inp.task.name: get_template(inp.task.name) for inp in inputs}  # a batch may mix tasks
+    futs = [client.submit(measure_one, tpls[inp.task.name], inp.task.name, inp.task.args, inp.task.target,
+                          inp.config.to_json_dict(), option.builder, option.runner, pure=False) for inp in inputs]
     nworkers = max(1, len(client.scheduler_info().get("workers", {})))
     rounds = math.ceil(len(inputs) / nworkers)
     limit = (option.builder.timeout + option.runner.timeout) * rounds + 30.0
     _wait(futs, limit)
     out: list[MeasureResult] = []
     stuck = False
-    for fut in futs:
-        unit = "cycles" if task.kind == "vdla" else "s"
+    for inp, fut in zip(inputs, futs):
+        unit = "cycles" if inp.task.kind == "vdla" else "s"
         if fut.status == "finished":
             out.append(fut.result())
         elif fut.status == "error":

@@ -9,12 +9,16 @@ they map onto topi (:func:`.kernels.compile_llvm`), else numpy.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from ...config import Config
+from ..autotvm.dispatch import tuning_active, untuned
 from ..targets.vdla.packing import pack_bias
 from ..targets.vdla.top.strategy import alu_chain, build_kernel
+from ..targets.vdla.top.tuning import HAND_VTHREADS
 from .ir import Graph
 from .kernels import Kernel, compile_llvm, count_macs
 from .model import CompiledModel
@@ -26,7 +30,7 @@ def compile_model(
     graph: Graph,
     config: Config | None = None,
     *,
-    vthreads: int = 2,
+    vthreads: int = HAND_VTHREADS,
     llvm: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
@@ -73,12 +77,20 @@ def compile_model(
                          f"({n.attrs.get('pattern', n.op)})")
             func = None
             err = ""
-            for vt in dict.fromkeys((vthreads, 1)):
-                try:
-                    func = build_kernel(ch, g, cfg, vt, n.name.replace(".", "_"))
+            # a tuned point (apply_history_best) first; when it does not build here, the hand picks
+            for hand in (False, True) if tuning_active() else (True,):
+                with untuned() if hand else nullcontext():
+                    for vt in dict.fromkeys((vthreads, 1)):
+                        try:
+                            func = build_kernel(ch, g, cfg, vt, n.name.replace(".", "_"))
+                            break
+                        except VDLAError as e:
+                            err = str(e)
+                if func is not None:
+                    if hand and tuning_active():
+                        warnings.warn(f"{n.name}: the tuned schedule does not build ({err}); built the hand-picked "
+                                      "one", stacklevel=2)
                     break
-                except VDLAError as e:
-                    err = str(e)
             if func is None:
                 failed[key] = err
             else:

@@ -3,8 +3,9 @@
 Their arguments are what the declarations record as their workload (so a model's kernels
 and a tuning task agree on it): packed operand shapes, strides/padding, whether the ALU
 tail adds a bias / a residual, and the configuration preset. The knobs are defined by the
-schedules (:mod:`vdla.compiler.targets.vdla.top.tuning`); the tail is ``+bias >> 8``
-(``+ residual``) then the int8 clip.
+schedules (:mod:`vdla.compiler.targets.vdla.top.tuning`), whose hand pick (the fallback) is
+the graph compiler's (:func:`~vdla.compiler.targets.vdla.top.tuning.schedule_hand`: two virtual
+threads where tiles fit); the tail is ``+bias >> 8`` (``+ residual``) then the int8 clip.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ....config import Config, preset
 from ... import te
 from ...targets.vdla import packing
 from ...targets.vdla import top as T
+from ...targets.vdla.top.tuning import schedule_hand
 from ..dispatch import get_config
 from ..registry import template
 
@@ -83,7 +85,7 @@ def conv2d_packed(data: list[int], kernel: list[int], stride: list[int], padding
     out = T.conv2d_packed(D, K, tuple(stride), tuple(padding), _tail(bias, residual), bias=B, residual=R,
                           config=cfg_hw)
     _flop(get_config(), out, cb * kh * kw * ci)
-    s = T.schedule_conv2d_packed(out, config=cfg_hw)
+    s = schedule_hand(T.schedule_conv2d_packed, out, cfg_hw)
     return _task(s, cfg_hw, D, K, B, R, out)
 
 
@@ -122,7 +124,7 @@ def group_conv2d_packed(data: list[int], kernel: list[int], groups: int, stride:
     out = T.group_conv2d_packed(D, K, groups, tuple(stride), padding, _tail(bias, residual), bias=B, residual=R,
                                 config=cfg_hw)
     _flop(get_config(), out, gcb * kh * kw * ci)
-    s = T.schedule_group_conv2d_packed(out, config=cfg_hw)
+    s = schedule_hand(T.schedule_group_conv2d_packed, out, cfg_hw)
     return _task(s, cfg_hw, D, K, B, R, out)
 
 
@@ -166,7 +168,7 @@ def conv2d_transpose_packed(data: list[int], kernel: list[int], stride: int, pad
     out = T.conv2d_transpose_packed(D, K, stride, padding, ksize, _tail(bias, residual), bias=B, residual=R,
                                     config=cfg_hw)
     _flop(get_config(), out, kernel[3] * kernel[4] * kernel[5] * kernel[7])
-    s = T.schedule_conv2d_transpose_packed(out, config=cfg_hw)
+    s = schedule_hand(T.schedule_conv2d_transpose_packed, out, cfg_hw)
     return _task(s, cfg_hw, D, K, B, R, out)
 
 
@@ -194,5 +196,5 @@ def dense_packed(data: list[int], weight: list[int], bias: bool = False, residua
     B, R = _extras((nb, ob, b, co), ob, b, co, bias, residual)
     out = T.dense_packed(D, W, _tail(bias, residual), bias=B, residual=R, config=cfg_hw)
     _flop(get_config(), out, kb * ci)
-    s = T.schedule_dense_packed(out, config=cfg_hw)
+    s = schedule_hand(T.schedule_dense_packed, out, cfg_hw)
     return _task(s, cfg_hw, D, W, B, R, out)

@@ -283,6 +283,21 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
                     groups, kernel, None if shifts is None else shifts.astype(np.int32))
 
 
+def _tell_workload_the_tail(acc_op: Any, ch: AluChain) -> None:
+    """Mark the tail inputs this kernel loads in its ``workload`` (the template arguments ``bias``
+    and ``residual``, the last but two and last but one of every VDLA template's): the chain's
+    ALU stage is built here, after the declaration, which saw neither. A tuned record is then
+    looked up by the workload that was measured with the same buffers in use (a per-channel
+    shift vector counts as a bias: one accumulator row per channel block, as the bias)."""
+    wl = acc_op.attrs.get("workload")
+    if wl is None:
+        return
+    args = list(wl[1])
+    args[-3] = ch.bias is not None or ch.shifts is not None
+    args[-2] = ch.residual is not None
+    acc_op.attrs["workload"] = [wl[0], args]
+
+
 def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str) -> Any:
     """Declare, schedule and build one VDLA kernel; returns the VDLAFunction."""
     from ....driver import build  # the driver imports this target's modules: import it when called
@@ -304,6 +319,7 @@ def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: s
         base = dense_packed(D, K, tail, config=cfg, name=name)
         sched = schedule_dense_packed
     acc = base.op.input_tensors()[0].op.input_tensors()[0]
+    _tell_workload_the_tail(acc.op, ch)
     shape = tuple(int(getattr(s, "value", s)) for s in acc.shape)
     nd = len(shape)
     b, co = shape[-2], shape[-1]

@@ -12,6 +12,10 @@ being what ``autotvm.task.create`` takes) on the accumulation stage. Its schedul
 * outside one, with ``autotvm.apply_history_best(log)`` active and no tiles given
   explicitly: the best tuned point of this workload;
 * otherwise None: the hand-picked tiling rule of :mod:`.tiling`, exactly as before.
+
+The hand pick the graph compiler builds asks for :data:`HAND_VTHREADS` virtual threads (one
+where no tile fits with them); :func:`schedule_hand` is that pick, and the templates call it,
+so a template's fallback is what a model builds untuned.
 """
 
 from __future__ import annotations
@@ -24,9 +28,13 @@ from ....autotvm.space import ConfigSpace
 from ..env import VDLAError
 from .common import Knobs
 
-__all__ = ["resolve", "define_conv_space", "define_dense_space", "record_fallback", "THREADS", "MAX_STEPS"]
+__all__ = ["resolve", "define_conv_space", "define_dense_space", "record_fallback", "schedule_hand", "THREADS",
+           "MAX_STEPS", "HAND_VTHREADS"]
 
 THREADS = (1, 2)  # virtual-thread choices per axis
+#: the virtual threads of the hand pick (the graph compiler's; the tiling rule puts them over
+#: output-channel tiles or row tiles, whichever its cost model prefers)
+HAND_VTHREADS = 2
 #: A point with more (output tile x input-channel chunk) steps than this is rejected before it
 #: is built: its program has tens of thousands of instructions, takes tens of seconds to
 #: compile and simulate, and pays the DMA latency per step (the hand picks use < 100).
@@ -104,3 +112,12 @@ def record_fallback(cfg: Any, k: Knobs, sizes: dict[str, int]) -> None:
     for name in ("oc_nthread", "h_nthread"):
         if cfg.space is not None and name in cfg.space.space_map:
             cfg.set(name, getattr(k, name))
+
+
+def schedule_hand(schedule: Callable[..., Any], out: Any, config: Any) -> Any:
+    """``schedule(out, knobs, config=config)`` with the hand pick's knobs: :data:`HAND_VTHREADS`
+    virtual threads, or one thread where no tile fits with them (as the graph compiler retries)."""
+    try:
+        return schedule(out, Knobs(vthreads=HAND_VTHREADS), config=config)
+    except VDLAError:
+        return schedule(out, Knobs(), config=config)
