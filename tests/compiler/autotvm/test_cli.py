@@ -38,11 +38,31 @@ def test_tune_one_operator_and_resume(dask_client, tmp_path, capsys) -> None:  #
     (["tune", "dense_packed.vdla", "--args", "[1,", "--trials", "2", "--log", "x.log"], "--args is not JSON"),
     (["tune", "C1", "--trials", "2", "--log", "x.log"], "not whole blocks of 16"),
     (["build", "mlp", "--reduced", "--tuning-log", "nope.log", "-q"], "tuning log 'nope.log' does not exist"),
+    (["tune", "C5", "--trials", "-3", "--log", "x.log"], "--trials must be a positive number of trials, got -3"),
+    (["tune", *VDLA_DENSE[:1], "--args", json.dumps(VDLA_DENSE[1]), "--device", "nosuch", "--trials", "2", "--log",
+      "x.log"], "--device nosuch: DeviceError: unknown device 'nosuch'"),
 ])
 def test_bad_input(argv, message, capsys, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.log").exists()  # nothing measured, nothing logged
+
+
+def test_scheduler_with_nobody_listening(capsys, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``--scheduler`` at an address nobody listens on: a clear error within the client's timeout."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        addr = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.chdir(tmp_path)
+    t0 = time.monotonic()
+    assert main(["tune", VDLA_DENSE[0], "--args", json.dumps(VDLA_DENSE[1]), "--trials", "2", "--log", "x.log",
+                 "--scheduler", addr, "-q"]) == 2
+    assert f"no Dask scheduler answers at '{addr}' within" in capsys.readouterr().err
+    assert time.monotonic() - t0 < 60 and not (tmp_path / "x.log").exists()
 
 
 def test_model_workloads_tuned_and_used(dask_client, tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]

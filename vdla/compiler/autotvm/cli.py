@@ -148,6 +148,33 @@ def _tasks(args: argparse.Namespace) -> list[Task]:
     return model_tasks(args.model, args.target, args.config, args.reduced, args.size)
 
 
+def _prepare_device(tasks: list[Task], device: str, quiet: bool = False) -> None:
+    """Open ``device`` once here for every configuration the tasks build for: a device that does
+    not exist fails now rather than in every measurement, and a Verilator model is built here
+    (minutes, once; cached under ``sim_build/``, where the local workers find it) rather than
+    inside a measurement's time limit."""
+    from ...runtime import Device
+
+    configs = {}
+    for task in tasks:
+        s, _ = task.instantiate(task.fallback())
+        cfg = getattr(s, "vdla_config", None)
+        if cfg is not None:
+            configs[repr(cfg)] = cfg
+    for cfg in configs.values():
+        dev = Device(device, config=cfg)
+        try:
+            if dev.backend.name == "verilator":
+                from ...simulator.rtl.verilator import build_library
+
+                if not quiet:
+                    print(f"vdla tune: the Verilator model of config {cfg.name!r} (built once, cached in sim_build/)",
+                          file=sys.stderr)
+                build_library(cfg)
+        finally:
+            dev.close()
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``vdla tune`` job; returns the exit status."""
     from .callback import format_score, log_to_file, progress_bar
@@ -166,6 +193,12 @@ def run(args: argparse.Namespace) -> int:
     if not tasks:
         print(f"vdla tune: error: {args.model} has no tunable workload on {args.target}", file=sys.stderr)
         return 2
+    if args.target == "vdla":
+        try:
+            _prepare_device(tasks, args.device, args.quiet)
+        except Exception as e:  # noqa: BLE001 - a device name, a missing simulator, a failed Verilator build
+            print(f"vdla tune: error: --device {args.device}: {type(e).__name__}: {e}", file=sys.stderr)
+            return 2
     from ... import cluster
 
     try:
