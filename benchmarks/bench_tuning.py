@@ -7,7 +7,9 @@ the seeds and scaled to the best point any tuner found on that layer. Reported:
 
 * the trials each tuner needs to reach 95% of that best (a tuner that never does counts as
   ``--trials``), and XGB's against random's (floor: XGB in at most a third of random's,
-  mean over the layers);
+  mean over the layers); ``xgb+transfer`` is XGB whose base model is trained on the points
+  XGB measured on the other layers of the run (as ``vdla tune MODEL`` passes a model's other
+  workloads; ``--no-transfer`` skips it);
 * per layer: the hand-picked template (the fallback) against the best tuned point; on vdla
   in cycles of the golden simulator's cycle model (floor: tuned <= hand on every layer);
 * llvm: GFLOP/s of hand and tuned with 1 and 2 threads against the CPU's computed peak
@@ -106,6 +108,7 @@ def bench_layer(target: str, layer: str, trials: int, seeds: int, option: Any, t
     best_cfg, best_score = None, 0.0
     t0 = time.perf_counter()
     skipped: list[int] = []
+    measured: dict[int, float] = {}  # index -> score of every point XGB measured (other layers' transfer data)
     for name in tuners:
         for seed in range(seeds):
             tuner = _tuner(name, task, seed, trials)
@@ -115,6 +118,7 @@ def bench_layer(target: str, layer: str, trials: int, seeds: int, option: Any, t
                 best_score, best_cfg = tuner.best_flops, tuner.best_config
             if name == "xgb":
                 skipped.append(tuner.skipped)
+                measured.update(dict(zip(tuner.xs, tuner.ys)))
             if name == "grid":  # deterministic: one seed is every seed
                 curves[name] *= seeds
                 break
@@ -138,12 +142,45 @@ def bench_layer(target: str, layer: str, trials: int, seeds: int, option: Any, t
     if tab is not None:
         row.update(space_valid=len(valid), space_k95=k95, random_expected=(len(tab) + 1) / (k95 + 1),
                    random_valid_expected=(len(valid) + 1) / (k95 + 1))
+    row["_records"] = [(MeasureInput(task, task.config_space.get(i)), _result(task, sc)) for i, sc in measured.items()]
+    row["_task"], row["_top"] = task, top
     if target == "vdla":
         row["hand_cycles"] = hand.cost if hand.ok else None
         row["best_cycles"] = task.flop / best_score if best_score else None
     else:
         row["threads"] = _llvm_threads(task, fb, best_cfg, option)
     return row
+
+
+def _result(task: Any, sc: float) -> Any:
+    """A measurement result with score ``sc`` (0: an invalid point)."""
+    from vdla.compiler.autotvm.measure import MeasureResult
+
+    unit = "cycles" if task.kind == "vdla" else "s"
+    return MeasureResult([task.flop / sc] if sc > 0 else [], 0 if sc > 0 else 1, 0.0, 0.0, "" if sc > 0 else "invalid",
+                         unit)
+
+
+def bench_transfer(rows: list[dict[str, Any]], trials: int, seeds: int, option: Any) -> None:
+    """XGB with transfer learning, per layer: its base model trained on the points XGB measured on
+    the *other* layers of the same target (their tuning logs, as ``vdla tune MODEL`` passes them);
+    adds the ``xgb+transfer`` curve and trials to 95% to each row."""
+    from vdla.compiler.autotvm.cli import _tuner
+
+    for r in rows:
+        others = [rec for o in rows if o is not r and o["target"] == r["target"] for rec in o["_records"]]
+        if not others:
+            continue
+        task, top = r["_task"], r["_top"]
+        curves = []
+        for seed in range(seeds):
+            tuner = _tuner("xgb", task, seed, trials)
+            tuner.load_history(others)
+            tuner.tune(trials, option)
+            curves.append(_curve(tuner.history, trials))
+        r["curves"]["xgb+transfer"] = (np.mean(curves, axis=0) / top).round(4).tolist()
+        r["reach95"]["xgb+transfer"] = float(np.mean([_reach(c / top, 0.95) for c in curves]))
+        r["reach95_per_seed"]["xgb+transfer"] = [_reach(c / top, 0.95) for c in curves]
 
 
 def _llvm_threads(task: Any, fb: Any, best: Any, option: Any) -> dict[str, Any]:
@@ -249,13 +286,15 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default="bench_tuning.png")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of the tables")
+    ap.add_argument("--json-out", default=None, help="also write the rows as JSON to this file")
     ap.add_argument("--tuners", nargs="+", default=list(TUNERS), choices=list(TUNERS))
     ap.add_argument("--table", default=None, help="vdla: directory of whole-space cycle tables (see above)")
     ap.add_argument("--model-total", default="resnet18", help="vdla: a model tuned and run untuned and tuned "
                     "(total cycles); none: skip")
     ap.add_argument("--model-trials", type=int, default=32, help="trials per workload of --model-total")
     ap.add_argument("--reduced", action="store_true", help="--model-total at the model's reduced size")
+    ap.add_argument("--no-transfer", action="store_true", help="skip xgb+transfer (XGB trained on the other layers)")
     args, _ = ap.parse_known_args()  # nox -s bench passes its posargs to every script
     if args.trials <= 0 or args.seeds <= 0:
         ap.error("--trials and --seeds must be positive")
@@ -267,14 +306,24 @@ def main() -> None:
         option = measure_option(LocalBuilder(timeout=60), LocalRunner(number=3 if target == "llvm" else 1,
                                                                       repeat=3 if target == "llvm" else 1,
                                                                       timeout=60), cache=cache)
+        mine = []
         for layer in args.layers:
-            rows.append(bench_layer(target, layer, args.trials, args.seeds, option, tuple(args.tuners), args.table))
-            print(f"  {target} {layer}: {rows[-1]['tune_s']} s", file=sys.stderr)
+            mine.append(bench_layer(target, layer, args.trials, args.seeds, option, tuple(args.tuners), args.table))
+            print(f"  {target} {layer}: {mine[-1]['tune_s']} s", file=sys.stderr)
+        if "xgb" in args.tuners and not args.no_transfer:
+            bench_transfer(mine, args.trials, args.seeds, option)
+        rows += mine
+    for r in rows:
+        for k in ("_records", "_task", "_top"):
+            r.pop(k, None)
     total = None
     if "vdla" in args.targets and args.model_total != "none":
         total = bench_model_total(args.model_total, args.model_trials, reduced=args.reduced)
     if rows:
         plot(rows, args.out)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"tuners": rows, "model_total": total}, f, indent=1)
     if args.json:
         print(json.dumps({"tuners": rows, "model_total": total}, indent=2))
         return
@@ -283,10 +332,10 @@ def main() -> None:
     if not rows:
         return
     print(f"best-so-far vs trials: {args.out}; {args.trials} trials, mean of {args.seeds} seeds")
-    names = tuple(args.tuners)
+    names = tuple(args.tuners) + (("xgb+transfer",) if any("xgb+transfer" in r["reach95"] for r in rows) else ())
     print(f"{'target':>6} {'layer':>5} {'points':>6} " + " ".join(f"{t + ' 95%':>9}" for t in names)
           + f" {'hand':>11} {'tuned':>11} {'tuned/hand':>10}")
-    ratios, exact, exact_valid = [], [], []
+    ratios, exact, exact_valid, xfer = [], [], [], []
     for r in rows:
         hv = r["hand_cycles"] if r["target"] == "vdla" else r["hand_score"] / 1e9
         tv = r["best_cycles"] if r["target"] == "vdla" else r["best_score"] / 1e9
@@ -295,7 +344,7 @@ def main() -> None:
         if "random" in names and "xgb" in names:
             ratios.append(r["reach95"]["random"] / max(r["reach95"]["xgb"], 1e-9))
         print(f"{r['target']:>6} {r['layer']:>5} {r['points']:>6} "
-              + " ".join(f"{r['reach95'][t]:>9.1f}" for t in names)
+              + " ".join(f"{r['reach95'].get(t, float('nan')):>9.1f}" for t in names)
               + f" {hv or 0:>7.4g}{unit:>4} {tv or 0:>7.4g}{unit:>4} {gain:>9.2f}x")
         if "random_expected" in r and "xgb" in names:
             x = r["reach95"]["xgb"]
@@ -305,12 +354,19 @@ def main() -> None:
                   f"random needs {r['random_expected']:.1f} trials (exact; {r['random_valid_expected']:.1f} skipping "
                   f"rejected points); XGB {x:.1f} (seeds {r['reach95_per_seed']['xgb']}, "
                   f"{r['xgb_skipped_mean']:.0f} rejected points skipped) -> {exact[-1]:.2f}x ({exact_valid[-1]:.2f}x)")
+            if "xgb+transfer" in r["reach95"]:
+                xt = r["reach95"]["xgb+transfer"]
+                xfer.append(r["random_valid_expected"] / xt)
+                print(f"{'':>13} XGB with the other layers' XGB points as its base model: {xt:.1f} (seeds "
+                      f"{r['reach95_per_seed']['xgb+transfer']}) -> {r['random_expected'] / xt:.2f}x ({xfer[-1]:.2f}x)")
     if ratios:
         print(f"random's trials to 95% / XGB's (sampled, capped at {args.trials}), mean over layers: "
               f"{np.mean(ratios):.2f} (floor: >= 3)")
     if exact:
         print(f"random's exact expected trials / XGB's, mean over layers: {np.mean(exact):.2f} (floor: >= 3); "
               f"against a random search that also skips rejected points: {np.mean(exact_valid):.2f}")
+    if xfer:
+        print(f"the same with transfer learning (xgb+transfer), against the skipping random search: {np.mean(xfer):.2f}")
     for r in rows:
         if r["target"] == "llvm":
             t = r["threads"]

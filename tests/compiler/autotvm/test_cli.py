@@ -86,3 +86,17 @@ def test_model_workloads_tuned_and_used(dask_client, tmp_path, monkeypatch, caps
         assert main(["run", "mlp", "--reduced", "-q", *extra]) == 0  # checked against the reference: still right
         digests[way] = fp.load(tmp_path / way)
     assert digests["hand"] != digests["tuned"]
+
+
+def test_xgb_learns_across_a_models_workloads(dask_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``vdla tune MODEL`` with XGB: from the second workload on, the records of the template's
+    workloads tuned before (this run's and the log's) train the tuner's base model."""
+    from vdla.compiler import autotvm
+    from vdla.compiler.autotvm.cli import tune_tasks
+
+    tasks = model_tasks("mlp", "vdla", reduced=True)
+    opt = autotvm.measure_option(autotvm.LocalBuilder(timeout=30), autotvm.LocalRunner(timeout=30), client=dask_client)
+    rows = tune_tasks(tasks, opt, tmp_path / "mlp.log", 5, "xgb")
+    assert rows[0][1].base is None  # nothing before the first
+    assert all(tuner.base is not None for _, tuner, _ in rows[1:])
+    assert all(tuner.trials == 5 or not tuner.has_next() for _, tuner, _ in rows)  # (a space of 4 points)

@@ -6,11 +6,14 @@
 
 A model's workloads are the ones its compiled kernels ask for (the model is compiled once
 with a collecting dispatch context; on ``--target llvm`` the float32 model's nodes are
-scheduled for the CPU too, as ``vdla run MODEL --compare`` builds them). Each task is tuned with a progress bar (best so far,
-trials/s, errors), its measurements appended to ``--log`` (an existing log resumes: its
-points are not measured again and count towards ``--trials``), and a summary table compares
-the best point with the hand-picked schedule (the fallback, measured once per task and
-logged as one of the trials, so the log's best is never worse than today's schedule).
+scheduled for the CPU too, as ``vdla run MODEL --compare`` builds them). Each task is tuned
+with a progress bar (best so far, trials/s, errors), its measurements appended to ``--log``
+(an existing log resumes: its points are not measured again and count towards
+``--trials``), and a summary table compares the best point with the hand-picked schedule
+(the fallback, measured once per task and logged as one of the trials, so the log's best
+is never worse than today's schedule). XGB
+learns across a model's workloads: the records of the template's other workloads (from the
+log and from the tasks tuned before in this run) train its base model (transfer learning).
 Measurements run on the Dask cluster of ``--scheduler`` (or ``VDLA_SCHEDULER``; else a local
 cluster, one worker per core).
 """
@@ -27,7 +30,7 @@ from typing import Any
 from .dispatch import DispatchContext, workload_key
 from .task import Task, TaskError, create
 
-__all__ = ["add_parser", "run", "tuning_context", "model_tasks", "layer_task", "TUNERS"]
+__all__ = ["add_parser", "run", "tune_tasks", "tuning_context", "model_tasks", "layer_task", "TUNERS"]
 
 TUNERS = ("xgb", "ga", "random", "grid")
 
@@ -175,12 +178,53 @@ def _prepare_device(tasks: list[Task], device: str, quiet: bool = False) -> None
             dev.close()
 
 
-def run(args: argparse.Namespace) -> int:
-    """The ``vdla tune`` job; returns the exit status."""
-    from .callback import format_score, log_to_file, progress_bar
-    from .measure import LocalBuilder, LocalRunner, MeasureInput, measure_batch, measure_option
+def tune_tasks(tasks: list[Task], option: Any, log: str | Path, trials: int, tuner: str = "xgb", seed: int = 0,
+               quiet: bool = True) -> list[tuple[Task, Any, float]]:
+    """Tune each task in turn, appending to ``log``: (task, its tuner, the hand pick's score) each.
+
+    Every record of the log and of this run is the history of each tuner: a task's own records
+    resume it (they count towards ``trials``), the template's other workloads train XGB's base
+    model (transfer learning). The hand pick is measured and logged first when the log lacks it."""
+    from .callback import log_to_file, progress_bar
+    from .measure import MeasureInput, measure_batch
     from .record import load_from_file
     from .tuner.tuner import score
+
+    log = Path(log)
+    target = tasks[0].kind if tasks else "llvm"
+    history = list(load_from_file(log, target)) if log.exists() else []
+    rows = []
+    for n, task in enumerate(tasks, 1):
+        tun = _tuner(tuner, task, seed, trials)
+        mine = [(i, r) for i, r in history if i.task.key() == task.key()]
+        tun.load_history(history)
+        fb = task.fallback()
+        got = [r for i, r in mine if fb.index is not None and i.config.index == fb.index]
+        if got:
+            hand = got[0]
+        else:  # the hand pick, measured once and logged (the best record is then never worse than it)
+            inp = MeasureInput(task, task.config_space.get(fb.index) if fb.index is not None else fb)
+            hand = measure_batch([inp], option)[0]
+            if fb.index is not None:
+                log_to_file(log)(tun, [inp], [hand])
+                tun._account(inp, hand)
+                tun.update([inp], [hand])
+                mine.append((inp, hand))
+                history.append((inp, hand))
+        left = trials - len(mine)
+        cbs = [log_to_file(log), lambda _t, ins, res: history.extend(zip(ins, res))]
+        if not quiet:
+            cbs.append(progress_bar(left, prefix=f"[{n}/{len(tasks)}] {task.name}", file=sys.stderr))
+        if left > 0:
+            tun.tune(left, option, callbacks=cbs)
+        rows.append((task, tun, score(task, hand)))
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``vdla tune`` job; returns the exit status."""
+    from .callback import format_score
+    from .measure import LocalBuilder, LocalRunner, measure_option
 
     if args.trials <= 0:
         print(f"vdla tune: error: --trials must be a positive number of trials, got {args.trials}", file=sys.stderr)
@@ -211,34 +255,9 @@ def run(args: argparse.Namespace) -> int:
                                                                   device=args.device, threads=args.threads),
                             client=client)
     log = Path(args.log)
-    previous = list(load_from_file(log, args.target)) if log.exists() else []
-    rows = []
     print(f"vdla tune: {len(tasks)} task(s) on {args.target}, {args.trials} trials each, tuner {args.tuner}, "
           f"{len(client.scheduler_info().get('workers', {}))} Dask worker(s)", file=sys.stderr)
-    for n, task in enumerate(tasks, 1):
-        tuner = _tuner(args.tuner, task, args.seed, args.trials)
-        mine = [(i, r) for i, r in previous if i.task.key() == task.key()]
-        tuner.load_history(mine)
-        fb = task.fallback()
-        got = [r for i, r in mine if fb.index is not None and i.config.index == fb.index]
-        if got:
-            hand = got[0]
-        else:  # the hand pick, measured once and logged (the best record is then never worse than it)
-            inp = MeasureInput(task, task.config_space.get(fb.index) if fb.index is not None else fb)
-            hand = measure_batch([inp], option)[0]
-            if fb.index is not None:
-                log_to_file(log)(tuner, [inp], [hand])
-                tuner._account(inp, hand)
-                tuner.update([inp], [hand])
-                mine.append((inp, hand))
-        left = args.trials - len(mine)
-        cbs = [log_to_file(log)]
-        if not args.quiet:
-            cbs.append(progress_bar(left, prefix=f"[{n}/{len(tasks)}] {task.name}", file=sys.stderr))
-        if left > 0:
-            tuner.tune(left, option, callbacks=cbs)
-        hs = score(task, hand)
-        rows.append((task, tuner, hs))
+    rows = tune_tasks(tasks, option, log, args.trials, args.tuner, args.seed, quiet=args.quiet)
     w = max(len(t.name) for t, _, _ in rows)
     print(f"{'#':>2} {'task':<{w}} {'points':>7} {'trials':>6} {'errors':>6} {'hand':>20} {'best':>20} {'speedup':>7}")
     for k, (task, tuner, hs) in enumerate(rows, 1):

