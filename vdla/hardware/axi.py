@@ -54,6 +54,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import Config
 from .core import COUNTER_NAMES, QUEUES, STAGES
+from .errors import ERROR_BITS
 from .interfaces import ADDR_WIDTH, read_master, write_master
 from .regmap import AXI, COUNTER_BASE, MAGIC, STATUS_BITS, VERSION, registers
 
@@ -271,7 +272,7 @@ class AxiLiteControl(wiring.Component):
             "running": In(1),
             "done": In(1),
             "error": In(1),
-            "error_code": In(3),
+            "error_code": In(ERROR_BITS),
             "error_index": In(32),
             "bus_error": In(1),
             "counters": In(counters_layout),

@@ -6,7 +6,7 @@ STORE to store, LOAD of INP/WGT to load, everything else (GEMM, ALU, FINISH, LOA
 UOP/ACC/ACC_8BIT) to compute. It stalls while the target queue is full.
 
 Fetch also checks what the hardware cannot execute and stops there with an error
-(`ErrorCode`) naming the instruction's index: an illegal opcode, a memory type the
+(`vdla.hardware.errors.ErrorCode`) naming the instruction's index: an illegal opcode, a memory type the
 instruction cannot use (LOAD of OUT or of an unknown type, STORE of anything but OUT),
 an unknown ALU opcode, or a stream that ends without FINISH (or is empty). It stops
 dispatching after FINISH. Once stopped it still takes in (and drops) the rest of the
@@ -15,8 +15,6 @@ stream, so the memory port always completes its command.
 
 from __future__ import annotations
 
-from enum import IntEnum
-
 from amaranth import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -24,17 +22,10 @@ from amaranth.lib.wiring import In, Out
 from .. import isa
 from ..config import Config
 from .dma import ElementReader
+from .errors import ERROR_BITS, ErrorCode
 from .interfaces import read_master
 
 __all__ = ["Fetch", "ErrorCode"]
-
-
-class ErrorCode(IntEnum):
-    NONE = 0
-    ILLEGAL_OPCODE = 1
-    BAD_MEMORY_TYPE = 2
-    BAD_ALU_OPCODE = 3
-    NO_FINISH = 4  # the stream ended (or was empty) without a FINISH
 
 
 class Fetch(wiring.Component):
@@ -52,8 +43,8 @@ class Fetch(wiring.Component):
             "compute_cmd": Out(insn_stream),
             "store_cmd": Out(insn_stream),
             "error": Out(1),  # pulse: an error was found
-            "error_code": Out(3),
-            "error_index": Out(count_width),
+            "error_code": Out(ERROR_BITS),
+            "error_index": Out(count_width),  # the instruction being dispatched (or found wrong)
             "busy": Out(1),  # launched and not yet finished with the stream
             "stall": Out(1),  # holding an instruction its queue has no room for
             "dispatch": Out(1),  # pulse: an instruction was sent to a queue
@@ -106,7 +97,7 @@ class Fetch(wiring.Component):
         to_load = is_load & ((mt == isa.Mem.INP) | (mt == isa.Mem.WGT))
         loadable = (mt == isa.Mem.UOP) | (mt == isa.Mem.WGT) | (mt == isa.Mem.INP) | (mt == isa.Mem.ACC) | (
             mt == isa.Mem.ACC_8BIT)
-        code = Signal(3)
+        code = Signal(ERROR_BITS)
         with m.If(op > max(isa.Op)):
             m.d.comb += code.eq(ErrorCode.ILLEGAL_OPCODE)
         with m.Elif((is_load & ~loadable) | (is_store & (mt != isa.Mem.OUT))):

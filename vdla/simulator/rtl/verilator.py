@@ -63,7 +63,7 @@ import numpy as np
 from ... import progress
 from ...config import PRESETS, Config
 from ...hardware.core import COUNTER_NAMES, QUEUES, STAGES
-from ...hardware.fetch import ErrorCode
+from ...hardware.errors import ErrorCode
 from ...hardware.regmap import AXI, COUNTER_BASE, STATUS_BITS, registers
 from ...hardware.stage import State
 from ...hardware.testbench import MemoryFault, RunResult, Stuck
@@ -83,7 +83,7 @@ HARNESS = Path(__file__).with_name("verilator_harness.cpp")
 HW_DIR = Path(__file__).resolve().parents[2] / "hardware"
 #: Verilator options for the generated Verilog (Amaranth's output trips width/unused lints).
 VERILATOR_FLAGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast", "--noassert"]
-_DONE, _STUCK, _LIMIT, _FAULT, _STOPPED = 0, 1, 2, 3, 4
+_DONE, _STUCK, _LIMIT, _FAULT, _STOPPED, _BUSY = 0, 1, 2, 3, 4, 5
 #: The AXI4-Lite register offsets the harness and the model use (`vdla.hardware.regmap`).
 REGISTERS = registers(AXI)
 #: Counters the watchdog watches while the memory bus is quiet.
@@ -406,6 +406,9 @@ class VerilatorModel:
         lib.vdla_free.argtypes = [vp]
         lib.vdla_reset.argtypes = [vp, u32]
         lib.vdla_set_memory.argtypes = [vp, vp, u64]
+        for f in (lib.vdla_free, lib.vdla_reset, lib.vdla_set_memory, lib.vdla_reg_read, lib.vdla_reg_write,
+                  lib.vdla_run):
+            f.restype = ctypes.c_int
         lib.vdla_cycle.argtypes = [vp]
         lib.vdla_cycle.restype = u64
         lib.vdla_beats.argtypes = [vp, ctypes.POINTER(u64)]
@@ -424,7 +427,7 @@ class VerilatorModel:
 
     def close(self) -> None:
         if self._h:
-            self._lib.vdla_free(self._h)
+            self._check(self._lib.vdla_free(self._h), "free the model")
             self._h = None
 
     def __del__(self) -> None:
@@ -433,7 +436,7 @@ class VerilatorModel:
 
     def reset(self, cycles: int = 4) -> None:
         """Reset the design and the memory model; on-chip buffers keep their contents."""
-        self._lib.vdla_reset(self._h, cycles)
+        self._check(self._lib.vdla_reset(self._h, cycles), "reset")
 
     @property
     def cycle(self) -> int:
@@ -442,13 +445,21 @@ class VerilatorModel:
 
     def read_reg(self, offset: int) -> int:
         v = ctypes.c_uint32()
-        if self._lib.vdla_reg_read(self._h, offset, ctypes.byref(v)):
+        if self._check(self._lib.vdla_reg_read(self._h, offset, ctypes.byref(v)), f"read register {offset:#x}"):
             raise VerilatorError(f"verilator: no AXI4-Lite response reading register {offset:#x}")
         return v.value
 
     def write_reg(self, offset: int, value: int) -> None:
-        if self._lib.vdla_reg_write(self._h, offset, value & 0xFFFF_FFFF):
+        if self._check(self._lib.vdla_reg_write(self._h, offset, value & 0xFFFF_FFFF), f"write register {offset:#x}"):
             raise VerilatorError(f"verilator: no AXI4-Lite response writing register {offset:#x}")
+
+    @staticmethod
+    def _check(code: int, what: str) -> int:
+        """`code` from the harness, unless it says a run is still clocking the model (then an error:
+        `run` waits for its worker, so only a caller that bypassed it gets here)."""
+        if code == _BUSY:
+            raise VerilatorError(f"verilator: cannot {what} while a run is still clocking the model")
+        return code
 
     def debug(self) -> dict[str, int]:
         """Stage states and queue levels from the debug registers (`debug` of `Core`)."""
@@ -472,27 +483,36 @@ class VerilatorModel:
         if dram.dtype != np.uint8 or not dram.flags.c_contiguous:
             raise TypeError("dram must be a C-contiguous uint8 array")
         self._dram = dram  # keep it alive while the harness holds its address
-        self._lib.vdla_set_memory(self._h, dram.ctypes.data, dram.size)
+        self._check(self._lib.vdla_set_memory(self._h, dram.ctypes.data, dram.size), "start a run")
         stop = ctypes.c_int32(0)
         out: list[int] = []
+        finished = threading.Event()
         args = (self._h, insn_addr, insn_count, max_cycles or 0, watchdog, self._marks, len(_MARKS),
                 REGISTERS["insn_addr"], REGISTERS["insn_count"], REGISTERS["control"], ctypes.byref(stop))
-        worker = threading.Thread(target=lambda: out.append(self._lib.vdla_run(*args)), name="vdla-verilator",
-                                  daemon=True)
-        worker.start()
+
+        def work() -> None:
+            try:
+                out.append(self._lib.vdla_run(*args))
+            finally:
+                finished.set()
+
+        # Waiting on our own Event, never on Thread.join: in CPython < 3.13 a KeyboardInterrupt inside
+        # join() marks the still-running thread as stopped (threading's bpo-45274 handler releases the
+        # thread-state lock the live worker holds), so a later join() returns at once and the reset
+        # below raced the simulation still clocking in the worker: the next program then stuck.
+        threading.Thread(target=work, name="vdla-verilator", daemon=True).start()
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while worker.is_alive():
-                worker.join(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
+            while not finished.wait(0.05 if deadline is None or stop.value else
+                                    max(0.0, min(0.05, deadline - time.monotonic()))):
                 if deadline is not None and time.monotonic() >= deadline:
                     stop.value = 1
-                    worker.join()
         except BaseException:  # KeyboardInterrupt: stop the simulation, leave the model usable
             stop.value = 1
-            worker.join()
+            _wait_uninterrupted(finished)
             self.reset()
             raise
-        code = out[0] if out else _STUCK
+        code = self._check(out[0], "run a program") if out else _STUCK
         if code == _STOPPED or code == _LIMIT:
             cycles = self.read_reg(REGISTERS["cycles"])
             dbg = self.debug()
@@ -538,6 +558,14 @@ class VerilatorModel:
         who = "writes" if is_write.value else "reads"
         raise MemoryFault(f"the core {who} [{addr.value:#x}, {addr.value + self.config.bus_bytes:#x}) "
                           f"outside DRAM ({dram.size:#x} bytes)")
+
+
+def _wait_uninterrupted(event: threading.Event) -> None:
+    """Wait for `event`: a worker told to stop ends within ~1024 cycles. A further Ctrl-C meanwhile
+    means the same (stop) and is absorbed: the model must be idle before anyone touches it again."""
+    while not event.is_set():
+        with contextlib.suppress(KeyboardInterrupt):
+            event.wait()
 
 
 def describe(dbg: dict[str, int]) -> str:
