@@ -65,6 +65,11 @@ def cases(c: Config, data: int) -> dict[str, BadIndex]:
         "store_out": ([isa.nop(Stage.COMPUTE, push_next=1),
                        isa.store(sram_base=acc - 1, dram_base=at(Mem.OUT), x_size=2, y_size=1, x_stride=2, pop_prev=1,
                                  push_prev=1), fin(pop_next=1)], None, 1, ErrorCode.SRAM_RANGE),
+        # An error while fetch still holds more than the stage's command queue can take: the core
+        # must drain the rest of the stream, not wait for the halted stage (it once deadlocked).
+        "load_then_a_full_queue": ([isa.load(Mem.INP, sram_base=inp - 1, dram_base=at(Mem.INP), x_size=2, y_size=1,
+                                             x_stride=2), *[isa.nop(Stage.LOAD)] * (c.cmd_queue_depth + 2), fin()],
+                                   None, 0, ErrorCode.SRAM_RANGE),
         # uop ranges.
         "uop_end": (*loop(isa.gemm, one, uop_end=uop + 1, iter_out=1, iter_in=1), 1, ErrorCode.UOP_RANGE),
         "uop_bgn_after_end": (*loop(isa.gemm, one, uop_bgn=2, uop_end=1, iter_out=1, iter_in=1), 1,

@@ -169,8 +169,8 @@ class Core(wiring.Component):
         # -- control ---------------------------------------------------------------------------
         halt = Signal()
         m.d.comb += self.error.eq(halt)
-        for stage in stages.values():
-            dp.d.comb += stage.halt.eq(halt)
+        for unit in (fetch, *stages.values()):
+            dp.d.comb += unit.halt.eq(halt)
         m.d.comb += [fetch.insn_addr.eq(self.insn_addr), fetch.insn_count.eq(self.insn_count)]
         launching = Signal()
         m.d.comb += [begin.eq(self.start & ~self.running), fetch.launch.eq(launching)]
@@ -222,5 +222,6 @@ class Core(wiring.Component):
 
 # Formal properties (proved by `nox -s formal`, stated in vdla/hardware/formal/properties.py):
 # command_queue: the fetch -> stage SyncFIFOBuffered never takes a write when full nor offers a
-# read when empty, level == writes - reads, words leave in order (bounded model check).
+# read when empty, level == writes - reads (k-induction); command_queue_order: words leave in order
+# (bounded model check).
 # (Kept at the end of the file: the RTLIL names source lines, which the board bitstreams hash.)

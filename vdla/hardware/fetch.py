@@ -9,8 +9,9 @@ Fetch also checks what the hardware cannot execute and stops there with an error
 (`vdla.hardware.errors.ErrorCode`) naming the instruction's index: an illegal opcode, a memory type the
 instruction cannot use (LOAD of OUT or of an unknown type, STORE of anything but OUT),
 an unknown ALU opcode, or a stream that ends without FINISH (or is empty). It stops
-dispatching after FINISH. Once stopped it still takes in (and drops) the rest of the
-stream, so the memory port always completes its command.
+dispatching after FINISH, and when ``halt`` says a stage's error stopped the core. Once
+stopped it still takes in (and drops) the rest of the stream, so the memory port always
+completes its command.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Fetch(wiring.Component):
         insn_stream = stream.Signature(isa.INSN_BITS)
         super().__init__({
             "launch": In(1),
+            "halt": In(1),  # a stage's error stopped the core: dispatch nothing more, drain the stream
             "insn_addr": In(32),
             "insn_count": In(count_width),
             "mem": Out(read_master(config.bus_width)),
@@ -122,6 +124,8 @@ class Fetch(wiring.Component):
                 m.d.sync += stopped.eq(1)
         with m.If(have & ~stopped & (code != 0)):
             m.d.comb += [self.error.eq(1), self.error_code.eq(code)]
+            m.d.sync += stopped.eq(1)
+        with m.If(self.halt):
             m.d.sync += stopped.eq(1)
         with m.If(launched & ~stopped & (index == count) & ~have):
             m.d.comb += [self.error.eq(1), self.error_code.eq(ErrorCode.NO_FINISH)]

@@ -390,6 +390,9 @@ def build_library(config: Config, waves: bool | str = False, verbose: bool = Fal
 # -- the model ---------------------------------------------------------------------------------------
 
 
+_LIBRARIES: dict[tuple[Config, str | bool], Path] = {}
+
+
 class VerilatorModel:
     """One Verilated AxiTop with its memory model, driven through the harness library."""
 
@@ -398,7 +401,12 @@ class VerilatorModel:
         self.latency = config.timing.dram_latency if latency is None else latency
         if waves:
             waves = str(resolve_waves(waves, "Device('verilator')", wave_support()))
-        self.lib_path = build_library(config, waves=Path(waves).suffix[1:] if waves else False)
+        trace = Path(waves).suffix[1:] if waves else False
+        # Checked once per process (hashing the sources and asking Verilator its version takes
+        # ~0.4 s): the fuzz campaign makes a fresh model after each run that left it out of step.
+        if (config, trace) not in _LIBRARIES:
+            _LIBRARIES[config, trace] = build_library(config, waves=trace)
+        self.lib_path = _LIBRARIES[config, trace]
         lib = self._lib = ctypes.CDLL(str(self.lib_path))
         vp, u32, u64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
         lib.vdla_new.restype = vp

@@ -228,8 +228,6 @@ void tick(Harness* h) {
     dump(h);
 }
 
-}  // namespace
-
 // AXI4-Lite write (waits for the B response); returns 0, or -1 if the slave never answers.
 int reg_write(Harness* h, uint32_t addr, uint32_t value) {
     h->l_aw = h->l_w = true;
