@@ -73,8 +73,8 @@ class Core(wiring.Component):
     ``range_checks``: latch the errors the stages find (an index past a buffer), each with
     its instruction's index carried through the command queues. On by default; a board with
     no room for it turns it off (its host validates every program before it runs,
-    `vdla.runtime.Device.run`), which leaves fetch's checks and the dropped out-of-range
-    writes of `Loader2D` but reports nothing for them."""
+    `vdla.runtime.Device.run`): fetch's checks stay, and the stages still drop rows past a
+    buffer and skip a GEMM/ALU whose uop range is out of bounds, but report none of it."""
 
     def __init__(self, config: Config, *, count_width: int = 32, range_checks: bool = True) -> None:
         self.config = c = config

@@ -301,6 +301,10 @@ class AxiMasterProps(_Props):
         return m
 
 
+#: Cycles a port of the AXI master may wait for its answer, with the defaults of `AxiResponseProps`.
+RESPONSE_BOUND = 20
+
+
 class AxiResponseProps(_Props):
     """The AXI4 master between fair core ports and a fair AXI4 slave modelled here: every
     command is answered, and no port owed an answer waits ``bound`` cycles in a row.
@@ -321,7 +325,7 @@ class AxiResponseProps(_Props):
     slave and the other ports' bursts; bound 20 holds to the proof's depth (30 cycles)."""
 
     def __init__(self, config_name: str = "small", max_burst: int = 2, fair: int = 1, core_fair: int = 1,
-                 max_beats: int = 3, bound: int = 20) -> None:
+                 max_beats: int = 3, bound: int = RESPONSE_BOUND) -> None:
         super().__init__()
         self.config = PRESETS[config_name]
         self.max_burst, self.fair, self.core_fair, self.max_beats, self.bound = (

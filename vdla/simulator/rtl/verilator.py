@@ -26,13 +26,17 @@ Report carries the cycle count and counters read back over AXI4-Lite (``CYCLES``
 the counter registers), mapped onto the golden simulator's names as pysim does, plus
 every raw RTL counter and the AXI beats per port in ``report.rtl_counters``.
 
-Failures: the error bit raises ProgramError naming the instruction; no progress for
+Failures: the error bit raises the golden simulator's error for the core's ERROR_CODE
+(`vdla.simulator.rtl.pysim.error_class`: an index past a buffer the core found itself, or
+an encoding fetch rejects) naming the instruction in ERROR_INDEX; no progress for
 ``watchdog`` cycles (no AXI beat and no instruction retired or uop-iteration done)
 raises DeadlockError naming each stage's state and the queue levels, read from the
 debug registers; then the design is reset (buffers keep their contents) and the device
 stays usable. ``max_cycles`` and ``timeout`` (wall-clock seconds) bound a run (LimitError);
 Ctrl-C stops a run within a few thousand cycles (the harness polls a stop flag that the
-waiting Python thread sets) and leaves the device usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
+waiting Python thread sets; the model is reset only once the simulation thread has
+returned, and the harness refuses every call while a run is clocking it) and leaves the
+device usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
 
 Waveforms: ``Device("verilator", waves="run.vcd")`` (or ``.fst``; `vdla.simulator.rtl.waves`) builds a
 tracing variant (``sim_build/<config>-waves`` for VCD, ``-waves-fst`` for FST) and writes the trace
