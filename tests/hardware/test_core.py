@@ -10,21 +10,23 @@ RTL's counters.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 
 import numpy as np
 import pytest
-from support import REPO
+from support import REPO, bad_indices
 
 import vdla.simulator.rtl.pysim  # noqa: F401  (registers the backend)
 from vdla import isa
 from vdla.config import PRESETS, Config
 from vdla.fuzz.randprog import random_program
-from vdla.hardware.fetch import ErrorCode
+from vdla.hardware.errors import ErrorCode
 from vdla.hardware.testbench import CoreSim
 from vdla.runtime import AluOp, CommandStream, Device, Loop, Mem, Program, Stage, UopKernel
 from vdla.runtime.backends.pysim import PysimBackend
-from vdla.simulator import DeadlockError, ProgramError
+from vdla.simulator import DeadlockError, ExecutionError, ProgramError, SimulatorError
+from vdla.simulator.rtl.pysim import error_class
 
 ROOT = REPO
 DRAM = 1 << 18
@@ -206,6 +208,53 @@ def test_error_surfaces_as_program_error_on_the_device():
         dev.run(Program(c, insns), validate=False)  # the core's own check
     with pytest.raises(ProgramError, match="instruction 0: unknown opcode 7"):  # the golden one, before the core
         dev.run(Program(c, insns))
+
+
+@pytest.fixture(scope="module")
+def small_pair() -> tuple[Device, Device]:
+    return _devices(PRESETS["small"])
+
+
+@pytest.mark.parametrize("name", sorted(bad_indices.cases(PRESETS["small"], 0)))
+def test_an_index_past_a_buffer_gets_the_golden_verdict(small_pair, name):
+    """Unvalidated, the core finds it itself: the golden simulator's error class and instruction."""
+    fsim, pysim = small_pair
+    c = fsim.config
+    buf = pysim.alloc(bad_indices.data_bytes(c))
+    try:
+        case = bad_indices.cases(c, buf.addr)[name]
+        want = ("ok", None) if case.code is None else (error_class(case.code).__name__, case.index)
+        assert bad_indices.verdict(fsim, case.program, validate=True) == want
+        with pytest.raises(SimulatorError, match=case.code.name) if case.code else contextlib.nullcontext():
+            pysim.run(case.program, validate=False)
+        assert bad_indices.verdict(pysim, case.program, validate=False) == want
+    finally:
+        buf.free()
+
+
+def test_an_element_past_a_buffer_is_never_written():
+    """ACC rows are preloaded; a LOAD and an ALU loop that run past ACC never write the row they would wrap to."""
+    c = PRESETS["small"]
+    dev = Device("pysim", config=c, dram_size=DRAM)
+    rng = np.random.default_rng(5)
+    pattern = dev.array(rng.integers(0, 256, c.acc_depth * c.acc_elem_bytes, dtype=np.uint8))
+    data = dev.array(np.full(bad_indices.data_bytes(c), 0x22, np.uint8))
+    fill = isa.load(Mem.ACC, dram_base=pattern.addr // c.acc_elem_bytes, x_size=c.acc_depth, y_size=1,
+                    x_stride=c.acc_depth)
+    dev.run(Program(c, isa.encode([fill, isa.finish()], c)))
+    sim = dev.backend.sim
+    before, out_before = sim.read_buffer("acc"), sim.read_buffer("out")
+    cases = bad_indices.cases(c, data.addr)
+    with pytest.raises(ProgramError, match="SRAM_RANGE at instruction 1"):
+        dev.run(cases["load_acc"].program, validate=False)  # rows acc-1 and acc (= row 0 wrapped)
+    after = sim.read_buffer("acc")
+    assert after[-1] != before[-1] and after[-1] == int.from_bytes(b"\x22" * c.acc_elem_bytes, "little")
+    assert after[:-1] == before[:-1]
+    with pytest.raises(ExecutionError, match="UOP_INDEX at instruction 1"):
+        dev.run(cases["alu_dst"].program, validate=False)  # ACC[1] += 5, then ACC[acc] (= row 0 wrapped)
+    acc, out = sim.read_buffer("acc"), sim.read_buffer("out")
+    assert acc[0] == before[0] and out[0] == out_before[0]
+    assert acc[2:] == after[2:]  # (row 1 is inside: written or not, depending on when the halt lands)
 
 
 def test_deadlocking_program_trips_the_watchdog():

@@ -19,7 +19,7 @@ import cocotb
 import numpy as np
 
 from vdla.hardware.axi import MAGIC, REGISTERS, VERSION
-from vdla.hardware.fetch import ErrorCode
+from vdla.hardware.errors import ErrorCode
 from vdla.sim import AxiTopDriver
 from vdla.sim.driver import DONE, ERROR
 from vdla.sim.golden import first_difference

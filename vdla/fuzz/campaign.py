@@ -11,8 +11,11 @@ differing address (or counter); rerun one case with ``--configs NAME --seed SEED
 ``--invalid N`` (default 10,000; 0 for none) adds N invalid programs
 (`vdla.fuzz.invalid.invalid_program`: a valid one with one mutation). Each must get the
 same verdict from both devices: the same error class and instruction index, or (for a
-mutation that left the program valid) the same results. Rerun one with ``--invalid 1
---count 0 --seed SEED``.
+mutation that left the program valid) the same results. On an RTL device (pysim,
+verilator) the mutations the core checks itself (`vdla.fuzz.invalid.RTL_CHECKED`: indices
+past a buffer, bad memory types and ALU opcodes) run without `Device.run`'s validation, so
+the verdict is the core's own (printed as "... (core)"); ``--validate-all`` validates them
+too. Rerun one with ``--invalid 1 --count 0 --seed SEED``.
 Programs are spread over ``--jobs`` worker processes (one device per config per worker, so
 buffers persist across programs as on hardware); the exit status is 1 if any case failed.
 """
@@ -32,12 +35,14 @@ from .. import progress
 from ..config import preset
 from ..runtime.device import Device
 from ..simulator import SimulatorError
-from .invalid import invalid_program
+from .invalid import RTL_CHECKED, invalid_program
 from .randprog import random_program
 
-__all__ = ["CaseResult", "check_case", "check_invalid_case", "verdict", "first_difference", "main"]
+__all__ = ["CaseResult", "check_case", "check_invalid_case", "verdict", "first_difference", "main", "SELF_CHECKING"]
 
 DRAM = 1 << 18
+#: Devices whose core checks indices itself: `RTL_CHECKED` mutations run on them unvalidated.
+SELF_CHECKING = ("pysim", "verilator")
 
 
 @dataclass
@@ -48,6 +53,9 @@ class CaseResult:
     message: str = ""
     cycles: int = 0
     invalid: bool = False  # a mutated program (`check_invalid_case`); message: its verdict when ok
+    #: The DUT ran part of a program the golden simulator rejected whole (an unvalidated run that
+    #: the core stopped): their buffers differ now, so the next case needs fresh devices.
+    diverged: bool = False
 
 
 def first_difference(want: np.ndarray, got: np.ndarray, base: int) -> str:
@@ -72,45 +80,61 @@ def check_case(config: str, seed: int, golden: Device, dut: Device) -> CaseResul
     return CaseResult(config, seed, True, "", rtl.cycles)
 
 
-def verdict(case, device: Device) -> tuple[str, int | None, np.ndarray | None]:
+def verdict(case, device: Device, validate: bool = True) -> tuple[str, int | None, np.ndarray | None]:
     """(error class, instruction index, None) if `device` rejects the case, else ("ok", None, output bytes)."""
     try:
-        out, _ = case.run(device)
+        out, _ = case.run(device, validate=validate)
     except SimulatorError as e:
         return type(e).__name__, e.index, None
     return "ok", None, out
 
 
-def check_invalid_case(config: str, seed: int, golden: Device, dut: Device) -> CaseResult:
-    """Run mutated program `seed` on both devices: the same error and index, or the same results."""
+def check_invalid_case(config: str, seed: int, golden: Device, dut: Device, raw: bool | None = None) -> CaseResult:
+    """Run mutated program `seed` on both devices: the same error and index, or the same results.
+
+    ``raw`` (default: when the DUT is in `SELF_CHECKING`): a mutation in `RTL_CHECKED` runs on
+    the DUT without validation, so its core's own run-time check must give the golden verdict."""
     bad = invalid_program(golden.config, seed)
+    if raw is None:
+        raw = dut.backend.name in SELF_CHECKING
+    raw = raw and bad.mutation in RTL_CHECKED
     want = verdict(bad.case, golden)
     try:
-        got = verdict(bad.case, dut)
+        got = verdict(bad.case, dut, validate=not raw)
     except Exception as e:  # noqa: BLE001 - anything but the golden simulator's error is a finding
         return CaseResult(config, seed, False, f"{bad.mutation}: {type(e).__name__}: {e}", invalid=True)
+    how = " unvalidated" if raw else ""
     if want[:2] != got[:2]:
         return CaseResult(config, seed, False, f"{bad.mutation} at instruction {bad.index}: golden {want[:2]}, "
-                                               f"device {got[:2]}", invalid=True)
+                                               f"device{how} {got[:2]}", invalid=True)
     if want[0] == "ok" and not np.array_equal(want[2], got[2]):
         return CaseResult(config, seed, False, f"{bad.mutation} (still valid): "
                           + first_difference(want[2], got[2], bad.case.out_range[0]), invalid=True)
-    return CaseResult(config, seed, True, want[0], invalid=True)
+    return CaseResult(config, seed, True, want[0] + (" (core)" if raw else ""), invalid=True,
+                      diverged=raw and got[0] != "ok")
 
 
 _devices: dict[str, tuple[Device, Device]] = {}
 
 
-def _work(args: tuple[str, str, int, bool]) -> CaseResult:
-    kind, config, seed, invalid = args
+def _work(args: tuple[str, str, int, bool, bool]) -> CaseResult:
+    kind, config, seed, invalid, validate_all = args
     if config not in _devices:
         c = preset(config)
         _devices[config] = (Device("fsim", config=c, dram_size=DRAM), Device(kind, config=c, dram_size=DRAM))
     golden, dut = _devices[config]
-    res = (check_invalid_case if invalid else check_case)(config, seed, golden, dut)
-    if not res.ok:  # start from a fresh device: the failed run may have left the core mid-program
-        del _devices[config]
+    if invalid:
+        res = check_invalid_case(config, seed, golden, dut, raw=False if validate_all else None)
+    else:
+        res = check_case(config, seed, golden, dut)
+    if not res.ok or res.diverged:  # fresh devices: the run may have left the core mid-program, or
+        _close(_devices.pop(config))  # the two devices' buffers differ
     return res
+
+
+def _close(devices: tuple[Device, ...]) -> None:
+    for d in devices:
+        d.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +150,9 @@ def _main(argv: list[str] | None) -> int:
     p.add_argument("--count", type=int, default=10_000, help="programs in all")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument("--invalid", type=int, default=10_000, help="mutated invalid programs besides the valid ones")
+    p.add_argument("--validate-all", action="store_true",
+                   help="validate every invalid program on the device too (default: the mutations an RTL core "
+                        "checks itself run on it unvalidated)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     args = p.parse_args(argv)
@@ -139,8 +166,9 @@ def _main(argv: list[str] | None) -> int:
     for name, n in (("--count", args.count), ("--invalid", args.invalid), ("--jobs", args.jobs)):
         if n < 0:
             p.error(f"{name} must be >= 0, got {n}")
-    work = [(args.device, configs[i % len(configs)], args.seed + i // len(configs), False) for i in range(args.count)]
-    work += [(args.device, configs[i % len(configs)], args.seed + i // len(configs), True)
+    work = [(args.device, configs[i % len(configs)], args.seed + i // len(configs), False, args.validate_all)
+            for i in range(args.count)]
+    work += [(args.device, configs[i % len(configs)], args.seed + i // len(configs), True, args.validate_all)
              for i in range(args.invalid)]
     t0 = time.monotonic()
     failures: list[CaseResult] = []

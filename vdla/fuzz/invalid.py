@@ -12,6 +12,8 @@ every device must run it and agree on the results, as for a valid program.
 
 The campaign (`vdla.fuzz.campaign`, ``--invalid``) runs each case on fsim and on the
 device under test and compares the verdict: the error class and the instruction index.
+For the mutations in `RTL_CHECKED` an RTL device runs the program without `Device.run`'s
+validation, so its verdict is the core's own run-time check.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..isa import AluOp, Mem, Op, Stage, buffer_depth, decode, encode, layout, s
 from ..simulator.check import sram_span
 from .randprog import RandomCase, random_program
 
-__all__ = ["InvalidCase", "invalid_program", "MUTATIONS"]
+__all__ = ["InvalidCase", "invalid_program", "MUTATIONS", "RTL_CHECKED"]
 
 
 @dataclass
@@ -176,6 +178,15 @@ MUTATIONS: dict[str, Callable] = {
     "dram_past_end": _dram_past,
     "finish_not_last": _early_finish,
 }
+
+
+#: Mutations the RTL finds by itself while running (`vdla.hardware.errors`): fetch rejects a bad
+#: memory type or ALU opcode, the stages an SRAM row, a uop range or a uop-loop index past its
+#: buffer. The campaign runs these on an RTL device unvalidated, so the verdict is the core's own.
+#: The others it cannot see (a pop no one feeds deadlocks; padding, flags, FINISH placement and
+#: DRAM bounds are not checked in hardware) are left to `Device.run`'s validation.
+RTL_CHECKED = frozenset({"sram_past_buffer", "uop_end_past_buffer", "uop_bgn_after_end", "uop_index_past_buffer",
+                         "bad_enum"})
 
 
 def invalid_program(config: Config, seed: int, mutation: str | None = None) -> InvalidCase:

@@ -38,16 +38,17 @@ class RandomCase:
     dram: np.ndarray  # initial DRAM image (uint8)
     out_range: tuple[int, int]  # bytes [start, end) the program writes
 
-    def run(self, device: Device, strict: bool = True) -> tuple[np.ndarray, Report]:
+    def run(self, device: Device, strict: bool = True, validate: bool = True) -> tuple[np.ndarray, Report]:
         """Run on a fresh `device` (DRAM larger than the case's): the case's image goes at
-        address 0, the device places uops and instructions above it. Returns the output bytes."""
+        address 0, the device places uops and instructions above it. Returns the output bytes.
+        ``validate=False``: skip `Device.run`'s checks (an RTL device's own then decide)."""
         n = self.dram.size
         if device.dram.size <= n:
             raise ValueError(f"{device!r} has {device.dram.size} bytes of DRAM; the case needs more than {n}")
         device.allocator.reserve(4096, n - 4096)
         try:
             device.dram[:n] = self.dram
-            report = device.run(self.program, strict=strict)
+            report = device.run(self.program, strict=strict, validate=validate)
             return device.dram[self.out_range[0] : self.out_range[1]].copy(), report
         finally:
             device.allocator.free(4096)

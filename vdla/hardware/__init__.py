@@ -13,6 +13,6 @@ table. `testbench.CoreSim` runs the core in Amaranth's simulator against a numpy
 """
 
 from .core import COUNTER_NAMES, Core
-from .fetch import ErrorCode
+from .errors import ErrorCode
 
 __all__ = ["Core", "ErrorCode", "COUNTER_NAMES"]

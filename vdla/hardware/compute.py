@@ -7,6 +7,13 @@ completes, push_prev sends g2l (load may overwrite INP/WGT) and push_next sends 
 (OUT holds results). Instructions run one at a time; GEMM and ALU go through the
 `TensorPipeline` at one uop-iteration per cycle. FINISH completes like any instruction
 (it may carry flags) and then pulses ``finish``. LOADs with x_size = 0 are NOPs.
+
+Errors (``error``, `vdla.hardware.errors`): a GEMM/ALU whose ``uop_end`` is past the uop
+buffer or whose ``uop_bgn > uop_end`` is refused at start (UOP_RANGE); an iteration whose
+index is past its buffer (UOP_INDEX, found by the tensor pipeline) and a LOAD row past
+UOP/ACC (SRAM_RANGE, dropped by the loader) are reported as they come up. Once the core has
+halted, the tensor pipeline's ACC/OUT writes are dropped: the error reaches ``halt`` before
+the offending iteration reaches its write, so no index wraps onto another row.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from .. import isa
 from ..config import Config
 from .buffers import make_buffer, write_lanes
 from .dma import Loader2D, Target
+from .errors import ErrorCode
 from .interfaces import connect_read_port, read_master, sram_read, sram_write, token
 from .stage import run_stage, stage_status
 from .tensor import TensorPipeline
@@ -82,8 +90,9 @@ class Compute(wiring.Component):
         acc_rp_dst, acc_rp_src = acc_mem.read_port(), acc_mem.read_port()
         connect_read_port(m, tensor.acc_rd_dst, acc_rp_dst)
         connect_read_port(m, tensor.acc_rd_src, acc_rp_src)
-        with m.If(tensor.acc_wr.en):
-            m.d.comb += [acc_wp.en.eq(-1), acc_wp.addr.eq(tensor.acc_wr.addr), acc_wp.data.eq(tensor.acc_wr.data)]
+        with m.If(tensor.acc_wr.en):  # once the core has halted (an index past ACC among the causes), no more
+            m.d.comb += [acc_wp.en.eq((~self.halt).replicate(len(acc_wp.en))), acc_wp.addr.eq(tensor.acc_wr.addr),
+                         acc_wp.data.eq(tensor.acc_wr.data)]
         with m.Elif(mtype == isa.Mem.ACC_8BIT):
             acc8 = loader.acc8_wr
             per_lane = lanes // len(acc8.en)
@@ -97,7 +106,7 @@ class Compute(wiring.Component):
         for ours, theirs in ((self.inp_rd, tensor.inp_rd), (self.wgt_rd, tensor.wgt_rd)):
             m.d.comb += [ours.en.eq(theirs.en), ours.addr.eq(theirs.addr), theirs.data.eq(ours.data)]
         m.d.comb += [
-            self.out_wr.en.eq(tensor.out_wr.en), self.out_wr.addr.eq(tensor.out_wr.addr),
+            self.out_wr.en.eq(tensor.out_wr.en & ~self.halt), self.out_wr.addr.eq(tensor.out_wr.addr),
             self.out_wr.data.eq(tensor.out_wr.data),
             self.uop_elem.eq(loader.elem & (mtype == isa.Mem.UOP)), self.acc_elem.eq(loader.elem & (mtype != isa.Mem.UOP)),
             self.gemm_iter.eq(tensor.gemm_iter), self.alu_iter.eq(tensor.alu_iter),
@@ -109,11 +118,22 @@ class Compute(wiring.Component):
         pushes = {"prev": mem_insn.push_prev, "next": mem_insn.push_next}
         is_tensor = (opcode == isa.Op.GEMM) | (opcode == isa.Op.ALU)
         is_load = (opcode == isa.Op.LOAD) & (mem_insn.x_size != 0)
-        start = Signal()
-        m.d.comb += [tensor.start.eq(start & is_tensor), loader.start.eq(start & is_load)]
+        # A uop range past the uop buffer (or reversed) is refused at start: the instruction then
+        # ends the next cycle without running (the core halts on the error).
+        gemm = data.View(isa.amaranth_layout(c, "gemm"), raw)
+        bad_uops = is_tensor & ((gemm.uop_end > c.uop_depth) | (gemm.uop_bgn > gemm.uop_end))
+        start, refused = Signal(), Signal()
+        m.d.comb += [tensor.start.eq(start & is_tensor & ~bad_uops), loader.start.eq(start & is_load)]
+        m.d.sync += refused.eq(start & bad_uops)
+        with m.If(start & bad_uops):
+            m.d.comb += self.error.eq(ErrorCode.UOP_RANGE)
+        with m.Elif(tensor.index_error):
+            m.d.comb += self.error.eq(ErrorCode.UOP_INDEX)
+        with m.Elif(loader.range_error):
+            m.d.comb += self.error.eq(ErrorCode.SRAM_RANGE)
         retire = run_stage(m, self, raw=raw, tokens=tokens, pops=pops, pushes=pushes,
                            nop=~is_tensor & ~is_load,  # FINISH and NOPs only move tokens
-                           start=start, done=loader.done | tensor.done)
+                           start=start, done=loader.done | tensor.done | refused)
         # FINISH completes like any instruction (it may carry flags), then signals the core.
         m.d.comb += self.finish.eq(retire & (opcode == isa.Op.FINISH))
         return m

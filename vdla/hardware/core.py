@@ -16,8 +16,9 @@ Ports (see `vdla.hardware.interfaces` for the memory-request protocol):
   resets every queue and stage (the buffers keep their contents).
 - status: ``running``; ``done`` (set when FINISH completes, or when an error has stopped
   the core and every stage has finished the instruction it was executing; stays set
-  until the next start); ``error`` with ``error_code`` (`ErrorCode`) and
-  ``error_index`` (the instruction).
+  until the next start); ``error`` with ``error_code`` (`vdla.hardware.errors.ErrorCode`:
+  an encoding fetch rejects, or an index past a buffer a stage finds) and ``error_index``
+  (the instruction: each carries its index through its command queue).
 - ``counters`` (`Counters`): cycles since start, per stage busy/stall cycles and retired
   instructions, uop-iterations, elements moved; ``debug``: per stage state and the token
   queue levels, for watchdogs and waveforms.
@@ -25,7 +26,7 @@ Ports (see `vdla.hardware.interfaces` for the memory-request protocol):
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Cat, Module, Signal, unsigned
 from amaranth.hdl import ResetInserter
 from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
@@ -34,7 +35,8 @@ from .. import isa
 from ..config import Config
 from .buffers import make_buffer, write_lanes
 from .compute import Compute
-from .fetch import ErrorCode, Fetch
+from .errors import ERROR_BITS, ErrorCode
+from .fetch import Fetch
 from .interfaces import connect_read_port, read_master, write_master
 from .load import Load
 from .stage import State
@@ -67,11 +69,17 @@ Debug = debug_layout
 
 class Core(wiring.Component):
     """The core for `config`. ``count_width`` bounds ``insn_count`` (and the instruction
-    indices fetch keeps): 32 bits by default; a board with little memory passes fewer."""
+    indices fetch keeps): 32 bits by default; a board with little memory passes fewer.
+    ``range_checks``: latch the errors the stages find (an index past a buffer), each with
+    its instruction's index carried through the command queues. On by default; a board with
+    no room for it turns it off (its host validates every program before it runs,
+    `vdla.runtime.Device.run`): fetch's checks stay, and the stages still drop rows past a
+    buffer and skip a GEMM/ALU whose uop range is out of bounds, but report none of it."""
 
-    def __init__(self, config: Config, *, count_width: int = 32) -> None:
+    def __init__(self, config: Config, *, count_width: int = 32, range_checks: bool = True) -> None:
         self.config = c = config
         self.count_width = count_width
+        self.range_checks = range_checks
         super().__init__({
             "start": In(1),
             "insn_addr": In(32),
@@ -79,7 +87,7 @@ class Core(wiring.Component):
             "running": Out(1),
             "done": Out(1),
             "error": Out(1),
-            "error_code": Out(3),
+            "error_code": Out(ERROR_BITS),
             "error_index": Out(32),
             "counters": Out(Counters),
             "debug": Out(debug_layout(c)),
@@ -107,16 +115,23 @@ class Core(wiring.Component):
         dp.submodules.store = store = Store(c)
         stages = {"load": load, "compute": compute, "store": store}
 
-        # Command queues: fetch -> stages.
+        # Command queues: fetch -> stages. Each instruction travels with its index in the stream,
+        # which `index[name]` holds while the stage holds the instruction (for the errors it finds).
+        index = {}
+        index_bits = self.count_width if self.range_checks else 0
         for name, stage in stages.items():
-            q = fifo.SyncFIFOBuffered(width=isa.INSN_BITS, depth=c.cmd_queue_depth)
+            q = fifo.SyncFIFOBuffered(width=isa.INSN_BITS + index_bits, depth=c.cmd_queue_depth)
             dp.submodules[f"{name}_queue"] = q
             out = getattr(fetch, f"{name}_cmd")
+            index[name] = Signal(index_bits, name=f"{name}_index")
             dp.d.comb += [
-                q.w_data.eq(out.payload), q.w_en.eq(out.valid), out.ready.eq(q.w_rdy),
-                stage.cmd.payload.eq(q.r_data), stage.cmd.valid.eq(q.r_rdy), q.r_en.eq(stage.cmd.ready),
-                getattr(self.debug, f"{name}_queue").eq(q.level),
+                q.w_data.eq(Cat(out.payload, fetch.error_index[:index_bits])), q.w_en.eq(out.valid),
+                out.ready.eq(q.w_rdy),
+                stage.cmd.payload.eq(q.r_data[: isa.INSN_BITS]), stage.cmd.valid.eq(q.r_rdy),
+                q.r_en.eq(stage.cmd.ready), getattr(self.debug, f"{name}_queue").eq(q.level),
             ]
+            with dp.If(q.r_en & q.r_rdy):
+                dp.d.sync += index[name].eq(q.r_data[isa.INSN_BITS:])
         # Token queues.
         ends = {"l2g": (load.l2g, compute.l2g), "g2l": (compute.g2l, load.g2l),
                 "g2s": (compute.g2s, store.g2s), "s2g": (store.s2g, compute.s2g)}
@@ -154,8 +169,8 @@ class Core(wiring.Component):
         # -- control ---------------------------------------------------------------------------
         halt = Signal()
         m.d.comb += self.error.eq(halt)
-        for stage in stages.values():
-            dp.d.comb += stage.halt.eq(halt)
+        for unit in (fetch, *stages.values()):
+            dp.d.comb += unit.halt.eq(halt)
         m.d.comb += [fetch.insn_addr.eq(self.insn_addr), fetch.insn_count.eq(self.insn_count)]
         launching = Signal()
         m.d.comb += [begin.eq(self.start & ~self.running), fetch.launch.eq(launching)]
@@ -163,8 +178,15 @@ class Core(wiring.Component):
         with m.If(begin):
             m.d.sync += [self.running.eq(1), self.done.eq(0), halt.eq(0), self.error_code.eq(0),
                          self.error_index.eq(0)]
-        with m.If(fetch.error & ~halt):
-            m.d.sync += [halt.eq(1), self.error_code.eq(fetch.error_code), self.error_index.eq(fetch.error_index)]
+        # The first error stops the core: fetch's (an encoding it rejects) or a stage's (an index
+        # past a buffer, with the index of the instruction that stage holds).
+        with m.If(~halt):
+            with m.If(fetch.error):
+                m.d.sync += [halt.eq(1), self.error_code.eq(fetch.error_code),
+                             self.error_index.eq(fetch.error_index)]
+            for name, stage in stages.items() if self.range_checks else ():
+                with m.Elif(stage.error != ErrorCode.NONE):
+                    m.d.sync += [halt.eq(1), self.error_code.eq(stage.error), self.error_index.eq(index[name])]
         executing = [stage.status.state == State.EXEC for stage in stages.values()]
         quiet = ~fetch.busy
         for e in executing:
@@ -200,5 +222,6 @@ class Core(wiring.Component):
 
 # Formal properties (proved by `nox -s formal`, stated in vdla/hardware/formal/properties.py):
 # command_queue: the fetch -> stage SyncFIFOBuffered never takes a write when full nor offers a
-# read when empty, level == writes - reads, words leave in order (bounded model check).
+# read when empty, level == writes - reads (k-induction); command_queue_order: words leave in order
+# (bounded model check).
 # (Kept at the end of the file: the RTLIL names source lines, which the board bitstreams hash.)

@@ -182,7 +182,13 @@ class Loader2D(wiring.Component):
     ``insn.memory_type`` picks the target; ``insn`` is held stable by the owner for the whole
     instruction. Pulse ``start`` with it; ``done`` pulses when the last SRAM row is written.
     ``elem`` pulses per element taken from DRAM. Each target has a write port
-    ``<name>_wr``; only the selected target's enables are ever set."""
+    ``<name>_wr``; only the selected target's enables are ever set.
+
+    A row at or past the target's depth (the SRAM row counter has one bit more than the
+    widest index; a base past the end is caught at start) is dropped, and so is every later
+    row of the instruction: ``range_error`` is high while they come (`ErrorCode.SRAM_RANGE`;
+    the core latches the first). The data is still taken from memory, so the instruction
+    completes as usual."""
 
     def __init__(self, config: Config, targets: Sequence[Target]) -> None:
         self.config, self.targets = config, tuple(targets)
@@ -195,6 +201,7 @@ class Loader2D(wiring.Component):
             "busy": Out(1),
             "done": Out(1),
             "elem": Out(1),
+            "range_error": Out(1),
             "mem": Out(read_master(config.bus_width)),
             **{f"{t.name}_wr": Out(sram_write(t.sram_addr_width, t.row_bits, t.lanes(self.bus_bytes)))
                for t in self.targets},
@@ -228,7 +235,12 @@ class Loader2D(wiring.Component):
         # -- the 2D walk: segment 0 = padding before, 1 = data, 2 = padding after ------------
         xs, ys = Signal(2), Signal(2)
         x_left, y_left = Signal(16), Signal(16)
-        addr = Signal(max(t.sram_addr_width for t in targets))
+        addr = Signal(max(t.sram_addr_width for t in targets) + 1)
+        past = _pick(m, which, [addr[t.sram_addr_width:] != 0 for t in targets], 1)  # row >= depth
+        # This instruction's rows are past the buffer from here on: its base was, or a row was
+        # (the counter, one bit wider than the widest buffer's index, could wrap back later).
+        over = Signal()
+        base_past = _pick(m, which, [insn.sram_base[t.sram_addr_width:] != 0 for t in targets], 1)
         active = Signal()
         m.d.comb += self.busy.eq(active | self.start)
 
@@ -237,7 +249,7 @@ class Loader2D(wiring.Component):
 
         with m.If(self.start):
             m.d.sync += [row_addr.eq(insn.dram_base), rows_left.eq(insn.y_size), addr.eq(insn.sram_base),
-                         active.eq(1), *first_x()]
+                         active.eq(1), over.eq(base_past), *first_x()]
             with m.If(insn.y_pad_0 != 0):
                 m.d.sync += [ys.eq(0), y_left.eq(insn.y_pad_0)]
             with m.Elif(insn.y_size != 0):
@@ -250,13 +262,17 @@ class Loader2D(wiring.Component):
         lane = Signal(range(max(t.lanes(self.bus_bytes) for t in targets)))
         chunk = reader.out.payload.data
         m.d.comb += reader.out.ready.eq(active & (y_left != 0) & ~pad)
+        writing = active & (y_left != 0) & (pad | reader.out.valid)
+        m.d.comb += self.range_error.eq(writing & (past | over))
+        with m.If(writing & past):
+            m.d.sync += over.eq(1)
         for i, t in enumerate(targets):
             port, lanes = getattr(self, f"{t.name}_wr"), t.lanes(self.bus_bytes)
             bits = chunk[: 8 * min(t.elem_bytes, self.bus_bytes)]
             if t.widen:
                 bits = Cat(*(_sext(bits.word_select(k, 8), t.widen) for k in range(len(bits) // 8)))
             m.d.comb += [port.addr.eq(addr), port.data.eq(Mux(pad, 0, bits.replicate(lanes)))]
-            with m.If(active & (which == i) & (y_left != 0)):
+            with m.If(active & (which == i) & (y_left != 0) & ~past & ~over):
                 with m.If(pad):
                     m.d.comb += port.en.eq(-1)
                 with m.Elif(reader.out.valid):

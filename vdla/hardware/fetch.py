@@ -6,16 +6,15 @@ STORE to store, LOAD of INP/WGT to load, everything else (GEMM, ALU, FINISH, LOA
 UOP/ACC/ACC_8BIT) to compute. It stalls while the target queue is full.
 
 Fetch also checks what the hardware cannot execute and stops there with an error
-(`ErrorCode`) naming the instruction's index: an illegal opcode, a memory type the
+(`vdla.hardware.errors.ErrorCode`) naming the instruction's index: an illegal opcode, a memory type the
 instruction cannot use (LOAD of OUT or of an unknown type, STORE of anything but OUT),
 an unknown ALU opcode, or a stream that ends without FINISH (or is empty). It stops
-dispatching after FINISH. Once stopped it still takes in (and drops) the rest of the
-stream, so the memory port always completes its command.
+dispatching after FINISH, and when ``halt`` says a stage's error stopped the core. Once
+stopped it still takes in (and drops) the rest of the stream, so the memory port always
+completes its command.
 """
 
 from __future__ import annotations
-
-from enum import IntEnum
 
 from amaranth import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
@@ -24,17 +23,10 @@ from amaranth.lib.wiring import In, Out
 from .. import isa
 from ..config import Config
 from .dma import ElementReader
+from .errors import ERROR_BITS, ErrorCode
 from .interfaces import read_master
 
 __all__ = ["Fetch", "ErrorCode"]
-
-
-class ErrorCode(IntEnum):
-    NONE = 0
-    ILLEGAL_OPCODE = 1
-    BAD_MEMORY_TYPE = 2
-    BAD_ALU_OPCODE = 3
-    NO_FINISH = 4  # the stream ended (or was empty) without a FINISH
 
 
 class Fetch(wiring.Component):
@@ -45,6 +37,7 @@ class Fetch(wiring.Component):
         insn_stream = stream.Signature(isa.INSN_BITS)
         super().__init__({
             "launch": In(1),
+            "halt": In(1),  # a stage's error stopped the core: dispatch nothing more, drain the stream
             "insn_addr": In(32),
             "insn_count": In(count_width),
             "mem": Out(read_master(config.bus_width)),
@@ -52,8 +45,8 @@ class Fetch(wiring.Component):
             "compute_cmd": Out(insn_stream),
             "store_cmd": Out(insn_stream),
             "error": Out(1),  # pulse: an error was found
-            "error_code": Out(3),
-            "error_index": Out(count_width),
+            "error_code": Out(ERROR_BITS),
+            "error_index": Out(count_width),  # the instruction being dispatched (or found wrong)
             "busy": Out(1),  # launched and not yet finished with the stream
             "stall": Out(1),  # holding an instruction its queue has no room for
             "dispatch": Out(1),  # pulse: an instruction was sent to a queue
@@ -106,7 +99,7 @@ class Fetch(wiring.Component):
         to_load = is_load & ((mt == isa.Mem.INP) | (mt == isa.Mem.WGT))
         loadable = (mt == isa.Mem.UOP) | (mt == isa.Mem.WGT) | (mt == isa.Mem.INP) | (mt == isa.Mem.ACC) | (
             mt == isa.Mem.ACC_8BIT)
-        code = Signal(3)
+        code = Signal(ERROR_BITS)
         with m.If(op > max(isa.Op)):
             m.d.comb += code.eq(ErrorCode.ILLEGAL_OPCODE)
         with m.Elif((is_load & ~loadable) | (is_store & (mt != isa.Mem.OUT))):
@@ -131,6 +124,8 @@ class Fetch(wiring.Component):
                 m.d.sync += stopped.eq(1)
         with m.If(have & ~stopped & (code != 0)):
             m.d.comb += [self.error.eq(1), self.error_code.eq(code)]
+            m.d.sync += stopped.eq(1)
+        with m.If(self.halt):
             m.d.sync += stopped.eq(1)
         with m.If(launched & ~stopped & (index == count) & ~have):
             m.d.comb += [self.error.eq(1), self.error_code.eq(ErrorCode.NO_FINISH)]

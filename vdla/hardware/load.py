@@ -3,18 +3,20 @@
 Its tokens: pop_next waits for compute's g2l token (compute is done reading the
 region: WAR), push_next sends an l2g token once the data is in SRAM (RAW). Load has no
 previous stage; pop_prev/push_prev are ignored. A LOAD with x_size = 0 is a NOP that
-only moves tokens. Fetch sends only LOAD INP/WGT here.
+only moves tokens. Fetch sends only LOAD INP/WGT here. A row past the buffer is dropped and
+reported (``error`` = `ErrorCode.SRAM_RANGE`, see `Loader2D`).
 """
 
 from __future__ import annotations
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
 from .dma import Loader2D, Target
+from .errors import ErrorCode
 from .interfaces import read_master, sram_write, token
 from .stage import run_stage, stage_status
 from .tokens import TokenPorts
@@ -55,7 +57,8 @@ class Load(wiring.Component):
         wiring.connect(m, wiring.flipped(self.inp_wr), loader.inp_wr)
         wiring.connect(m, wiring.flipped(self.wgt_wr), loader.wgt_wr)
         wiring.connect(m, wiring.flipped(self.mem), loader.mem)
-        m.d.comb += [self.inp_elem.eq(loader.elem & ~is_wgt), self.wgt_elem.eq(loader.elem & is_wgt)]
+        m.d.comb += [self.inp_elem.eq(loader.elem & ~is_wgt), self.wgt_elem.eq(loader.elem & is_wgt),
+                     self.error.eq(Mux(loader.range_error, ErrorCode.SRAM_RANGE, ErrorCode.NONE))]
         run_stage(m, self, raw=raw, tokens=tokens, pops=pops, pushes=pushes,
                   nop=insn.x_size == 0, start=loader.start, done=loader.done)
         return m

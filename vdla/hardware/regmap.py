@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .core import COUNTER_NAMES
+from .errors import ErrorCode
 
 __all__ = [
     "AXI", "BOARD", "Register", "TABLE", "COUNTER_BASE", "STATUS_BITS", "MAGIC", "VERSION", "registers",
@@ -49,8 +50,10 @@ TABLE: tuple[Register, ...] = (
     Register("insn_addr", 0x08, "RW", "byte address of the instruction stream (16-byte aligned)"),
     Register("insn_count", 0x0C, "RW", "number of instructions"),
     Register("cycles", 0x10, "R", "cycles since the last start (stops when done)"),
-    Register("error_code", 0x14, "R", "`vdla.hardware.fetch.ErrorCode` of the instruction that stopped the core"),
-    Register("error_index", 0x18, "R", "its index in the stream"),
+    Register("error_code", 0x14, "R", "what stopped the core (`vdla.hardware.errors.ErrorCode`): "
+             + ", ".join(f"{int(e)} {e.name}" for e in ErrorCode)),
+    Register("error_index", 0x18, "R", "index in the stream of the instruction that raised it (fetch rejects "
+             "an encoding before dispatch; load, compute and store find indices past a buffer as they execute)"),
     Register("magic", 0x1C, "R", '0x56444C41 ("VDLA")', (AXI,)),
     Register("version", 0x20, "R", "register map version (1)", (AXI,)),
     Register("config_id", 0x1C, "R", "`config_id` of the Config the core was built for", (BOARD,)),

@@ -4,7 +4,8 @@ Every stage runs the same loop: take an instruction from its command queue (IDLE
 wait for and pop the dependency tokens it asks for (WAIT), execute it (EXEC), push the
 tokens it owes (PUSH). ``halt`` (an error stopped the core) keeps a stage from taking a
 new instruction or starting one whose tokens it is waiting for; an instruction already
-executing completes, so memory transactions always finish cleanly.
+executing completes, so memory transactions always finish cleanly. A stage that finds an
+index past a buffer while executing reports it on ``error`` (`vdla.hardware.errors`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from amaranth import Module, Signal, Value, unsigned
 from amaranth.lib import data, enum
 from amaranth.lib.wiring import In, Out
 
+from .errors import ERROR_BITS
 from .tokens import TokenPorts
 
 __all__ = ["State", "StageStatus", "stage_status", "run_stage"]
@@ -31,8 +33,9 @@ StageStatus = data.StructLayout({"state": State, "stall": unsigned(1), "retire":
 
 
 def stage_status() -> dict[str, object]:
-    """Signature members every stage has besides its data ports."""
-    return {"halt": In(1), "status": Out(StageStatus)}
+    """Signature members every stage has besides its data ports. ``error``: the `ErrorCode` of
+    an index past a buffer found while executing (0: none; the core latches the first)."""
+    return {"halt": In(1), "status": Out(StageStatus), "error": Out(ERROR_BITS)}
 
 
 

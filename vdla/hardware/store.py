@@ -3,7 +3,8 @@
 Its tokens: pop_prev waits for compute's g2s token (the results are in OUT: RAW),
 push_prev sends an s2g token once memory has acknowledged every write (compute may
 overwrite OUT: WAR). Store has no next stage; pop_next/push_next are ignored. A STORE
-with x_size = 0 is a NOP that only moves tokens.
+with x_size = 0 is a NOP that only moves tokens. A row read past OUT raises
+``error`` = `ErrorCode.SRAM_RANGE` (the instruction still completes; what it wrote is void).
 
 OUT rows are read one per cycle through a synchronous read port whose enable doubles
 as the pipeline stall. An element as wide as the bus or wider goes out as
@@ -13,13 +14,14 @@ one-beat command with byte strobes (simple, one element per cycle).
 
 from __future__ import annotations
 
-from amaranth import Const, Module, Signal
+from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
 from .dma import log2
+from .errors import ErrorCode
 from .interfaces import ADDR_WIDTH, sram_read, token, write_master
 from .stage import run_stage, stage_status
 from .tokens import TokenPorts
@@ -80,13 +82,18 @@ class Store(wiring.Component):
                 m.d.sync += [row_addr.eq(row_addr + insn.x_stride), rows_left.eq(rows_left - 1)]
 
         # -- OUT reads: elements in SRAM order, `have` = rd.data holds one not yet sent
-        rd_addr, rd_col, rd_rows = Signal(len(rd.addr)), Signal(16), Signal(16)
+        # OUT rows, counted with one bit more than OUT's index: a row past OUT is reported, not
+        # wrapped (`rd_over`: the base was past it; the counter may wrap back later, once reported).
+        rd_addr, rd_over = Signal(len(rd.addr) + 1), Signal()
+        rd_col, rd_rows = Signal(16), Signal(16)
         have, take = Signal(), Signal()
         en = ~have | take
         issue = en & (rd_rows != 0)
         m.d.comb += [rd.en.eq(en), rd.addr.eq(rd_addr)]
         with m.If(en):
             m.d.sync += have.eq(issue)
+        past = rd_over | (rd_addr[len(rd.addr):] != 0)
+        m.d.comb += self.error.eq(Mux(issue & past, ErrorCode.SRAM_RANGE, ErrorCode.NONE))
         with m.If(issue):
             m.d.sync += rd_addr.eq(rd_addr + 1)
             with m.If(rd_col == insn.x_size - 1):
@@ -134,7 +141,8 @@ class Store(wiring.Component):
         with m.If(start):
             m.d.sync += [
                 row_addr.eq(insn.dram_base), col.eq(0), rows_left.eq(insn.y_size),
-                rd_addr.eq(insn.sram_base), rd_col.eq(0), rd_rows.eq(insn.y_size),
+                rd_addr.eq(insn.sram_base), rd_over.eq(insn.sram_base[len(rd.addr):] != 0), rd_col.eq(0),
+                rd_rows.eq(insn.y_size),
             ]
             if per_elem:
                 m.d.sync += [em_row.eq(insn.dram_base), em_col.eq(0)]

@@ -17,14 +17,20 @@ kept as running sums, no multipliers). Stages:
 - S3: ACC[dst] := reset ? 0 : ACC[dst] + dot (GEMM) or op(ACC[dst], imm or ACC[src])
   (ALU); OUT[dst] := the low out_width bits of each lane.
 
-Indices wrap at the buffer depth (the golden model reports such programs as errors).
+Indices past a buffer: the running sums carry one sticky bit above the index width (depths
+are powers of two, so "index >= depth" is a carry out or a high bit); S1 pulses
+``index_error`` for an iteration whose ACC (dst), INP (GEMM src), ACC (ALU src) or WGT
+index is past its buffer, checking what the golden simulator checks (no src/wgt for a GEMM
+reset, no src for an ALU immediate). The pipeline runs on with wrapped addresses; its
+owner (`Compute`) drops the writes once the core has halted on the error.
+
 Pulse ``start`` with ``insn`` (a GEMM or ALU instruction, held stable); ``done`` pulses
 once the last write has happened.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -55,6 +61,7 @@ class TensorPipeline(wiring.Component):
             "out_wr": Out(sram_write(c.log_acc_depth, 8 * c.out_elem_bytes)),
             "gemm_iter": Out(1),
             "alu_iter": Out(1),
+            "index_error": Out(1),
         })
 
     def elaborate(self, platform) -> Module:
@@ -70,9 +77,16 @@ class TensorPipeline(wiring.Component):
         run = Signal()
         k = Signal(c.log_uop_depth + 1)
         i, j = Signal(c.loop_iter_width), Signal(c.loop_iter_width)
-        dst_out, dst_cur = Signal(dw), Signal(dw)  # i*f_out, i*f_out + j*f_in
-        src_out, src_cur = Signal(sw), Signal(sw)
-        wgt_out, wgt_cur = Signal(ww), Signal(ww)
+        # i*f_out, i*f_out + j*f_in, each with a sticky carry bit on top (the sum passed 2**width)
+        dst_out, dst_cur = Signal(dw + 1), Signal(dw + 1)
+        src_out, src_cur = Signal(sw + 1), Signal(sw + 1)
+        wgt_out, wgt_cur = Signal(ww + 1), Signal(ww + 1)
+
+        def step(acc: Signal, f) -> Value:
+            n = len(acc) - 1
+            total = acc[:n] + f
+            return Cat(total[:n], total[n] | acc[n])
+
         src_f_out = Mux(is_alu, a.src_factor_out, g.src_factor_out)
         src_f_in = Mux(is_alu, a.src_factor_in, g.src_factor_in)
         empty = (g.uop_end <= g.uop_bgn) | (g.iter_out == 0) | (g.iter_in == 0)
@@ -87,16 +101,16 @@ class TensorPipeline(wiring.Component):
                 with m.If(j == g.iter_in - 1):
                     m.d.sync += [
                         j.eq(0), i.eq(i + 1),
-                        dst_out.eq(dst_out + g.dst_factor_out), dst_cur.eq(dst_out + g.dst_factor_out),
-                        src_out.eq(src_out + src_f_out), src_cur.eq(src_out + src_f_out),
-                        wgt_out.eq(wgt_out + g.wgt_factor_out), wgt_cur.eq(wgt_out + g.wgt_factor_out),
+                        dst_out.eq(step(dst_out, g.dst_factor_out)), dst_cur.eq(step(dst_out, g.dst_factor_out)),
+                        src_out.eq(step(src_out, src_f_out)), src_cur.eq(step(src_out, src_f_out)),
+                        wgt_out.eq(step(wgt_out, g.wgt_factor_out)), wgt_cur.eq(step(wgt_out, g.wgt_factor_out)),
                     ]
                     with m.If(i == g.iter_out - 1):
                         m.d.sync += run.eq(0)
                 with m.Else():
                     m.d.sync += [
-                        j.eq(j + 1), dst_cur.eq(dst_cur + g.dst_factor_in),
-                        src_cur.eq(src_cur + src_f_in), wgt_cur.eq(wgt_cur + g.wgt_factor_in),
+                        j.eq(j + 1), dst_cur.eq(step(dst_cur, g.dst_factor_in)),
+                        src_cur.eq(step(src_cur, src_f_in)), wgt_cur.eq(step(wgt_cur, g.wgt_factor_in)),
                     ]
             with m.Else():
                 m.d.sync += k.eq(k + 1)
@@ -104,16 +118,23 @@ class TensorPipeline(wiring.Component):
 
         # -- S1: micro-op -> operand addresses ---------------------------------------------
         s1_valid = Signal()
-        s1_dst, s1_src, s1_wgt = Signal(dw), Signal(sw), Signal(ww)
+        s1_dst, s1_src, s1_wgt = Signal(dw + 1), Signal(sw + 1), Signal(ww + 1)
         m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur)]
         uop = data.View(isa.amaranth_layout(c, "uop"), self.uop_rd.data)
         dst = Signal(dw)
         src = Signal(sw)
         wgt = Signal(ww)
+        dst_full, src_full, wgt_full = uop.dst_idx + s1_dst[:dw], uop.src_idx + s1_src[:sw], uop.wgt_idx + s1_wgt[:ww]
         m.d.comb += [
-            dst.eq(uop.dst_idx + s1_dst), src.eq(uop.src_idx + s1_src), wgt.eq(uop.wgt_idx + s1_wgt),
+            dst.eq(dst_full), src.eq(src_full), wgt.eq(wgt_full),
             self.inp_rd.addr.eq(src), self.wgt_rd.addr.eq(wgt),
         ]
+        # Past the buffer: a carry (now or earlier), or a bit at or above log2(depth) set.
+        dst_past = dst_full[c.log_acc_depth:].any() | s1_dst[dw]
+        src_past = Mux(is_alu, src_full[c.log_acc_depth:].any(), src_full[c.log_inp_depth:].any()) | s1_src[sw]
+        wgt_past = wgt_full[c.log_wgt_depth:].any() | s1_wgt[ww]
+        check_src = Mux(is_alu, ~a.use_imm, ~g.reset)
+        m.d.comb += self.index_error.eq(s1_valid & (dst_past | (check_src & src_past) | (~is_alu & ~g.reset & wgt_past)))
 
         # -- S2: INP/WGT registered -----------------------------------------------------------
         s2_valid, s2_dst, s2_src = Signal(), Signal(dw), Signal(dw)

@@ -39,7 +39,7 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from ..config import Config
 from ..hardware.core import COUNTER_NAMES
-from ..hardware.fetch import ErrorCode
+from ..hardware.errors import ErrorCode
 from ..hardware.regmap import AXI, COUNTER_BASE, STATUS_BITS, registers
 from ..runtime import Buffer, Device, Program
 from .env import DEFAULT_RAM, test_config, test_ram_size

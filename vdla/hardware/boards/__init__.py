@@ -44,6 +44,8 @@ class Board:
     lut_lanes: int = 0
     #: Counters given a register (None: all of them).
     counters: tuple[str, ...] | None = None
+    #: The stages' run-time index checks (`vdla.hardware.core.Core`'s ``range_checks``).
+    range_checks: bool = True
     seed: int = 1
     #: Why `vdla synth all` (and so `nox -s bitstreams`) leaves the board out ("": it builds with the
     #: rest); ``vdla synth NAME`` still builds it.
@@ -76,7 +78,7 @@ class Board:
         from .clocks import clock_for
 
         args = dict(mem_size=self.mem_size, memory=self.memory, spram_blocks=self.spram_blocks,
-                    clk_hz=self.clk_mhz * 1e6, baud=self.baud, counters=self.counters,
+                    clk_hz=self.clk_mhz * 1e6, baud=self.baud, counters=self.counters, range_checks=self.range_checks,
                     clock=None if simulate else clock_for(self), simulate=simulate)
         args.update(kw)
         return BoardTop(self.config, **args)

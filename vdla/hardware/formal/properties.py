@@ -19,17 +19,25 @@ proof reaches is reached from the reset values. What is proved:
     none twice).
 ``command_queue`` (the ``SyncFIFOBuffered`` fetch -> stage queue of `vdla.hardware.core`)
     never accepts a write when full nor offers a read when empty; ``level`` equals
-    writes minus reads and stays within the depth; instructions leave in the order they
-    entered (a tagged instruction is read exactly when its predecessors are).
+    writes minus reads and stays within the depth (k-induction). ``command_queue_order``:
+    instructions leave in the order they entered (a tagged instruction is read exactly when
+    its predecessors are; bounded: it rests on the FIFO's internal pointers).
 ``axi_master`` (`vdla.hardware.axi.AxiMaster`, small config)
     ARVALID and AWVALID, once raised, stay high until ARREADY / AWREADY with ARADDR,
-    ARLEN, ARID (AWADDR, AWLEN) unchanged; WVALID likewise holds WDATA, WSTRB and WLAST;
-    no burst crosses a 4 KiB boundary and none is longer than ``max_burst`` beats; AxSIZE
-    is the bus width and AxBURST INCR.
+    ARLEN, ARID (AWADDR, AWLEN) unchanged; no burst crosses a 4 KiB boundary and none is
+    longer than ``max_burst`` beats; AxSIZE is the bus width and AxBURST INCR (k-induction,
+    strengthened by the invariant that each command splitter's address stays bus-aligned).
+    ``axi_master_w``: WVALID likewise holds WDATA, WSTRB and WLAST (bounded: it rests on the
+    write-length FIFO's internal pointers).
+``axi_response`` (`AxiMaster` between a fair slave and fair ports, `AxiResponseProps`)
+    every request is answered: RREADY is always high, and every read command gets its beats
+    and every store command its response, no port waiting 20 cycles in a row (bounded model
+    check to 30 cycles: a bounded form of the liveness property "every request is
+    eventually answered").
 
-Not proved here: that every request is eventually answered (a liveness property; the
-RTL watchdog and the differential fuzz cover it), and the datapath's arithmetic (the
-golden simulator's differential tests do).
+Not proved here: liveness beyond the bound's depth (the RTL watchdog and the differential
+fuzz cover long runs), and the datapath's arithmetic (the golden simulator's differential
+tests do).
 """
 
 from __future__ import annotations
@@ -37,17 +45,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from amaranth import Cat, Elaboratable, Module, ResetSignal, Signal, Value
-from amaranth.hdl import Assert, Assume
+from amaranth import Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Assume, Fragment
 from amaranth.lib import fifo
 
 from ...config import PRESETS
-from ..axi import AxiMaster
+from ..axi import READ_PORTS, AxiMaster
 from ..interfaces import ADDR_WIDTH
 from ..stage import State, run_stage
 from ..tokens import TokenPorts, TokenQueue
 
-__all__ = ["PROOFS", "Proof", "TokenQueueProps", "StageSequencerProps", "CommandQueueProps", "AxiMasterProps"]
+__all__ = ["PROOFS", "Proof", "TokenQueueProps", "StageSequencerProps", "CommandQueueProps", "AxiMasterProps",
+           "AxiResponseProps"]
 
 
 class _Props(Elaboratable):
@@ -182,11 +191,13 @@ class CommandQueueProps(_Props):
 
     Order is checked with a tag: the environment marks one written word (``mark``); its
     position is counted from the writes before it, and the read that returns it must be
-    the read with that position."""
+    the read with that position. With ``order=False`` only the flow rules (level, full,
+    empty) are asserted: they close by k-induction, while the order rests on the FIFO's
+    internal pointers and storage, which no wrapper can name (a bounded proof)."""
 
-    def __init__(self, depth: int, width: int = 8) -> None:
+    def __init__(self, depth: int, width: int = 8, order: bool = True) -> None:
         super().__init__()
-        self.depth, self.width = depth, width
+        self.depth, self.width, self.order = depth, width, order
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -204,6 +215,8 @@ class CommandQueueProps(_Props):
             Assert(q.w_rdy == (q.level != self.depth)),
             Assert(~q.r_rdy | (q.level != 0)),  # (a written word shows at the output a cycle later)
         ]
+        if not self.order:
+            return m
         # Order: words are numbered as written and as read (mod 2^5); the marked word is
         # written once, and must come out with the same number and the same data.
         n_w, n_r = Signal(5), Signal(5)
@@ -222,20 +235,29 @@ class CommandQueueProps(_Props):
 
 
 class AxiMasterProps(_Props):
-    """The AXI4 master with free memory-request ports and a free AXI slave."""
+    """The AXI4 master with free memory-request ports and a free AXI slave. ``channels``: whose
+    VALID/payload rules are asserted (AR and AW close by k-induction; W rests on the write-length
+    FIFO's internal pointers, which no wrapper can name, so it is a bounded proof)."""
 
-    def __init__(self, config_name: str = "small", max_burst: int = 4) -> None:
+    def __init__(self, config_name: str = "small", max_burst: int = 4, channels: tuple[str, ...] = ("ar", "aw", "w")
+                 ) -> None:
         super().__init__()
         self.config = PRESETS[config_name]
         self.max_burst = max_burst
+        self.channels = channels
 
     def elaborate(self, platform) -> Module:
         m = Module()
         self.no_reset(m)
         c = self.config
-        dut = m.submodules.dut = AxiMaster(c, max_burst=self.max_burst, read_fifo_depth=2 * self.max_burst,
-                                           write_bursts=2)
+        dut = AxiMaster(c, max_burst=self.max_burst, read_fifo_depth=2 * self.max_burst, write_bursts=2)
+        m.submodules.dut = Fragment.get(dut, platform)  # elaborated here: its splitters are named below
         bus = dut.bus
+        # Invariants for k-induction (true from reset, so only unreachable states are excluded): each
+        # command splitter's address stays bus-aligned.
+        log_b = (c.bus_bytes - 1).bit_length()
+        for sp in dut.splitters.values():
+            m.d.comb += Assert(sp.addr[:log_b] == 0)
         for name in ("fetch", "load", "compute"):
             port = getattr(dut, name)
             v, a, b = self.free(name=f"{name}_cmd_valid"), self.free(ADDR_WIDTH, name=f"{name}_addr"), self.free(
@@ -258,13 +280,15 @@ class AxiMasterProps(_Props):
         m.d.comb += [bus.rid.eq(self.free(2, name="rid")), bus.bid.eq(0),
                      bus.rdata.eq(self.free(c.bus_width, name="rdata")), bus.rresp.eq(0), bus.bresp.eq(0)]
         # Handshake rules (VALID held until READY, payload stable), 4 KiB and burst length.
-        for ch, payload in (("ar", Cat(bus.araddr, bus.arlen, bus.arid)), ("aw", Cat(bus.awaddr, bus.awlen)),
-                            ("w", Cat(bus.wdata, bus.wstrb, bus.wlast))):
+        payloads = {"ar": Cat(bus.araddr, bus.arlen, bus.arid), "aw": Cat(bus.awaddr, bus.awlen),
+                    "w": Cat(bus.wdata, bus.wstrb, bus.wlast)}
+        for ch in self.channels:
+            payload = payloads[ch]
             valid, ready = getattr(bus, f"{ch}valid"), getattr(bus, f"{ch}ready")
             held, last = Signal(name=f"{ch}_held"), Signal(len(payload), name=f"{ch}_last")
             m.d.sync += [held.eq(valid & ~ready), last.eq(payload)]
             m.d.comb += Assert(~held | (valid & (payload == last)))
-        for ch in ("ar", "aw"):
+        for ch in [ch for ch in self.channels if ch != "w"]:
             valid, addr, length = getattr(bus, f"{ch}valid"), getattr(bus, f"{ch}addr"), getattr(bus, f"{ch}len")
             end = Signal(13, name=f"{ch}_end")  # offset in the 4 KiB page one past the burst
             m.d.comb += end.eq(addr[:12] + ((length + 1) << (c.bus_bytes.bit_length() - 1)))
@@ -274,6 +298,132 @@ class AxiMasterProps(_Props):
                 Assert(getattr(bus, f"{ch}size") == (c.bus_bytes.bit_length() - 1)),
                 Assert(getattr(bus, f"{ch}burst") == 1),
             ]
+        return m
+
+
+#: Cycles a port of the AXI master may wait for its answer, with the defaults of `AxiResponseProps`.
+RESPONSE_BOUND = 20
+
+
+class AxiResponseProps(_Props):
+    """The AXI4 master between fair core ports and a fair AXI4 slave modelled here: every
+    command is answered, and no port owed an answer waits ``bound`` cycles in a row.
+
+    The slave answers each AR burst with ``ARLEN + 1`` R beats (in order, RLAST on the last,
+    RID of the burst) and each write burst (AW and its last W beat, in either order) with one
+    B; it may stall every channel, never for more than ``fair`` cycles in a row, and holds at
+    most two read bursts (ARREADY is low while it is full). The core's ports issue commands
+    of 1 to ``max_beats`` beats at a page start or at a page's last word (so bursts get split
+    at 4 KiB) whenever they like, and take read data and store responses, and send a store
+    command's W data after it, each within ``core_fair`` cycles. Asserted: RREADY is always
+    high, and a read port owed beats (asked for, not yet delivered) or a store port owed a
+    response gets one within ``bound`` cycles. Data values do not steer the master (R data
+    and W data are zero here; `AxiMasterProps` checks the W payload's stability).
+
+    With the defaults (bursts of two beats, one stall at most per channel) the longest wait
+    the solver finds is 19 cycles: a port granted last by the round robin, behind a full
+    slave and the other ports' bursts; bound 20 holds to the proof's depth (30 cycles)."""
+
+    def __init__(self, config_name: str = "small", max_burst: int = 2, fair: int = 1, core_fair: int = 1,
+                 max_beats: int = 3, bound: int = RESPONSE_BOUND) -> None:
+        super().__init__()
+        self.config = PRESETS[config_name]
+        self.max_burst, self.fair, self.core_fair, self.max_beats, self.bound = (
+            max_burst, fair, core_fair, max_beats, bound)
+
+    def patient(self, m: Module, waiting: Value, acting: Value, name: str, fair: int | None = None) -> None:
+        """Assume that while `waiting`, `acting` comes within `fair` (default ``fair``) cycles."""
+        fair = self.fair if fair is None else fair
+        stall = waiting & ~acting
+        if fair == 0:
+            m.d.comb += Assume(~stall)
+            return
+        n = Signal(range(fair + 2), name=f"{name}_stalled")
+        m.d.sync += n.eq(Mux(stall, n + 1, 0))
+        m.d.comb += Assume(~stall | (n < fair))
+
+    def served(self, m: Module, owed: Value, answer: Value, name: str) -> None:
+        """Assert that while `owed`, `answer` comes before ``bound`` cycles pass."""
+        n = Signal(range(self.bound + 2), name=f"{name}_waited")
+        m.d.sync += n.eq(Mux(owed & ~answer, n + 1, 0))
+        m.d.comb += Assert(n < self.bound)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        self.no_reset(m)
+        c = self.config
+        dut = m.submodules.dut = AxiMaster(c, max_burst=self.max_burst, read_fifo_depth=2 * self.max_burst,
+                                           write_bursts=2)
+        bus = dut.bus
+        count = range(4 * self.max_beats * 4)  # beats owed fit (a few commands in flight)
+
+        def command(port, name: str) -> Value:
+            """Free commands on `port`: 1..max_beats beats, bus-aligned, stream rules; the beats taken."""
+            # Addresses: the start of a 4 KiB page, or its last word (a burst there is split in two).
+            v, far = self.free(name=f"{name}_cmd_valid"), self.free(name=f"{name}_page_end")
+            a = Mux(far, 4096 - c.bus_bytes, 0)
+            b = self.free(range(self.max_beats + 1), name=f"{name}_beats")
+            m.d.comb += [port.cmd.valid.eq(v), port.cmd.payload.addr.eq(a), port.cmd.payload.beats.eq(b),
+                         Assume(b != 0)]
+            self.stream_rules(m, v, port.cmd.ready, Cat(a, b), f"{name}_cmd")
+            return Mux(port.cmd.valid & port.cmd.ready, b, 0)
+
+        # -- core side: read ports, fair readers; each owed beat comes within the bound
+        for name in READ_PORTS:
+            port = getattr(dut, name)
+            asked = command(port, name)
+            m.d.comb += port.data.ready.eq(self.free(name=f"{name}_data_ready"))
+            self.patient(m, port.data.valid, port.data.ready, f"{name}_reader", self.core_fair)
+            got = port.data.valid & port.data.ready
+            owed = Signal(count, name=f"{name}_owed")  # beats asked for minus beats delivered
+            m.d.sync += owed.eq(owed + asked - got)
+            self.served(m, owed != 0, got, name)
+
+        # -- core side: the store port; its W data follows its commands, fairly
+        st = dut.store
+        asked = command(st, "store")
+        w_owed = Signal(count, name="store_w_owed")
+        dv = self.free(name="store_data_valid")
+        m.d.comb += [st.data.valid.eq(dv), st.data.payload.eq(0), Assume(~dv | (w_owed != 0))]
+        self.stream_rules(m, dv, st.data.ready, Const(0, 1), "store_data")
+        self.patient(m, w_owed != 0, dv, "store_writer", self.core_fair)
+        m.d.sync += w_owed.eq(w_owed + asked - (st.data.valid & st.data.ready))
+        m.d.comb += st.resp.ready.eq(self.free(name="resp_ready"))
+        self.patient(m, st.resp.valid, st.resp.ready, "store_resp", self.core_fair)
+        cmds = Signal(range(8), name="store_cmds_owed")  # store commands not yet answered
+        answered = st.resp.valid & st.resp.ready
+        m.d.sync += cmds.eq(cmds + (asked != 0) - answered)
+        self.served(m, cmds != 0, answered, "store")
+
+        # -- the slave: reads. Bursts queue in order (two at most), R beats in order.
+        rq = m.submodules.slave_rq = fifo.SyncFIFO(width=2 + 8, depth=2)
+        arready = self.free(name="arready")
+        m.d.comb += [bus.arready.eq(arready & rq.w_rdy), rq.w_en.eq(bus.arvalid & bus.arready),
+                     rq.w_data.eq(Cat(bus.arid, bus.arlen))]
+        self.patient(m, bus.arvalid & rq.w_rdy, bus.arready, "slave_ar")
+        rbeat = Signal(8, name="slave_rbeat")
+        head_id, head_len = rq.r_data[:2], rq.r_data[2:]
+        rvalid = self.free(name="rvalid")
+        m.d.comb += [bus.rvalid.eq(rvalid & rq.r_rdy), bus.rid.eq(head_id), bus.rlast.eq(rbeat == head_len),
+                     bus.rdata.eq(0), bus.rresp.eq(0)]  # (data values do not steer the master)
+        self.patient(m, rq.r_rdy, bus.rvalid, "slave_r")
+        with m.If(bus.rvalid & bus.rready):
+            m.d.sync += rbeat.eq(Mux(bus.rlast, 0, rbeat + 1))
+            m.d.comb += rq.r_en.eq(bus.rlast)
+        m.d.comb += Assert(bus.rready)  # every R beat the slave presents is taken at once
+
+        # -- the slave: writes. A burst is answered once its AW and its last W beat are in.
+        awready, wready, bvalid = self.free(name="awready"), self.free(name="wready"), self.free(name="bvalid")
+        m.d.comb += [bus.awready.eq(awready), bus.wready.eq(wready)]
+        self.patient(m, bus.awvalid, bus.awready, "slave_aw")
+        self.patient(m, bus.wvalid, bus.wready, "slave_w")
+        aws, wlasts, bs = (Signal(4, name=f"slave_{k}") for k in ("aws", "wlasts", "bs"))
+        m.d.sync += [aws.eq(aws + (bus.awvalid & bus.awready)), wlasts.eq(wlasts + (bus.wvalid & bus.wready & bus.wlast)),
+                     bs.eq(bs + (bus.bvalid & bus.bready))]
+        due = Signal(name="slave_b_due")
+        m.d.comb += [due.eq(((aws - bs)[:4] != 0) & ((wlasts - bs)[:4] != 0)),
+                     bus.bvalid.eq(bvalid & due), bus.bid.eq(0), bus.bresp.eq(0)]
+        self.patient(m, due, bus.bvalid, "slave_b")
         return m
 
 
@@ -293,7 +443,10 @@ PROOFS: dict[str, Proof] = {
     p.name: p for p in (
         Proof("token_queue", lambda: TokenQueueProps(_SMALL.dep_queue_depth), "prove", 8, True),
         Proof("stage_sequencer", lambda: StageSequencerProps(2), "prove", 12, True),
-        Proof("command_queue", lambda: CommandQueueProps(4, 4), "bmc", 14, False),
-        Proof("axi_master", lambda: AxiMasterProps("small"), "bmc", 16, False),
+        Proof("command_queue", lambda: CommandQueueProps(4, 4, order=False), "prove", 8, True),
+        Proof("command_queue_order", lambda: CommandQueueProps(4, 4), "bmc", 14, False),
+        Proof("axi_master", lambda: AxiMasterProps("small", channels=("ar", "aw")), "prove", 6, True),
+        Proof("axi_master_w", lambda: AxiMasterProps("small", channels=("w",)), "bmc", 16, False),
+        Proof("axi_response", lambda: AxiResponseProps("small"), "bmc", 30, False),
     )
 }

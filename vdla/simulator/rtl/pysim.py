@@ -2,8 +2,9 @@
 
 `vdla.hardware.testbench.CoreSim` runs the core against a numpy DRAM; this module turns
 what a run returns into the golden simulator's Report and errors (shared with the
-Verilator runner): an instruction the core rejects (error bit) raises ProgramError naming
-it; a run that stops making progress raises DeadlockError naming each stage's state; with
+Verilator runner): an instruction the core rejects (error bit) raises the golden simulator's
+error for it (`error_class`: ProgramError, or ExecutionError for a uop index past a buffer)
+naming it; a run that stops making progress raises DeadlockError naming each stage's state; with
 ``strict``, tokens left in a queue raise TokenError and a stage still busy after FINISH
 raises RaceError. The Report carries the RTL's cycle count and counters (bytes moved and
 uop-iterations under the golden simulator's names, per-module busy/stall cycles), plus
@@ -17,14 +18,14 @@ from dataclasses import dataclass, field
 
 from ...config import Config
 from ...hardware.core import QUEUES, STAGES
-from ...hardware.fetch import ErrorCode
+from ...hardware.errors import ErrorCode
 from ...hardware.stage import State
 from ...hardware.testbench import RunResult, Stuck
 from ...isa import Stage
-from ..errors import DeadlockError, ProgramError, RaceError, TokenError
+from ..errors import DeadlockError, ExecutionError, ProgramError, RaceError, SimulatorError, TokenError
 from ..report import ModuleStats, Report
 
-__all__ = ["PysimReport", "report_from_run", "deadlock_error", "MODULE_OF_STAGE"]
+__all__ = ["PysimReport", "report_from_run", "deadlock_error", "error_class", "MODULE_OF_STAGE"]
 
 MODULE_OF_STAGE = {Stage.LOAD: "load", Stage.COMPUTE: "compute", Stage.STORE: "store"}
 _GOLDEN_COUNTERS = {  # golden counter -> (RTL element counter, element size attribute)
@@ -44,6 +45,13 @@ class PysimReport(Report):
     rtl_trace: list[tuple[int, ...]] | None = None
 
 
+def error_class(code: ErrorCode) -> type[SimulatorError]:
+    """The golden simulator's error class for what the core's `code` reports: an index past a
+    buffer found in a uop loop is an ExecutionError (the golden simulator finds it running the
+    loop), everything else the golden simulator rejects before running (ProgramError)."""
+    return ExecutionError if code == ErrorCode.UOP_INDEX else ProgramError
+
+
 def deadlock_error(e: Stuck, who: str) -> DeadlockError:
     """The golden simulator's DeadlockError for an RTL run its watchdog stopped (naming each stage's state)."""
     waits = [{"module": s, "index": None, "state": State(e.state[f"{s}_state"]).name,
@@ -59,7 +67,7 @@ def report_from_run(c: Config, res: RunResult, count: int, strict: bool, who: st
     TokenError for tokens left in a queue, RaceError for a stage still busy after FINISH.
     """
     if res.error != ErrorCode.NONE:
-        raise ProgramError(
+        raise error_class(res.error)(
             f"{who}: the core stopped with error {res.error.name} at instruction {res.error_index}", res.error_index)
     cnt = res.counters
     counters = {name: cnt[src] * getattr(c, size) for name, (src, size) in _GOLDEN_COUNTERS.items()}

@@ -26,13 +26,17 @@ Report carries the cycle count and counters read back over AXI4-Lite (``CYCLES``
 the counter registers), mapped onto the golden simulator's names as pysim does, plus
 every raw RTL counter and the AXI beats per port in ``report.rtl_counters``.
 
-Failures: the error bit raises ProgramError naming the instruction; no progress for
+Failures: the error bit raises the golden simulator's error for the core's ERROR_CODE
+(`vdla.simulator.rtl.pysim.error_class`: an index past a buffer the core found itself, or
+an encoding fetch rejects) naming the instruction in ERROR_INDEX; no progress for
 ``watchdog`` cycles (no AXI beat and no instruction retired or uop-iteration done)
 raises DeadlockError naming each stage's state and the queue levels, read from the
 debug registers; then the design is reset (buffers keep their contents) and the device
 stays usable. ``max_cycles`` and ``timeout`` (wall-clock seconds) bound a run (LimitError);
 Ctrl-C stops a run within a few thousand cycles (the harness polls a stop flag that the
-waiting Python thread sets) and leaves the device usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
+waiting Python thread sets; the model is reset only once the simulation thread has
+returned, and the harness refuses every call while a run is clocking it) and leaves the
+device usable. An access outside the DRAM raises `vdla.hardware.testbench.MemoryFault`.
 
 Waveforms: ``Device("verilator", waves="run.vcd")`` (or ``.fst``; `vdla.simulator.rtl.waves`) builds a
 tracing variant (``sim_build/<config>-waves`` for VCD, ``-waves-fst`` for FST) and writes the trace
@@ -63,7 +67,7 @@ import numpy as np
 from ... import progress
 from ...config import PRESETS, Config
 from ...hardware.core import COUNTER_NAMES, QUEUES, STAGES
-from ...hardware.fetch import ErrorCode
+from ...hardware.errors import ErrorCode
 from ...hardware.regmap import AXI, COUNTER_BASE, STATUS_BITS, registers
 from ...hardware.stage import State
 from ...hardware.testbench import MemoryFault, RunResult, Stuck
@@ -83,7 +87,7 @@ HARNESS = Path(__file__).with_name("verilator_harness.cpp")
 HW_DIR = Path(__file__).resolve().parents[2] / "hardware"
 #: Verilator options for the generated Verilog (Amaranth's output trips width/unused lints).
 VERILATOR_FLAGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial", "fast", "--noassert"]
-_DONE, _STUCK, _LIMIT, _FAULT, _STOPPED = 0, 1, 2, 3, 4
+_DONE, _STUCK, _LIMIT, _FAULT, _STOPPED, _BUSY = 0, 1, 2, 3, 4, 5
 #: The AXI4-Lite register offsets the harness and the model use (`vdla.hardware.regmap`).
 REGISTERS = registers(AXI)
 #: Counters the watchdog watches while the memory bus is quiet.
@@ -390,6 +394,9 @@ def build_library(config: Config, waves: bool | str = False, verbose: bool = Fal
 # -- the model ---------------------------------------------------------------------------------------
 
 
+_LIBRARIES: dict[tuple[Config, str | bool], Path] = {}
+
+
 class VerilatorModel:
     """One Verilated AxiTop with its memory model, driven through the harness library."""
 
@@ -398,7 +405,12 @@ class VerilatorModel:
         self.latency = config.timing.dram_latency if latency is None else latency
         if waves:
             waves = str(resolve_waves(waves, "Device('verilator')", wave_support()))
-        self.lib_path = build_library(config, waves=Path(waves).suffix[1:] if waves else False)
+        trace = Path(waves).suffix[1:] if waves else False
+        # Checked once per process (hashing the sources and asking Verilator its version takes
+        # ~0.4 s): the fuzz campaign makes a fresh model after each run that left it out of step.
+        if (config, trace) not in _LIBRARIES:
+            _LIBRARIES[config, trace] = build_library(config, waves=trace)
+        self.lib_path = _LIBRARIES[config, trace]
         lib = self._lib = ctypes.CDLL(str(self.lib_path))
         vp, u32, u64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
         lib.vdla_new.restype = vp
@@ -406,6 +418,9 @@ class VerilatorModel:
         lib.vdla_free.argtypes = [vp]
         lib.vdla_reset.argtypes = [vp, u32]
         lib.vdla_set_memory.argtypes = [vp, vp, u64]
+        for f in (lib.vdla_free, lib.vdla_reset, lib.vdla_set_memory, lib.vdla_reg_read, lib.vdla_reg_write,
+                  lib.vdla_run):
+            f.restype = ctypes.c_int
         lib.vdla_cycle.argtypes = [vp]
         lib.vdla_cycle.restype = u64
         lib.vdla_beats.argtypes = [vp, ctypes.POINTER(u64)]
@@ -424,7 +439,7 @@ class VerilatorModel:
 
     def close(self) -> None:
         if self._h:
-            self._lib.vdla_free(self._h)
+            self._check(self._lib.vdla_free(self._h), "free the model")
             self._h = None
 
     def __del__(self) -> None:
@@ -433,7 +448,7 @@ class VerilatorModel:
 
     def reset(self, cycles: int = 4) -> None:
         """Reset the design and the memory model; on-chip buffers keep their contents."""
-        self._lib.vdla_reset(self._h, cycles)
+        self._check(self._lib.vdla_reset(self._h, cycles), "reset")
 
     @property
     def cycle(self) -> int:
@@ -442,13 +457,21 @@ class VerilatorModel:
 
     def read_reg(self, offset: int) -> int:
         v = ctypes.c_uint32()
-        if self._lib.vdla_reg_read(self._h, offset, ctypes.byref(v)):
+        if self._check(self._lib.vdla_reg_read(self._h, offset, ctypes.byref(v)), f"read register {offset:#x}"):
             raise VerilatorError(f"verilator: no AXI4-Lite response reading register {offset:#x}")
         return v.value
 
     def write_reg(self, offset: int, value: int) -> None:
-        if self._lib.vdla_reg_write(self._h, offset, value & 0xFFFF_FFFF):
+        if self._check(self._lib.vdla_reg_write(self._h, offset, value & 0xFFFF_FFFF), f"write register {offset:#x}"):
             raise VerilatorError(f"verilator: no AXI4-Lite response writing register {offset:#x}")
+
+    @staticmethod
+    def _check(code: int, what: str) -> int:
+        """`code` from the harness, unless it says a run is still clocking the model (then an error:
+        `run` waits for its worker, so only a caller that bypassed it gets here)."""
+        if code == _BUSY:
+            raise VerilatorError(f"verilator: cannot {what} while a run is still clocking the model")
+        return code
 
     def debug(self) -> dict[str, int]:
         """Stage states and queue levels from the debug registers (`debug` of `Core`)."""
@@ -472,27 +495,36 @@ class VerilatorModel:
         if dram.dtype != np.uint8 or not dram.flags.c_contiguous:
             raise TypeError("dram must be a C-contiguous uint8 array")
         self._dram = dram  # keep it alive while the harness holds its address
-        self._lib.vdla_set_memory(self._h, dram.ctypes.data, dram.size)
+        self._check(self._lib.vdla_set_memory(self._h, dram.ctypes.data, dram.size), "start a run")
         stop = ctypes.c_int32(0)
         out: list[int] = []
+        finished = threading.Event()
         args = (self._h, insn_addr, insn_count, max_cycles or 0, watchdog, self._marks, len(_MARKS),
                 REGISTERS["insn_addr"], REGISTERS["insn_count"], REGISTERS["control"], ctypes.byref(stop))
-        worker = threading.Thread(target=lambda: out.append(self._lib.vdla_run(*args)), name="vdla-verilator",
-                                  daemon=True)
-        worker.start()
+
+        def work() -> None:
+            try:
+                out.append(self._lib.vdla_run(*args))
+            finally:
+                finished.set()
+
+        # Waiting on our own Event, never on Thread.join: in CPython < 3.13 a KeyboardInterrupt inside
+        # join() marks the still-running thread as stopped (threading's bpo-45274 handler releases the
+        # thread-state lock the live worker holds), so a later join() returns at once and the reset
+        # below raced the simulation still clocking in the worker: the next program then stuck.
+        threading.Thread(target=work, name="vdla-verilator", daemon=True).start()
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while worker.is_alive():
-                worker.join(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
+            while not finished.wait(0.05 if deadline is None or stop.value else
+                                    max(0.0, min(0.05, deadline - time.monotonic()))):
                 if deadline is not None and time.monotonic() >= deadline:
                     stop.value = 1
-                    worker.join()
         except BaseException:  # KeyboardInterrupt: stop the simulation, leave the model usable
             stop.value = 1
-            worker.join()
+            _wait_uninterrupted(finished)
             self.reset()
             raise
-        code = out[0] if out else _STUCK
+        code = self._check(out[0], "run a program") if out else _STUCK
         if code == _STOPPED or code == _LIMIT:
             cycles = self.read_reg(REGISTERS["cycles"])
             dbg = self.debug()
@@ -538,6 +570,14 @@ class VerilatorModel:
         who = "writes" if is_write.value else "reads"
         raise MemoryFault(f"the core {who} [{addr.value:#x}, {addr.value + self.config.bus_bytes:#x}) "
                           f"outside DRAM ({dram.size:#x} bytes)")
+
+
+def _wait_uninterrupted(event: threading.Event) -> None:
+    """Wait for `event`: a worker told to stop ends within ~1024 cycles. A further Ctrl-C meanwhile
+    means the same (stop) and is absorbed: the model must be idle before anyone touches it again."""
+    while not event.is_set():
+        with contextlib.suppress(KeyboardInterrupt):
+            event.wait()
 
 
 def describe(dbg: dict[str, int]) -> str:

@@ -10,6 +10,7 @@
 // its last W beat. AR/AW/W are always ready. An access outside the buffer answers SLVERR
 // and ends the run with VDLA_FAULT.
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -30,7 +31,7 @@ typedef VerilatedVcdC Trace;
 
 namespace {
 
-enum { VDLA_DONE = 0, VDLA_STUCK = 1, VDLA_LIMIT = 2, VDLA_FAULT = 3, VDLA_STOPPED = 4 };
+enum { VDLA_DONE = 0, VDLA_STUCK = 1, VDLA_LIMIT = 2, VDLA_FAULT = 3, VDLA_STOPPED = 4, VDLA_BUSY = 5 };
 
 struct Burst {
     uint64_t addr;
@@ -53,6 +54,9 @@ struct Harness {
 #endif
     uint64_t time = 0;
     uint64_t cycle = 0;
+    // Set while vdla_run clocks the model (in Python's worker thread): every other entry point
+    // refuses to touch the model meanwhile (VDLA_BUSY) instead of racing it.
+    std::atomic<bool> running{false};
     uint8_t* dram = nullptr;
     uint64_t size = 0;
     uint32_t latency = 32;
@@ -224,6 +228,42 @@ void tick(Harness* h) {
     dump(h);
 }
 
+// AXI4-Lite write (waits for the B response); returns 0, or -1 if the slave never answers.
+int reg_write(Harness* h, uint32_t addr, uint32_t value) {
+    h->l_aw = h->l_w = true;
+    h->l_awaddr = addr;
+    h->l_wdata = value;
+    h->l_b_seen = false;
+    drive(h);
+    for (int i = 0; i < 1000; ++i) {
+        tick(h);
+        if (h->l_b_seen) return 0;
+    }
+    return -1;
+}
+
+// AXI4-Lite read; returns 0 and the value in *value, or -1 if the slave never answers.
+int reg_read(Harness* h, uint32_t addr, uint32_t* value) {
+    h->l_ar = true;
+    h->l_araddr = addr;
+    h->l_r_seen = false;
+    drive(h);
+    for (int i = 0; i < 1000; ++i) {
+        tick(h);
+        if (h->l_r_seen) {
+            *value = h->l_rdata;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+// Clears the running flag when vdla_run returns, whichever way.
+struct Running {
+    Harness* h;
+    ~Running() { h->running.store(false); }
+};
+
 }  // namespace
 
 extern "C" {
@@ -247,8 +287,9 @@ void* vdla_new(const char* trace_path, uint32_t latency) {
     return h;
 }
 
-void vdla_free(void* p) {
+int vdla_free(void* p) {
     Harness* h = (Harness*)p;
+    if (h->running.load()) return VDLA_BUSY;
     // Verilator's scope destructors use the thread's current context, which may be another
     // (possibly deleted) model's: make this model's context current first.
     Verilated::threadContextp(h->ctx);
@@ -262,6 +303,7 @@ void vdla_free(void* p) {
     delete h->top;
     delete h->ctx;
     delete h;
+    return 0;
 }
 
 int vdla_has_trace(void) { return VDLA_TRACE; }
@@ -269,8 +311,9 @@ int vdla_has_trace(void) { return VDLA_TRACE; }
 int vdla_bus_bytes(void) { return BUS_BYTES; }
 
 // Reset the design (the on-chip buffers keep their contents) and the memory model.
-void vdla_reset(void* p, uint32_t cycles) {
+int vdla_reset(void* p, uint32_t cycles) {
     Harness* h = (Harness*)p;
+    if (h->running.load()) return VDLA_BUSY;
     Verilated::threadContextp(h->ctx);
     h->fault = false;
     h->rq.clear();
@@ -284,12 +327,15 @@ void vdla_reset(void* p, uint32_t cycles) {
     h->top->rst = 0;
     drive(h);
     tick(h);
+    return 0;
 }
 
-void vdla_set_memory(void* p, uint8_t* dram, uint64_t size) {
+int vdla_set_memory(void* p, uint8_t* dram, uint64_t size) {
     Harness* h = (Harness*)p;
+    if (h->running.load()) return VDLA_BUSY;
     h->dram = dram;
     h->size = size;
+    return 0;
 }
 
 uint64_t vdla_cycle(void* p) { return ((Harness*)p)->cycle; }
@@ -306,36 +352,18 @@ int vdla_fault(void* p, uint64_t* addr, int* is_write) {
     return h->fault;
 }
 
-// AXI4-Lite write (waits for the B response); returns 0, or -1 if the slave never answers.
+// AXI4-Lite write: 0, -1 if the slave never answers, VDLA_BUSY while a run is going on.
 int vdla_reg_write(void* p, uint32_t addr, uint32_t value) {
     Harness* h = (Harness*)p;
-    h->l_aw = h->l_w = true;
-    h->l_awaddr = addr;
-    h->l_wdata = value;
-    h->l_b_seen = false;
-    drive(h);
-    for (int i = 0; i < 1000; ++i) {
-        tick(h);
-        if (h->l_b_seen) return 0;
-    }
-    return -1;
+    if (h->running.load()) return VDLA_BUSY;
+    return reg_write(h, addr, value);
 }
 
-// AXI4-Lite read; returns 0 and the value in *value, or -1 if the slave never answers.
+// AXI4-Lite read (the value in *value): 0, -1 if the slave never answers, VDLA_BUSY while running.
 int vdla_reg_read(void* p, uint32_t addr, uint32_t* value) {
     Harness* h = (Harness*)p;
-    h->l_ar = true;
-    h->l_araddr = addr;
-    h->l_r_seen = false;
-    drive(h);
-    for (int i = 0; i < 1000; ++i) {
-        tick(h);
-        if (h->l_r_seen) {
-            *value = h->l_rdata;
-            return 0;
-        }
-    }
-    return -1;
+    if (h->running.load()) return VDLA_BUSY;
+    return reg_read(h, addr, value);
 }
 
 // Start a run through the control registers and clock until irq (done), the watchdog,
@@ -347,10 +375,12 @@ int vdla_run(void* p, uint32_t insn_addr, uint32_t insn_count, uint64_t max_cycl
              const uint32_t* marks, int n_marks, uint32_t reg_insn_addr, uint32_t reg_insn_count,
              uint32_t reg_control, volatile int32_t* stop) {
     Harness* h = (Harness*)p;
+    if (h->running.exchange(true)) return VDLA_BUSY;  // another run of this model has not returned
+    Running guard{h};
     Verilated::threadContextp(h->ctx);
     h->fault = false;
-    if (vdla_reg_write(h, reg_insn_addr, insn_addr) || vdla_reg_write(h, reg_insn_count, insn_count) ||
-        vdla_reg_write(h, reg_control, 1))
+    if (reg_write(h, reg_insn_addr, insn_addr) || reg_write(h, reg_insn_count, insn_count) ||
+        reg_write(h, reg_control, 1))
         return VDLA_STUCK;
     uint64_t start = h->cycle;
     uint64_t last_progress = h->cycle, stamp = h->cycle, seen = h->handshakes;
@@ -367,7 +397,7 @@ int vdla_run(void* p, uint32_t insn_addr, uint32_t insn_count, uint64_t max_cycl
             bool changed = false;
             for (int i = 0; i < n_marks; ++i) {
                 uint32_t v = 0;
-                if (vdla_reg_read(h, marks[i], &v)) return VDLA_STUCK;
+                if (reg_read(h, marks[i], &v)) return VDLA_STUCK;
                 if (v != mark[i]) changed = true;
                 mark[i] = v;
             }
