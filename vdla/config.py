@@ -70,13 +70,15 @@ class Timing:
     #: Cycles from start until fetch issues its first read.
     launch_latency: int = 6
     #: Pipeline depth of the GEMM core: cycles from the last uop issue to the last write.
-    gemm_latency: int = 6
+    gemm_latency: int = 7
     #: Initiation interval of the tensor ALU with a tensor operand (ACC has two read ports).
     alu_ii_tensor: int = 1
     #: Initiation interval of the tensor ALU with an immediate operand.
     alu_ii_imm: int = 1
     #: Pipeline depth of the tensor ALU.
-    alu_latency: int = 6
+    alu_latency: int = 7
+    #: Cycles an ALU uop-iteration waits when it reads the row the previous one writes.
+    alu_raw_stall: int = 1
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
