@@ -124,6 +124,10 @@ class Config:
     alu_imm_width: int = 16
     #: Core clock used to turn cycles into time and GOPS in reports.
     clock_mhz: float = 100.0
+    #: Register the ACC block RAMs' read data before the tensor pipeline's forwarding
+    #: multiplexers (the read moves a stage earlier; no cycle is added). Costs three ACC
+    #: rows of flip-flops (two read registers, one more forwarding source).
+    acc_read_register: bool = True
     timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
@@ -165,6 +169,8 @@ class Config:
         v = self.clock_mhz
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"clock_mhz must be a positive number, got {self.clock_mhz!r}")
+        if not isinstance(self.acc_read_register, bool):
+            raise ConfigError(f"acc_read_register must be true or false, got {self.acc_read_register!r}")
         if not isinstance(self.timing, Timing):
             raise ConfigError(f"timing must be a Timing, got {type(self.timing).__name__}")
 

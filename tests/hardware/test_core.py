@@ -310,3 +310,34 @@ def test_alu_waits_a_cycle_only_for_the_row_just_written(same_row):
     # same_row: every iteration but the first reads row 0, which the one before wrote
     expected = 1.0 + (c.timing.alu_raw_stall if same_row else 0)
     assert r_rate == pytest.approx(expected, abs=0.01) and g_rate == r_rate
+
+
+@pytest.mark.parametrize("acc_read_register", [True, False], ids=["acc-read-register", "no-acc-read-register"])
+@pytest.mark.parametrize("distance", range(1, 7))
+def test_rows_revisited_at_every_forwarding_distance(distance, acc_read_register):
+    """GEMM and ALU loops that come back to a row `distance` uop-iterations later (and an
+    ALU that reads a row written `distance - 1` iterations before): every forwarding source
+    of the tensor pipeline, and the ALU's stall, against fsim."""
+    c = PRESETS["small"].replace(acc_read_register=acc_read_register)
+    rng = np.random.default_rng(distance)
+    rows = {Mem.INP: c.inp_elem_bytes, Mem.WGT: c.wgt_elem_bytes, Mem.ACC: c.acc_elem_bytes}
+    data = {mem: rng.integers(-100, 100, 8 * n, dtype=np.int8) for mem, n in rows.items()}
+    out = []
+    for dev in _devices(c):
+        s = CommandStream(c, f"rows revisited at distance {distance}")
+        for mem in rows:
+            s.load_2d(mem, 0, dev.array(data[mem]), x_size=8)
+        s.dep_push(Stage.LOAD, Stage.COMPUTE)
+        s.dep_pop(Stage.LOAD, Stage.COMPUTE)
+        cycle = tuple((r, r, r) for r in range(distance))
+        s.gemm(UopKernel(cycle, loops=(Loop(6),)), reset=False)
+        shifted = tuple((r, (r + 1) % distance, 0) for r in range(distance))
+        s.alu(UopKernel(shifted, loops=(Loop(6),)), AluOp.ADD)
+        s.alu(UopKernel(cycle, loops=(Loop(3),)), AluOp.MUL, 3)
+        s.dep_push(Stage.COMPUTE, Stage.STORE)
+        s.dep_pop(Stage.COMPUTE, Stage.STORE)
+        res = dev.alloc(8 * c.out_elem_bytes)
+        s.store_2d(0, res, x_size=8)
+        dev.run(s.finish())
+        out.append(res.read(np.int8))
+    assert np.array_equal(out[0], out[1]), _first_diff(out[0], out[1], 0)

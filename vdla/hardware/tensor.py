@@ -8,12 +8,13 @@ kept as running sums, no multipliers). Stages:
 - S0: the loop counters address the uop buffer;
 - S1: the micro-op arrives; the indices address INP[src] and WGT[wgt];
 - S2: INP/WGT arrive and are registered (so the multipliers start from a register, not
-  from a block RAM's slow output across the chip);
-- S2r: the GEMM array registers the products; the indices address ACC[dst], ACC[src];
-- S2b: the ACC operands arrive and take the row's newest value when it is still in
-  flight (forwarding: iterations that hit the same accumulator row see each other, as in
-  program order): GEMM's accumulate from S3, any result from S4 or from the register of
-  the previous cycle's write; the GEMM array's adder tree sums the products;
+  from a block RAM's slow output across the chip); the indices address ACC[dst], ACC[src];
+- S2r: the GEMM array registers the products; the ACC rows arrive and are registered
+  (the block RAMs' output registers, in flip-flops: Yosys does not use the DP16KD's own);
+- S2b: the ACC operands take the row's newest value when it is still in flight
+  (forwarding: iterations that hit the same accumulator row see each other, as in
+  program order): GEMM's accumulate from S3, any result from S4 or from the registers of
+  the previous two cycles' writes; the GEMM array's adder tree sums the products;
 - S3: reset ? 0 : ACC[dst] + dot (GEMM) or op(ACC[dst], imm or ACC[src]) (ALU), into a
   register (so the ALU's multiplier and shifter do not also drive the far block RAMs);
 - S4: ACC[dst] := the result; OUT[dst] := the low out_width bits of each lane.
@@ -132,11 +133,22 @@ class TensorPipeline(wiring.Component):
             m.d.sync += [s2_valid.eq(s1_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
         inp_q, wgt_q = Signal.like(self.inp_rd.data), Signal.like(self.wgt_rd.data)
         m.d.sync += [inp_q.eq(self.inp_rd.data), wgt_q.eq(self.wgt_rd.data)]
+        # With Config.acc_read_register the ACC is read from S2's registers and the data is
+        # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
+        # flip-flops, not from a block RAM's output; without, it is read from S2r's.
+        early = c.acc_read_register
+        if early:
+            m.d.comb += [self.acc_rd_dst.addr.eq(s2_dst), self.acc_rd_src.addr.eq(s2_src)]
 
-        # -- S2r: products; ACC read (two cycles after INP/WGT, to meet the sums) --------------
+        # -- S2r: products; ACC data registered ------------------------------------------------
         s2r_valid, s2r_dst, s2r_src = Signal(), Signal(dw), Signal(dw)
         m.d.sync += [s2r_valid.eq(s2_valid & ~stall), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src)]
-        m.d.comb += [self.acc_rd_dst.addr.eq(s2r_dst), self.acc_rd_src.addr.eq(s2r_src)]
+        if early:
+            acc_dst_q, acc_src_q = Signal(acc_bits), Signal(acc_bits)
+            m.d.sync += [acc_dst_q.eq(self.acc_rd_dst.data), acc_src_q.eq(self.acc_rd_src.data)]
+        else:
+            m.d.comb += [self.acc_rd_dst.addr.eq(s2r_dst), self.acc_rd_src.addr.eq(s2r_src)]
+            acc_dst_q, acc_src_q = self.acc_rd_dst.data, self.acc_rd_src.data
         # The ALU's result is registered (S4) before it is written, so an ALU iteration
         # cannot take its operand from the one just ahead of it: when the iteration entering
         # S2r reads (dst, or src for a tensor operand) the row the one in S2r writes, it
@@ -145,25 +157,33 @@ class TensorPipeline(wiring.Component):
             (s2_dst == s2r_dst) | (~a.use_imm & (s2_src == s2r_dst))))
 
         # -- S2b: sums, ACC operands (with forwarding) -------------------------------------------
-        # An operand row may still be in flight: in S3 (GEMM only), in S4 (being written) or
-        # written in the previous cycle (the read ports are not transparent). The row matches
-        # are compared in S2r and registered, so S2b's multiplexers select from flip-flops.
+        # An operand row may still be in flight: in S3 (GEMM only), in S4 (being written), or
+        # written in one of the two previous cycles (after the read in S2, or in the same
+        # cycle: the read ports are not transparent). The row matches are compared in S2r and
+        # registered, so S2b's multiplexers select with flip-flops.
         s2b_valid, s2b_dst, s2b_src = Signal(), Signal(dw), Signal(dw)
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
         s3_valid, s3_dst = Signal(), Signal(dw)
         s4_valid, s4_dst, s4_value = Signal(), Signal(dw), Signal(acc_bits)
-        w_value = Signal(acc_bits)  # the row S4 wrote in the previous cycle
+        w_valid, w_dst, w_value = Signal(), Signal(dw), Signal(acc_bits)  # S4's write a cycle ago
+        w2_value = Signal(acc_bits)  # S4's write two cycles ago
         gemm_result = Signal(acc_bits)
 
-        def matches(row: Signal, name: str) -> tuple[Signal, Signal, Signal]:
-            """Registered: will `row` (in S2r now) be in S3, S4, W when it reaches S2b?"""
-            flags = Signal(3, name=f"fwd_{name}")
+        def matches(row: Signal, name: str) -> Signal:
+            """Registered: will `row` (in S2r now) be in S3, S4, W (W2) when it reaches S2b?"""
+            flags = Signal(4 if early else 3, name=f"fwd_{name}")
             m.d.sync += flags.eq(Cat(s2b_valid & (s2b_dst == row), s3_valid & (s3_dst == row),
-                                     s4_valid & (s4_dst == row)))
-            return flags[0], flags[1], flags[2]
+                                     s4_valid & (s4_dst == row), w_valid & (w_dst == row))[: len(flags)])
+            return flags
 
-        in_s3, in_s4, in_w = matches(s2r_dst, "dst")
-        src_in_s4, src_in_w = matches(s2r_src, "src")[1:]
+        def newest(flags: Signal, memory: Signal, first: int) -> Signal:
+            """The row's value from the youngest in-flight source from stage `first` on."""
+            value = memory
+            for flag, source in list(zip(flags, (gemm_result, s4_value, w_value, w2_value)))[first:][::-1]:
+                value = Mux(flag, source, value)
+            return value
+
+        dst_flags, src_flags = matches(s2r_dst, "dst"), matches(s2r_src, "src")
         s3_a, s3_b, s3_sum = Signal(acc_bits), Signal(acc_bits), Signal(acc_bits)
 
         m.submodules.gemm = gemm = GemmArray(c)
@@ -171,9 +191,9 @@ class TensorPipeline(wiring.Component):
         m.d.comb += [gemm.inp.eq(inp_q), gemm.wgt.eq(wgt_q), imm.eq(a.imm)]
         m.d.sync += [
             s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),
-            s3_a.eq(Mux(in_s3, gemm_result, Mux(in_s4, s4_value, Mux(in_w, w_value, self.acc_rd_dst.data)))),
-            s3_b.eq(Mux(a.use_imm, imm.as_unsigned().replicate(lanes),
-                        Mux(src_in_s4, s4_value, Mux(src_in_w, w_value, self.acc_rd_src.data)))),
+            s3_a.eq(newest(dst_flags, acc_dst_q, 0)),
+            # S3 holds a GEMM result only in GEMM instructions, which have no src operand
+            s3_b.eq(Mux(a.use_imm, imm.as_unsigned().replicate(lanes), newest(src_flags, acc_src_q, 1))),
             s3_sum.eq(gemm.sums),
         ]
 
@@ -197,7 +217,7 @@ class TensorPipeline(wiring.Component):
             self.out_wr.en.eq(s4_valid), self.out_wr.addr.eq(s4_dst),
             self.out_wr.data.eq(Cat(*(s4_value.word_select(n, w)[: c.out_width] for n in range(lanes)))),
         ]
-        m.d.sync += w_value.eq(s4_value)
+        m.d.sync += [w_valid.eq(s4_valid), w_dst.eq(s4_dst), w_value.eq(s4_value), w2_value.eq(w_value)]
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
