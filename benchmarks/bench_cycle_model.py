@@ -3,7 +3,7 @@
 The golden simulator's `Config.timing` defaults are calibrated against the Amaranth core
 running with the test memory of `vdla.hardware.testbench` (read latency
 `timing.dram_latency`, one bus word per cycle per port). This prints, per program, both
-cycle counts and the golden model's error; the target is within 10%.
+cycle counts and the golden model's error; the target is within 5%.
 
 Programs: the blocked matmul and the ALU-only example at small sizes, and random valid
 programs (`vdla.fuzz.randprog`), on the small and default configs.
@@ -71,7 +71,7 @@ def main() -> None:
         errors.append(abs(err))
         print(f"{cname:<8} {label:<34} {golden:>8} {rtl:>8} {100 * err:>+6.1f}%")
     print(f"\nworst |error| {100 * max(errors):.1f}%, mean {100 * float(np.mean(errors)):.1f}% over {len(errors)} programs "
-          f"(target: within 10%)")
+          f"(target: within 5%)")
     sys.exit(0)
 
 

@@ -70,13 +70,15 @@ class Timing:
     #: Cycles from start until fetch issues its first read.
     launch_latency: int = 6
     #: Pipeline depth of the GEMM core: cycles from the last uop issue to the last write.
-    gemm_latency: int = 6
+    gemm_latency: int = 7
     #: Initiation interval of the tensor ALU with a tensor operand (ACC has two read ports).
     alu_ii_tensor: int = 1
     #: Initiation interval of the tensor ALU with an immediate operand.
     alu_ii_imm: int = 1
     #: Pipeline depth of the tensor ALU.
-    alu_latency: int = 6
+    alu_latency: int = 7
+    #: Cycles an ALU uop-iteration waits when it reads the row the previous one writes.
+    alu_raw_stall: int = 1
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -122,6 +124,10 @@ class Config:
     alu_imm_width: int = 16
     #: Core clock used to turn cycles into time and GOPS in reports.
     clock_mhz: float = 100.0
+    #: Register the ACC block RAMs' read data before the tensor pipeline's forwarding
+    #: multiplexers (the read moves a stage earlier; no cycle is added). Costs three ACC
+    #: rows of flip-flops (two read registers, one more forwarding source).
+    acc_read_register: bool = True
     timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
@@ -163,6 +169,8 @@ class Config:
         v = self.clock_mhz
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"clock_mhz must be a positive number, got {self.clock_mhz!r}")
+        if not isinstance(self.acc_read_register, bool):
+            raise ConfigError(f"acc_read_register must be true or false, got {self.acc_read_register!r}")
         if not isinstance(self.timing, Timing):
             raise ConfigError(f"timing must be a Timing, got {type(self.timing).__name__}")
 

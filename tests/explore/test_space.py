@@ -62,7 +62,7 @@ def test_load_space_errors(tmp_path, text, words):
 
 def test_apply_sets_fields_and_timing():
     c = apply(Config(), {"bus_width": 128, "timing.alu_latency": 9})
-    assert (c.bus_width, c.timing.alu_latency, c.block_in, c.timing.gemm_latency) == (128, 9, 16, 6)
+    assert (c.bus_width, c.timing.alu_latency, c.block_in, c.timing.gemm_latency) == (128, 9, 16, Config().timing.gemm_latency)
     assert c.name == "default+bus_width=128+timing.alu_latency=9"
     assert label({}) == "base" and apply(Config(), {}) == Config()
     with pytest.raises(ConfigError, match="block_in must be a positive power of two"):

@@ -8,14 +8,20 @@ kept as running sums, no multipliers). Stages:
 - S0: the loop counters address the uop buffer;
 - S1: the micro-op arrives; the indices address INP[src] and WGT[wgt];
 - S2: INP/WGT arrive and are registered (so the multipliers start from a register, not
-  from a block RAM's slow output across the chip);
-- S2r: the GEMM array registers the products; the indices address ACC[dst], ACC[src];
-- S2b: the ACC operands arrive and take the value being written by S3 or the one
-  written in the previous cycle when the row matches (forwarding: back-to-back
-  iterations that hit the same accumulator row see each other, as in program order);
-  the GEMM array's adder tree sums the products;
-- S3: ACC[dst] := reset ? 0 : ACC[dst] + dot (GEMM) or op(ACC[dst], imm or ACC[src])
-  (ALU); OUT[dst] := the low out_width bits of each lane.
+  from a block RAM's slow output across the chip); the indices address ACC[dst], ACC[src];
+- S2r: the GEMM array registers the products; the ACC rows arrive and are registered
+  (the block RAMs' output registers, in flip-flops: Yosys does not use the DP16KD's own);
+- S2b: the ACC operands take the row's newest value when it is still in flight
+  (forwarding: iterations that hit the same accumulator row see each other, as in
+  program order): GEMM's accumulate from S3, any result from S4 or from the registers of
+  the previous two cycles' writes; the GEMM array's adder tree sums the products;
+- S3: reset ? 0 : ACC[dst] + dot (GEMM) or op(ACC[dst], imm or ACC[src]) (ALU), into a
+  register (so the ALU's multiplier and shifter do not also drive the far block RAMs);
+- S4: ACC[dst] := the result; OUT[dst] := the low out_width bits of each lane.
+
+GEMM runs one iteration per cycle. An ALU iteration whose operand row is the one the
+iteration just ahead writes waits one cycle (`vdla.simulator.timing.alu_cycles` counts
+these stalls), so no ALU result is forwarded combinationally.
 
 Indices past a buffer: the running sums carry one sticky bit above the index width (depths
 are powers of two, so "index >= depth" is a carry out or a high bit); S1 pulses
@@ -73,6 +79,8 @@ class TensorPipeline(wiring.Component):
         acc_bits, lanes = 8 * c.acc_elem_bytes, c.batch * c.block_out
         dw, sw, ww = c.log_acc_depth, c.uop_src_bits, c.log_wgt_depth
 
+        stall = Signal()  # an ALU read-after-write one iteration apart: see S2r
+
         # -- S0: loop counters ---------------------------------------------------------------
         run = Signal()
         k = Signal(c.log_uop_depth + 1)
@@ -95,7 +103,7 @@ class TensorPipeline(wiring.Component):
                 run.eq(~empty), k.eq(g.uop_bgn), i.eq(0), j.eq(0),
                 dst_out.eq(0), dst_cur.eq(0), src_out.eq(0), src_cur.eq(0), wgt_out.eq(0), wgt_cur.eq(0),
             ]
-        with m.Elif(run):
+        with m.Elif(run & ~stall):
             with m.If(k == g.uop_end - 1):
                 m.d.sync += k.eq(g.uop_bgn)
                 with m.If(j == g.iter_in - 1):
@@ -114,12 +122,14 @@ class TensorPipeline(wiring.Component):
                     ]
             with m.Else():
                 m.d.sync += k.eq(k + 1)
-        m.d.comb += self.uop_rd.addr.eq(k)
+        # A stall holds S0 and S1: the uop read port keeps S1's micro-op (en low).
+        m.d.comb += [self.uop_rd.addr.eq(k), self.uop_rd.en.eq(~stall)]
 
         # -- S1: micro-op -> operand addresses ---------------------------------------------
         s1_valid = Signal()
         s1_dst, s1_src, s1_wgt = Signal(dw + 1), Signal(sw + 1), Signal(ww + 1)
-        m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur)]
+        with m.If(~stall):
+            m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur)]
         uop = data.View(isa.amaranth_layout(c, "uop"), self.uop_rd.data)
         dst = Signal(dw)
         src = Signal(sw)
@@ -137,56 +147,102 @@ class TensorPipeline(wiring.Component):
         m.d.comb += self.index_error.eq(s1_valid & (dst_past | (check_src & src_past) | (~is_alu & ~g.reset & wgt_past)))
 
         # -- S2: INP/WGT registered -----------------------------------------------------------
+        # A stall holds S2 (its INP/WGT data is not used by an ALU instruction, the only kind
+        # that stalls) and sends a bubble on to S2r.
         s2_valid, s2_dst, s2_src = Signal(), Signal(dw), Signal(dw)
-        m.d.sync += [s2_valid.eq(s1_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
+        with m.If(~stall):
+            m.d.sync += [s2_valid.eq(s1_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
         inp_q, wgt_q = Signal.like(self.inp_rd.data), Signal.like(self.wgt_rd.data)
         m.d.sync += [inp_q.eq(self.inp_rd.data), wgt_q.eq(self.wgt_rd.data)]
+        # With Config.acc_read_register the ACC is read from S2's registers and the data is
+        # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
+        # flip-flops, not from a block RAM's output; without, it is read from S2r's.
+        early = c.acc_read_register
+        if early:
+            m.d.comb += [self.acc_rd_dst.addr.eq(s2_dst), self.acc_rd_src.addr.eq(s2_src)]
 
-        # -- S2r: products; ACC read (two cycles after INP/WGT, to meet the sums) --------------
+        # -- S2r: products; ACC data registered ------------------------------------------------
         s2r_valid, s2r_dst, s2r_src = Signal(), Signal(dw), Signal(dw)
-        m.d.sync += [s2r_valid.eq(s2_valid), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src)]
-        m.d.comb += [self.acc_rd_dst.addr.eq(s2r_dst), self.acc_rd_src.addr.eq(s2r_src)]
+        m.d.sync += [s2r_valid.eq(s2_valid & ~stall), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src)]
+        if early:
+            acc_dst_q, acc_src_q = Signal(acc_bits), Signal(acc_bits)
+            m.d.sync += [acc_dst_q.eq(self.acc_rd_dst.data), acc_src_q.eq(self.acc_rd_src.data)]
+        else:
+            m.d.comb += [self.acc_rd_dst.addr.eq(s2r_dst), self.acc_rd_src.addr.eq(s2r_src)]
+            acc_dst_q, acc_src_q = self.acc_rd_dst.data, self.acc_rd_src.data
+        # The ALU's result is registered (S4) before it is written, so an ALU iteration
+        # cannot take its operand from the one just ahead of it: when the iteration entering
+        # S2r reads (dst, or src for a tensor operand) the row the one in S2r writes, it
+        # waits a cycle. GEMM's accumulate is a single add and is forwarded from S3 instead.
+        m.d.comb += stall.eq(is_alu & s2_valid & s2r_valid & (
+            (s2_dst == s2r_dst) | (~a.use_imm & (s2_src == s2r_dst))))
 
         # -- S2b: sums, ACC operands (with forwarding) -------------------------------------------
+        # An operand row may still be in flight: in S3 (GEMM only), in S4 (being written), or
+        # written in one of the two previous cycles (after the read in S2, or in the same
+        # cycle: the read ports are not transparent). The row matches are compared in S2r and
+        # registered, so S2b's multiplexers select with flip-flops.
         s2b_valid, s2b_dst, s2b_src = Signal(), Signal(dw), Signal(dw)
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
         s3_valid, s3_dst = Signal(), Signal(dw)
-        s3_a, s3_b, s3_sum = Signal(acc_bits), Signal(acc_bits), Signal(acc_bits)
-        result = Signal(acc_bits)
-        w_valid, w_dst, w_value = Signal(), Signal(dw), Signal(acc_bits)
+        s4_valid, s4_dst, s4_value = Signal(), Signal(dw), Signal(acc_bits)
+        w_valid, w_dst, w_value = Signal(), Signal(dw), Signal(acc_bits)  # S4's write a cycle ago
+        w2_value = Signal(acc_bits)  # S4's write two cycles ago
+        gemm_result = Signal(acc_bits)
 
-        def forwarded(row: Signal, memory_data: Signal):
-            return Mux(s3_valid & (s3_dst == row), result,
-                       Mux(w_valid & (w_dst == row), w_value, memory_data))
+        def matches(row: Signal, name: str) -> Signal:
+            """Registered: will `row` (in S2r now) be in S3, S4, W (W2) when it reaches S2b?"""
+            flags = Signal(4 if early else 3, name=f"fwd_{name}")
+            m.d.sync += flags.eq(Cat(s2b_valid & (s2b_dst == row), s3_valid & (s3_dst == row),
+                                     s4_valid & (s4_dst == row), w_valid & (w_dst == row))[: len(flags)])
+            return flags
+
+        def newest(flags: Signal, memory: Signal, first: int) -> Signal:
+            """The row's value from the youngest in-flight source from stage `first` on."""
+            value = memory
+            for flag, source in list(zip(flags, (gemm_result, s4_value, w_value, w2_value)))[first:][::-1]:
+                value = Mux(flag, source, value)
+            return value
+
+        dst_flags, src_flags = matches(s2r_dst, "dst"), matches(s2r_src, "src")
+        s3_a, s3_b, s3_sum = Signal(acc_bits), Signal(acc_bits), Signal(acc_bits)
 
         m.submodules.gemm = gemm = GemmArray(c)
         imm = Signal(signed(c.acc_width))
         m.d.comb += [gemm.inp.eq(inp_q), gemm.wgt.eq(wgt_q), imm.eq(a.imm)]
         m.d.sync += [
             s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),
-            s3_a.eq(forwarded(s2b_dst, self.acc_rd_dst.data)),
-            s3_b.eq(Mux(a.use_imm, imm.as_unsigned().replicate(lanes), forwarded(s2b_src, self.acc_rd_src.data))),
+            s3_a.eq(newest(dst_flags, acc_dst_q, 0)),
+            # S3 holds a GEMM result only in GEMM instructions, which have no src operand
+            s3_b.eq(Mux(a.use_imm, imm.as_unsigned().replicate(lanes), newest(src_flags, acc_src_q, 1))),
             s3_sum.eq(gemm.sums),
         ]
 
-        # -- S3: result, writes ------------------------------------------------------------------
+        # -- S3: result ------------------------------------------------------------------------
         m.submodules.alu = alu = TensorAlu(c)
         m.d.comb += [alu.op.eq(a.alu_opcode), alu.a.eq(s3_a), alu.b.eq(s3_b)]
         w = c.acc_width
         accumulated = Cat(*((s3_a.word_select(n, w) + s3_sum.word_select(n, w))[:w] for n in range(lanes)))
-        m.d.comb += result.eq(Mux(is_alu, alu.out, Mux(g.reset, 0, accumulated)))
+        m.d.comb += gemm_result.eq(Mux(g.reset, 0, accumulated))
+        m.d.sync += [
+            s4_valid.eq(s3_valid), s4_dst.eq(s3_dst), s4_value.eq(Mux(is_alu, alu.out, gemm_result)),
+        ]
         m.d.comb += [
-            self.acc_wr.en.eq(s3_valid), self.acc_wr.addr.eq(s3_dst), self.acc_wr.data.eq(result),
-            self.out_wr.en.eq(s3_valid), self.out_wr.addr.eq(s3_dst),
-            self.out_wr.data.eq(Cat(*(result.word_select(n, w)[: c.out_width] for n in range(lanes)))),
             self.gemm_iter.eq(s3_valid & ~is_alu & ~g.reset),
             self.alu_iter.eq(s3_valid & is_alu),
         ]
-        m.d.sync += [w_valid.eq(s3_valid), w_dst.eq(s3_dst), w_value.eq(result)]
+
+        # -- S4: writes ------------------------------------------------------------------------------
+        m.d.comb += [
+            self.acc_wr.en.eq(s4_valid), self.acc_wr.addr.eq(s4_dst), self.acc_wr.data.eq(s4_value),
+            self.out_wr.en.eq(s4_valid), self.out_wr.addr.eq(s4_dst),
+            self.out_wr.data.eq(Cat(*(s4_value.word_select(n, w)[: c.out_width] for n in range(lanes)))),
+        ]
+        m.d.sync += [w_valid.eq(s4_valid), w_dst.eq(s4_dst), w_value.eq(s4_value), w2_value.eq(w_value)]
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
-        drained = ~run & ~s1_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid
+        drained = ~run & ~s1_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s4_valid
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)

@@ -87,7 +87,7 @@ def _duration(insn, config: Config, machine: Machine) -> int:
         iters = max(0, insn.uop_end - insn.uop_bgn) * insn.iter_out * insn.iter_in
         if op == Op.GEMM:
             return timing.gemm_cycles(config, iters)
-        return timing.alu_cycles(config, iters, bool(insn.use_imm))
+        return timing.alu_cycles(config, iters, bool(insn.use_imm), machine.alu_back_to_back(insn))
     return config.timing.insn_overhead
 
 

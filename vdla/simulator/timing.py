@@ -10,7 +10,8 @@ The model, with parameters from `Config.timing` (all in core clock cycles):
   one SRAM write cycle; `dma_tail` cycles drain the datapath at the end.
 - GEMM: one uop-iteration per cycle (II = 1) plus `gemm_latency` to drain the pipeline.
 - ALU: `alu_ii_tensor` (tensor operand) or `alu_ii_imm` (immediate) cycles per
-  uop-iteration, plus `alu_latency`.
+  uop-iteration, `alu_raw_stall` more for each iteration that reads the row the one
+  before it writes (the ALU's result is registered before write-back), plus `alu_latency`.
 - Every instruction pays `insn_overhead` for decode and issue; a NOP or FINISH only that.
 - Fetch starts `launch_latency` after start and reads the whole stream as one DMA:
   instruction k has arrived once the `dram_latency` and its bus beats (and burst gaps)
@@ -51,10 +52,11 @@ def gemm_cycles(config: Config, uop_iters: int) -> int:
     return t.insn_overhead + (uop_iters + t.gemm_latency if uop_iters else 0)
 
 
-def alu_cycles(config: Config, uop_iters: int, use_imm: bool) -> int:
+def alu_cycles(config: Config, uop_iters: int, use_imm: bool, back_to_back: int = 0) -> int:
+    """`back_to_back`: iterations that read the row the previous iteration writes."""
     t = config.timing
     ii = t.alu_ii_imm if use_imm else t.alu_ii_tensor
-    return t.insn_overhead + (uop_iters * ii + t.alu_latency if uop_iters else 0)
+    return t.insn_overhead + (uop_iters * ii + back_to_back * t.alu_raw_stall + t.alu_latency if uop_iters else 0)
 
 
 def fetch_ready(config: Config, index: int) -> int:

@@ -28,6 +28,7 @@ CONFIG = Config(
     uop_buff_size=512, inp_buff_size=256, wgt_buff_size=256, acc_buff_size=256,
     bus_width=32, cmd_queue_depth=1, dep_queue_depth=4,
     dram_addr_width=16, loop_iter_width=8, alu_imm_width=8, clock_mhz=12.0,
+    acc_read_register=False,  # the UP5K's logic cells are all used
 )
 
 ICEBREAKER = Board(
