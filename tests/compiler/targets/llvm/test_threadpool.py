@@ -285,3 +285,33 @@ def test_build_failures_say_why(tmp_path: Path) -> None:
 def test_set_num_threads_rejects_bad_counts(nthreads: None, bad: object) -> None:
     with pytest.raises(ValueError, match="number of threads"):
         set_num_threads(bad)  # type: ignore[arg-type]
+
+
+def test_set_num_threads_takes_numpy_integers(nthreads: None) -> None:
+    set_num_threads(np.int64(3))
+    assert get_num_threads() == 3 and type(get_num_threads()) is int
+
+
+@pytest.mark.parametrize(("kw", "msg"), [({"chunks_per_thread": 0}, "chunks_per_thread must be an integer >= 1"),
+                                         ({"spin_us": -1}, "spin_us must be an integer >= 0"),
+                                         ({"spin_us": 2.5}, "spin_us must be an integer >= 0")])
+def test_configure_rejects_bad_settings(kw: dict[str, object], msg: str) -> None:
+    _native()
+    with pytest.raises(ValueError, match=msg):
+        threadpool.configure(**kw)  # type: ignore[arg-type]
+
+
+def test_one_static_chunk_per_thread_is_still_correct(nthreads: None) -> None:
+    """chunks_per_thread=1: each thread's share is one chunk (claimed dynamically all the same)."""
+    _native()
+    f = _affine(101, 9)
+    set_num_threads(3)
+    a = np.arange(101 * 9, dtype=np.float32).reshape(101, 9)
+    b = np.zeros_like(a)
+    old = threadpool.configure(chunks_per_thread=1)
+    try:
+        assert threadpool.configure()["chunks_per_thread"] == 1
+        f(a, b)
+    finally:
+        threadpool.configure(**old)
+    np.testing.assert_array_equal(b, a * 3 + 1)

@@ -244,6 +244,12 @@ VDLA_EXPORT void vdla_pool_set_chunks_per_thread(int c) { STORE(&pool.chunks_per
 
 VDLA_EXPORT void vdla_pool_set_spin_us(int us) { STORE(&pool.spin_ns, (int64_t)(us < 0 ? 0 : us) * 1000); }
 
+/* the settings: chunks per thread and spin time in microseconds */
+VDLA_EXPORT void vdla_pool_settings(int64_t *out2) {
+    out2[0] = LOAD(&pool.chunks_per_thread);
+    out2[1] = LOAD(&pool.spin_ns) / 1000;
+}
+
 /* counters: workers started in this process, regions run in parallel, nested regions and
    regions that found the pool busy (both run serially) */
 VDLA_EXPORT void vdla_pool_stats(int64_t *out4) {

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import operator
 import os
 import platform
 import shlex
@@ -36,8 +37,8 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["set_num_threads", "get_num_threads", "launch_address", "backend", "native_stats", "cache_dir",
-           "build_library", "MAX_THREADS", "SOURCE"]
+__all__ = ["set_num_threads", "get_num_threads", "launch_address", "backend", "native_stats", "configure",
+           "cache_dir", "build_library", "MAX_THREADS", "SOURCE"]
 
 #: the C source of the native pool
 SOURCE = Path(__file__).with_name("threadpool.c")
@@ -63,9 +64,13 @@ def _env_threads() -> int:
 def set_num_threads(n: int) -> None:
     """Number of threads parallel loops use (default: VDLA_NUM_THREADS or all cores)."""
     global _num_threads
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS:
+    try:
+        k = operator.index(n)  # ints and numpy integers, not floats or strings
+    except TypeError:
+        k = 0
+    if isinstance(n, bool) or not 1 <= k <= MAX_THREADS:
         raise ValueError(f"number of threads must be an integer from 1 to {MAX_THREADS}, got {n!r}")
-    _num_threads = n
+    _num_threads = n = k
     if _native is not None:
         _native.vdla_pool_set_num_threads(n)
 
@@ -176,6 +181,7 @@ def _setup(lib: ctypes.CDLL) -> None:
     lib.vdla_pool_set_chunks_per_thread.argtypes = [ctypes.c_int]
     lib.vdla_pool_set_spin_us.argtypes = [ctypes.c_int]
     lib.vdla_pool_stats.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+    lib.vdla_pool_settings.argtypes = [ctypes.POINTER(ctypes.c_int64)]
     lib.vdla_pool_set_num_threads(_num_threads)
     for var, setter in (("VDLA_POOL_CHUNKS", lib.vdla_pool_set_chunks_per_thread),
                         ("VDLA_POOL_SPIN_US", lib.vdla_pool_set_spin_us)):
@@ -218,25 +224,28 @@ def native_stats() -> dict[str, int]:
     """The native pool's counters in this process: workers started, regions run in parallel,
     nested regions and regions that found the pool busy (both run serially in their caller)."""
     if _native is None:
-        raise RuntimeError("the native thread pool is not loaded (backend() is "
-                           f"{backend()!r})")
+        raise RuntimeError(f"the native thread pool is not loaded (backend() is {backend()!r})")
     buf = (ctypes.c_int64 * 4)()
     _native.vdla_pool_stats(buf)
     return dict(zip(("workers", "parallel", "nested", "busy"), map(int, buf), strict=True))
 
 
-def configure(chunks_per_thread: int | None = None, spin_us: int | None = None) -> None:
-    """Native pool settings: chunks a region is cut into per thread (1: one static chunk each;
-    more balance uneven threads), and how long idle threads spin before sleeping."""
+def configure(chunks_per_thread: int | None = None, spin_us: int | None = None) -> dict[str, int]:
+    """Native pool settings: chunks a region is cut into per thread (more balance threads that
+    run at uneven speed; default 4, ``VDLA_POOL_CHUNKS``), and how long idle threads spin
+    before they sleep (default 100 us, ``VDLA_POOL_SPIN_US``). Returns the previous settings."""
     if _native is None:
         raise RuntimeError(f"the native thread pool is not loaded (backend() is {backend()!r})")
     for name, v, lo in (("chunks_per_thread", chunks_per_thread, 1), ("spin_us", spin_us, 0)):
         if v is not None and (not isinstance(v, int) or v < lo):
             raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    buf = (ctypes.c_int64 * 2)()
+    _native.vdla_pool_settings(buf)
     if chunks_per_thread is not None:
         _native.vdla_pool_set_chunks_per_thread(chunks_per_thread)
     if spin_us is not None:
         _native.vdla_pool_set_spin_us(spin_us)
+    return {"chunks_per_thread": int(buf[0]), "spin_us": int(buf[1])}
 
 
 # ---------------------------------------------------------------------------- the Python fallback
