@@ -315,3 +315,20 @@ def test_one_static_chunk_per_thread_is_still_correct(nthreads: None) -> None:
     finally:
         threadpool.configure(**old)
     np.testing.assert_array_equal(b, a * 3 + 1)
+
+
+def test_native_pool_under_concurrent_nested_and_forked_launches(tmp_path: Path) -> None:
+    """threadpool_stress.c: three launcher threads, nested regions, four settings and a fork
+    each, every iteration run exactly once (the C source linked directly, no Python in between)."""
+    cc = next((argv for argv, cxx in threadpool._compilers() if not cxx), None)
+    if cc is None:
+        pytest.skip("no C compiler here")
+    exe = tmp_path / "stress"
+    driver = Path(__file__).with_name("threadpool_stress.c")
+    subprocess.run([*cc, "-O2", "-pthread", str(driver), str(threadpool.SOURCE), "-o", str(exe)], check=True,
+                   capture_output=True, timeout=120)
+    try:
+        res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the stress driver did not finish within 120 s (a lost wake-up or a deadlock)")
+    assert (res.returncode, res.stdout.strip()) == (0, "ok"), res.stdout + res.stderr

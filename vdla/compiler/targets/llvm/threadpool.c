@@ -92,17 +92,17 @@ static int64_t now_ns(void) {
 
 /* Spin until `cond` holds or spin_ns pass, yielding the core every SPIN_BATCH pauses (the
    thread we wait for may be waiting for this core). */
-#define SPIN_UNTIL(cond)                                                   \
-    do {                                                                   \
-        int64_t deadline_ = 0;                                             \
-        for (unsigned i_ = 1; !(cond); i_++) {                             \
-            CPU_RELAX();                                                   \
-            if (i_ % SPIN_BATCH) continue;                                 \
-            int64_t t_ = now_ns();                                         \
-            if (deadline_ == 0) deadline_ = t_ + pool.spin_ns;             \
-            else if (t_ >= deadline_) break;                               \
-            sched_yield();                                                 \
-        }                                                                  \
+#define SPIN_UNTIL(cond)                                                      \
+    do {                                                                      \
+        int64_t deadline_ = 0;                                                \
+        for (unsigned i_ = 1; !(cond); i_++) {                                \
+            CPU_RELAX();                                                      \
+            if (i_ % SPIN_BATCH) continue;                                    \
+            int64_t t_ = now_ns();                                            \
+            if (deadline_ == 0) deadline_ = t_ + RELAXED_LOAD(&pool.spin_ns); \
+            else if (t_ >= deadline_) break;                                  \
+            sched_yield();                                                    \
+        }                                                                     \
     } while (0)
 
 /* Claim the next chunk of job `seq`; -1 when none is left or the job is over. */
