@@ -6,7 +6,10 @@ Two kernels whose parallel loops do almost nothing (one int32 store per iteratio
   iterations, so one call launches ``R`` regions back to back from compiled code; the time per
   region is the pool's own overhead (hand-over, the workers' chunks, the join);
 * ``call``: one region per Python call, the way a single-kernel operator is timed (the ctypes
-  call, argument checks and the region).
+  call, argument checks and the region);
+* ``work``: as ``regions`` but each iteration computes a 4096-term dot product (a few us), so
+  the workers must take part: the speedup of ``threads`` threads over one is the hand-over's
+  share of a region that is worth splitting.
 
 Each is timed with 1 thread (the region runs in the caller) and with every core, on the
 runtime this process loaded (``jit.parallel_backend()``: the native pool, or the Python
@@ -41,20 +44,38 @@ def _kernel(rows: int, width: int, name: str) -> object:
     return build(s, [a], name=name)
 
 
+def _work_kernel(rows: int, width: int, terms: int) -> object:
+    v = te.placeholder((terms,), name="v")
+    k = te.reduce_axis((0, terms), name="k")
+    a = te.compute((rows, width), lambda r, i: te.sum(v[k] * (r + i + k).astype("float32"), axis=k), name="A")
+    s = te.create_schedule(a.op)
+    s[a].parallel(a.op.axis[1])
+    return build(s, [v, a], name="par_work")
+
+
 def measure(regions: int, repeat: int) -> dict[str, object]:
     ncpu = os.cpu_count() or 1
     f_many = _kernel(regions, ncpu, "par_regions")
     f_one = _kernel(1, ncpu, "par_call")
+    terms, work_regions = 4096, max(1, regions // 10)
+    f_work = _work_kernel(work_regions, ncpu, terms)
     out: dict[str, object] = {"backend": jit.parallel_backend(), "rows": []}
     a_many = np.zeros((regions, ncpu), np.int32)
     a_one = np.zeros((1, ncpu), np.int32)
+    v = np.ones(terms, np.float32)
+    a_work = np.zeros((work_regions, ncpu), np.float32)
+    t_work_1 = 0.0
     for nt in sorted({1, ncpu}):
         with threads(nt):
             t_many = best_time(lambda: f_many(a_many), repeat)
             t_one = best_time(lambda: f_one(a_one), repeat * 50)
+            t_work = best_time(lambda: f_work(v, a_work), repeat)
         assert (a_many.ravel() == np.arange(a_many.size)).all()
+        t_work_1 = t_work_1 or t_work
         out["rows"].append({"threads": nt, "us_per_region": round(t_many / regions * 1e6, 3),  # type: ignore[union-attr]
-                            "us_per_call": round(t_one * 1e6, 2)})
+                            "us_per_call": round(t_one * 1e6, 2),
+                            "work_us_per_region": round(t_work / work_regions * 1e6, 2),
+                            "work_speedup": round(t_work_1 / t_work, 2)})
     return out
 
 
@@ -83,10 +104,11 @@ def main() -> None:
         print(json.dumps(res, indent=2))
         return
     print(f"{res['cores']} cores, load average before the run {res['load_average']}")
-    print(f"{'backend':>8} {'threads':>7} {'us/region':>10} {'us/call':>8}")
+    print(f"{'backend':>8} {'threads':>7} {'us/region':>10} {'us/call':>8} {'work us/region':>15} {'speedup':>8}")
     for run in runs:
         for r in run["rows"]:  # type: ignore[union-attr]
-            print(f"{run['backend']:>8} {r['threads']:>7} {r['us_per_region']:>10.3f} {r['us_per_call']:>8.2f}")
+            print(f"{run['backend']:>8} {r['threads']:>7} {r['us_per_region']:>10.3f} {r['us_per_call']:>8.2f} "
+                  f"{r['work_us_per_region']:>15.2f} {r['work_speedup']:>7.2f}x")
 
 
 if __name__ == "__main__":
