@@ -203,7 +203,7 @@ def test_pool_works_in_a_forked_child(nthreads: None) -> None:
 # ---------------------------------------------------------------------------- other processes
 
 _CHILD = textwrap.dedent("""
-    import warnings, numpy as np
+    import os, time, warnings, numpy as np
     warnings.simplefilter("always")
     from vdla.compiler import build, set_num_threads, te
     from vdla.compiler.targets.llvm import threadpool
@@ -219,18 +219,43 @@ _CHILD = textwrap.dedent("""
         b = np.zeros_like(a)
         f(a, b)
         assert np.allclose(b, a * 3 + 1, rtol=1e-6, atol=1e-5), nt
+    set_num_threads(3)
+    if hasattr(os, "fork"):  # the pool's threads exist in the parent only
+        pid = os.fork()
+        if pid == 0:
+            b = np.zeros_like(a)
+            f(a, b)
+            os._exit(0 if np.allclose(b, a * 3 + 1, rtol=1e-6, atol=1e-5) else 3)
+        deadline = time.monotonic() + 60
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                raise SystemExit("the forked child hung")
+            time.sleep(0.02)
+        assert os.waitstatus_to_exitcode(status) == 0, "the forked child computed a wrong result"
+        print("FORK done")
     print("BACKEND", threadpool.backend())
     for w in caught:
         print("WARNING", w.category.__name__, str(w.message).replace(chr(10), " "))
 """)
 
 
+def _child_env(**env: str) -> dict[str, str]:
+    """This environment without the pool's own settings, plus ``env``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("VDLA_NATIVE_POOL", "VDLA_POOL_"))}
+    return dict(base, PYTHONPATH=str(ROOT), **env)
+
+
 def _run_child(env: dict[str, str]) -> tuple[str, list[str]]:
-    full = dict(os.environ, PYTHONPATH=str(ROOT), **env)
+    full = _child_env(**env)
     res = subprocess.run([sys.executable, "-c", _CHILD], env=full, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
     lines = res.stdout.splitlines()
     backend = next(ln.split()[1] for ln in lines if ln.startswith("BACKEND"))
+    assert "FORK done" in lines or not hasattr(os, "fork")
     return backend, [ln for ln in lines if ln.startswith("WARNING")]
 
 
@@ -258,7 +283,7 @@ def test_concurrent_first_builds_share_one_cached_library(tmp_path: Path) -> Non
     """Two processes building into the same empty cache at once both load a whole library."""
     if not threadpool._compilers():
         pytest.skip("no C compiler here")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path))
+    env = _child_env(XDG_CACHE_HOME=str(tmp_path))
     procs = [subprocess.Popen([sys.executable, "-c", _CHILD], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=180) for p in procs]

@@ -266,6 +266,16 @@ def _get_pool(n: int) -> ThreadPoolExecutor:
     return _pool
 
 
+def _forget_pool_in_child() -> None:
+    """A forked child has none of the executor's threads: work queued to it would never run."""
+    global _pool, _pool_size
+    _pool, _pool_size = None, 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _run_task(fn: object, closure: int, t: int, k: int) -> None:
     _local.inside = True
     try:
