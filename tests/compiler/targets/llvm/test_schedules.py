@@ -264,6 +264,25 @@ def conv2d_nchwc_1x1_nondivisible_reg_tile():
 
 
 @case
+def conv2d_nchwc_rows_per_task_block():
+    """tile_oh between 1 and the height: (n, oc-chunk, row block) parallel, rows inside."""
+    return _nchwc_case(2, 16, 12, 32, 3, 1, 1, 8, 16, cfg=schedules.NCHWcConfig(tile_oh=4))
+
+
+@case
+def conv2d_nchwc_whole_height_per_task_bias_relu():
+    return _nchwc_case(1, 8, 15, 16, 3, 2, 1, 4, 8, tail=True, cfg=schedules.NCHWcConfig(tile_oh=8))
+
+
+def test_conv2d_nchwc_rows_per_task_must_divide_the_height() -> None:
+    x = ph((1, 1, 12, 12, 8), "x")
+    w = ph((1, 1, 3, 3, 8, 8), "w")
+    y = topi.conv2d_NCHWc(x, w, 1, 1)
+    with pytest.raises(ValueError, match="tile_oh=5 does not divide the output height 12"):
+        schedules.schedule_conv2d_NCHWc(y, schedules.NCHWcConfig(tile_oh=5))
+
+
+@case
 def depthwise_3x3_pad1():
     x, w = ph((1, 6, 17, 17), "x"), ph((6, 1, 3, 3), "w")
     y = topi.depthwise_conv2d_nchw(x, w, 1, 1)

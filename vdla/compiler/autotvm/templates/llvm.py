@@ -3,7 +3,8 @@
 ``conv2d_NCHWc.x86`` takes an NCHW workload ``[N, IC, H, W, OC, K, stride, pad]`` and
 chooses the channel blocking itself (``tile_ic`` / ``tile_oc``: the inner factor is the
 block, as TVM's x86 template); the schedule adds ``tile_ow`` (the register tile of output
-columns), ``unroll_kw`` and ``par`` (which loops run in parallel). The fallback is the
+columns), ``tile_oh`` (output rows per task of the one parallel loop: its granularity) and
+``unroll_kw``. The fallback is the
 blocking of 16 that ``benchmarks/bench_cpu_conv2d.py`` uses and the schedule's hand pick.
 Inputs are pre-packed (the layout transform is outside the measured kernel, as in the paper).
 """

@@ -4,7 +4,7 @@ One :class:`PrimFunc` becomes one LLVM function ``void name(ptr A, ptr B, ..., s
 Vector expressions (Ramp/Broadcast lanes) become LLVM vector types; contiguous vector
 accesses are single vector loads/stores.  A ``parallel`` loop is outlined into a task
 function ``void task(ptr closure, i64 task_id, i64 num_tasks)`` started through
-``vdla_parallel_launch`` (see :mod:`.jit`).  ``if_then_else`` is lowered to branches so
+``vdla_parallel_launch`` (see :mod:`.threadpool`).  ``if_then_else`` is lowered to branches so
 only the taken side is evaluated.
 
 Nothing traps: an ``Allocate`` that cannot be satisfied (size overflow or a NULL from

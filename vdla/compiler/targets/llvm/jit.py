@@ -1,21 +1,26 @@
-"""The host JIT: one llvmlite MCJIT engine per process, the O3 pipeline, and the thread pool.
+"""The host JIT: one llvmlite MCJIT engine per process, the O3 pipeline, and the runtime symbols.
 
 ``compile_module(text)`` parses, verifies and optimises LLVM IR for the host CPU (its name
 and features), adds it to the process-wide MCJIT engine and returns the engine's view of
 it.  Parallel loops call ``vdla_parallel_launch(task, closure, n)``, which runs ``task``
-on up to :func:`get_num_threads` threads (ctypes releases the GIL during each call).
+on up to :func:`get_num_threads` threads: :mod:`.threadpool` provides it (a native pool,
+or a Python one when no C compiler is found); ctypes releases the GIL during each call.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
+
+from .threadpool import backend as parallel_backend
+from .threadpool import get_num_threads, launch_address, set_num_threads
+
+__all__ = ["compile_module", "host_info", "link_ir", "check_externs", "register_extern", "take_alloc_failure",
+           "LinkError", "Compiled", "set_num_threads", "get_num_threads", "parallel_backend"]
 
 _lock = threading.RLock()
 _state: dict[str, object] = {}
@@ -140,60 +145,6 @@ def check_externs(text: str, name: str) -> None:
 
 # ---------------------------------------------------------------------------- runtime symbols
 
-_TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-_LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-_num_threads = max(1, int(os.environ.get("VDLA_NUM_THREADS", os.cpu_count() or 1)))
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_tasks: dict[int, object] = {}
-_local = threading.local()
-
-
-def set_num_threads(n: int) -> None:
-    """Number of threads parallel loops use (default: VDLA_NUM_THREADS or all cores)."""
-    global _num_threads
-    if n < 1:
-        raise ValueError(f"number of threads must be >= 1, got {n}")
-    _num_threads = int(n)
-
-
-def get_num_threads() -> int:
-    return _num_threads
-
-
-def _get_pool(n: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
-    if _pool is None or _pool_size < n:
-        _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="vdla-par")
-        _pool_size = n
-    return _pool
-
-
-def _run_task(fn: object, closure: int, t: int, k: int) -> None:
-    _local.inside = True
-    try:
-        fn(closure, t, k)  # type: ignore[operator]
-    finally:
-        _local.inside = False
-
-
-def _launch(task: int, closure: int, n: int) -> None:
-    fn = _tasks.get(task)
-    if fn is None:
-        fn = _tasks[task] = _TASK(task)
-    k = max(1, min(_num_threads, int(n)))
-    if k == 1 or getattr(_local, "inside", False):
-        fn(closure, 0, 1)  # type: ignore[operator]
-        return
-    pool = _get_pool(k - 1)
-    futs = [pool.submit(_run_task, fn, closure, t, k) for t in range(1, k)]
-    fn(closure, 0, k)  # type: ignore[operator]
-    for f in futs:
-        f.result()
-
-
-_launch_c = _LAUNCH(_launch)
-
 _ALLOC_FAILED = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64)
 _alloc_failures: list[tuple[str, int]] = []
 
@@ -237,7 +188,7 @@ def register_extern(name: str, fn: object) -> None:
 
 
 def _register_symbols() -> None:
-    llvm.add_symbol("vdla_parallel_launch", ctypes.cast(_launch_c, ctypes.c_void_p).value)
+    llvm.add_symbol("vdla_parallel_launch", launch_address())
     llvm.add_symbol("vdla_alloc_failed", ctypes.cast(_alloc_failed_c, ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)
     for name in ("malloc", "free", "aligned_alloc"):

@@ -78,6 +78,16 @@ class BuiltFunction(ModuleMixin):
         for p in list(func.params) + self.shape_vars:
             argtypes.append(ctypes.c_void_p if isinstance(p, Buffer) else _ctype(p.dtype))
         self._cfunc = ctypes.CFUNCTYPE(None, *argtypes)(compiled.address(symbol))
+        # (dtype, shape) of each argument when all are buffers of constant shape: a call with
+        # matching numpy arrays then skips the general checks (a 0.1 ms kernel, a ResNet-18
+        # 1x1 layer, would otherwise spend 10-20% of its time in them)
+        self._fixed: list[tuple[np.dtype, tuple[int, ...]]] | None = None
+        if not self.shape_vars and all(isinstance(p, Buffer) and all(isinstance(d, IntImm) for d in p.shape)
+                                       for p in func.params):
+            try:
+                self._fixed = [(np.dtype(p.dtype), tuple(d.value for d in p.shape)) for p in func.params]
+            except TypeError:  # a dtype numpy has no name for: the general path explains
+                self._fixed = None
 
     def get_source(self, fmt: str = "ll") -> str:
         """``"ll"`` (as generated), ``"opt"`` (after O3) or ``"asm"`` (host assembly)."""
@@ -94,6 +104,8 @@ class BuiltFunction(ModuleMixin):
         return f"<BuiltFunction {self.name}({sig}) target=llvm>"
 
     def __call__(self, *args: Any) -> None:
+        if self._fixed is not None and self._call_fixed(args):
+            return
         params = self.lowered.params
         if (len(args) == len(params) + 1 and not isinstance(args[0], np.ndarray | int | float | np.generic)
                 and not is_array_like(args[0])):
@@ -108,6 +120,25 @@ class BuiltFunction(ModuleMixin):
         for _, back in views:
             if back is not None:
                 back()
+
+    def _call_fixed(self, args: tuple[Any, ...]) -> bool:
+        """Run on numpy arrays of exactly the built dtypes and shapes, C-contiguous and distinct;
+        False (nothing run) for anything else, which the general path checks and explains."""
+        fixed = self._fixed
+        if fixed is None or len(args) != len(fixed):
+            return False
+        ptrs = []
+        for a, (dt, shape) in zip(args, fixed, strict=True):
+            if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape or not a.flags.c_contiguous:
+                return False
+            ptrs.append(a.ctypes.data)
+        if len(args) > 1 and any(np.may_share_memory(x, y) for x, y in itertools.combinations(args, 2)):
+            return False
+        self._cfunc(*ptrs)
+        err = jit.take_alloc_failure() or (take_error() if self.packed_sites else None)
+        if err is not None:
+            raise err
+        return True
 
     def _run(self, args: tuple[Any, ...]) -> None:
         params = self.lowered.params

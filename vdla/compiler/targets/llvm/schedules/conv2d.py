@@ -94,7 +94,9 @@ class NCHWcConfig:
     reg_n: int | None = None  # output columns per register tile (accumulators = reg_n vectors)
     unroll_kw: bool = False
     parallel: bool = True
-    par: str = "nfy"  # the loops fused into the parallel one: (n, f, y) or (n, f) with rows serial inside
+    #: output rows per iteration of the parallel loop, which fuses (n, oc-chunk, rows // tile_oh):
+    #: 1 gives the most, smallest tasks; the output height runs each (n, oc-chunk) as one task
+    tile_oh: int = 1
 
 
 def _reg_n(ow: int, cap: int = 14) -> int:
@@ -108,8 +110,9 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     outs: te.Tensor | Sequence[te.Tensor], cfg: NCHWcConfig | None = None
 ) -> Schedule:
     """TVM's x86 NCHWc schedule: a register tile of ``reg_n`` output columns x one ``ob``
-    vector accumulated in a local cache over (c.outer, ky, kx, c.inner); rows and output
-    channel blocks in parallel; padding computed once at root (parallel, vectorised)."""
+    vector accumulated in a local cache over (c.outer, ky, kx, c.inner); one parallel loop,
+    the outermost, over (n, output channel block, blocks of ``tile_oh`` rows); padding
+    computed once at root (a parallel loop of its own before it, vectorised), as TVM does."""
     outs = as_list(outs)
     s = te.create_schedule([t.op for t in outs])
     conv = find_tagged(outs, "conv2d_NCHWc")
@@ -119,24 +122,37 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     tcfg = current_config()  # an autotvm template's config: its knobs replace the hand pick
     if tcfg is not None:
         tcfg.define_split("tile_ow", ow, num_outputs=2, filter=lambda e: e.size[-1] <= 32)
+        # the parallel granularity: rows per task, from one row to the whole height
+        tcfg.define_split("tile_oh", oh, num_outputs=2, filter=lambda e: e.size[-1] in (1, 2, 4, 8, oh))
         tcfg.define_knob("unroll_kw", [False, True])
-        tcfg.define_knob("par", ["nfy", "nf"])
         if not tcfg.is_fallback and not isinstance(tcfg, ConfigSpace):
-            cfg = NCHWcConfig(reg_n=tcfg["tile_ow"].size[-1], unroll_kw=tcfg["unroll_kw"].val, par=tcfg["par"].val)
+            cfg = NCHWcConfig(reg_n=tcfg["tile_ow"].size[-1], unroll_kw=tcfg["unroll_kw"].val,
+                              tile_oh=tcfg["tile_oh"].size[-1])
     cfg = cfg or NCHWcConfig()
     reg_n = cfg.reg_n or _reg_n(ow)
+    if oh % cfg.tile_oh:
+        raise ValueError(f"schedule_conv2d_NCHWc: tile_oh={cfg.tile_oh} does not divide the output height {oh}")
     if tcfg is not None and tcfg.is_fallback:
         tcfg.set("tile_ow", [-(-ow // reg_n), reg_n])
+        tcfg.set("tile_oh", [oh // cfg.tile_oh, cfg.tile_oh])
         tcfg.set("unroll_kw", cfg.unroll_kw)
-        tcfg.set("par", cfg.par)
     if acc is None:
         acc_t = s.cache_write(ct, "local")
         acc = s[acc_t]
         out = s[conv] if conv in s.stage_map else s[ct]
     n, f, y, x, fb = out.op.axis
     xo, xi = out.split(x, factor=reg_n)
-    out.reorder(n, f, y, xo, xi, fb)
-    par = out.fuse(n, f, y) if cfg.par == "nfy" else out.fuse(n, f)
+    # one parallel loop, outermost: (n, oc-chunk, row blocks) fused; the rows of a block run inside
+    if cfg.tile_oh == 1:
+        out.reorder(n, f, y, xo, xi, fb)
+        par = out.fuse(n, f, y)
+    elif cfg.tile_oh == oh:
+        out.reorder(n, f, y, xo, xi, fb)
+        par = out.fuse(n, f)
+    else:
+        yo, yi = out.split(y, factor=cfg.tile_oh)
+        out.reorder(n, f, yo, yi, xo, xi, fb)
+        par = out.fuse(n, f, yo)
     if cfg.parallel:
         out.parallel(par)
     out.vectorize(fb)
