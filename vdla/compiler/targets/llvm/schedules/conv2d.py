@@ -1,4 +1,4 @@
-"""CPU schedules of the 2-D convolutions (NCHW, NCHW[x]c as TVM's x86 schedules, depthwise, transposed).
+"""CPU schedules of the 2-D convolutions (NCHW, NCHW[x]c as TVM's x86 schedules, transposed; depthwise is in :mod:`.depthwise`).
 
 The declarations are in :mod:`vdla.compiler.topi.conv2d`; each ``schedule_*`` takes the output
 tensor(s) and returns a :class:`~vdla.compiler.schedule.primitives.Schedule` for ``vdla.build(..., "llvm")``.
@@ -174,31 +174,6 @@ def schedule_conv2d_NCHWc(  # noqa: N802
             ps.vectorize(pcb)
             if cfg.parallel:
                 ps.parallel(ps.fuse(pn, pc, py))
-    return s
-
-
-def schedule_depthwise_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
-    """Default CPU schedule: rows vectorised along ``x`` with the kernel window unrolled,
-    ``(n, f)`` in parallel, padding inlined."""
-    outs = as_list(outs)
-    s = te.create_schedule([t.op for t in outs])
-    conv = find_tagged(outs, "depthwise_conv2d_nchw")
-    out, acc = _tail(s, outs, conv)
-    _inline_pad(s, conv)
-    ow = const_shape(conv.output(0))[3]
-    vw = min(16, ow)
-    n, f, y, x = out.op.axis
-    xo, xi = out.split(x, factor=vw)
-    out.vectorize(xi)
-    out.parallel(out.fuse(n, f))
-    st = out if acc is None else acc
-    if acc is not None:
-        acc.compute_at(out, xo)
-        xi = acc.op.axis[3]
-        acc.vectorize(xi)
-    ry, rx = st.op.reduce_axis
-    st.reorder(ry, rx, xi)
-    st.unroll(rx)
     return s
 
 
