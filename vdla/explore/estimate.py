@@ -73,16 +73,17 @@ PARTS: dict[str, Part] = {
 #: (their features are nearly collinear, so three boards pin them exactly but do not validate them).
 #: iCE40: the same per-bit costs, the fixed part solved from the iCEBreaker (its LCs count LUT+FF).
 LUT_COEFFS: dict[str, tuple[float, float, float, float]] = {
-    "ecp5": (3199.3, 80.0, 0.516, 67.43),
-    "ice40": (2852.0, 80.0, 0.516, 67.43),
+    "ecp5": (4694.0, 80.0, 1.820, 44.13),
+    "ice40": (3697.5, 80.0, 1.820, 44.13),
 }
-#: fmax model per family: MHz = f0 - slope * log2(GEMM output lanes). Every ULX3S report names the
-#: ALU -> ACC write path as critical; it spreads over more block RAMs (longer routes) as the ACC row
-#: widens. ECP5: least squares over the three ULX3S reports (within 1.5 MHz of each); iCE40: the
-#: slope scaled by the families' f0 ratio, f0 solved from the iCEBreaker.
+#: fmax model per family: MHz = f0 - slope * log2(GEMM output lanes): wider rows spread the ALU and
+#: ACC paths over more block RAMs (longer routes). ECP5: the line with the smallest worst relative
+#: error over the three ULX3S reports of the registered-result pipeline (within 4.9 % of each; their
+#: critical paths differ: the ALU multiply on the 25F/45F, the board memory's cascaded block RAMs
+#: on the 85F); iCE40: the slope scaled by the families' f0 ratio, f0 solved from the iCEBreaker.
 FMAX_COEFFS: dict[str, tuple[float, float]] = {
-    "ecp5": (58.41, 4.23),
-    "ice40": (22.23, 1.5),
+    "ecp5": (64.7, 5.24),
+    "ice40": (23.27, 1.885),
 }
 
 
