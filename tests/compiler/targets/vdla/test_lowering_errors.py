@@ -56,14 +56,7 @@ def test_alu_only_stage_runs() -> None:
         (4, 6, 16), lambda i, j, k: shift_right(te.max(A[i, j, k] + B[i, j, k].astype("int32"), 0), 1), name="r2"
     )
     out2 = te.compute((4, 6, 16), lambda *i: res2[i].astype("int8"), name="out2")
-    s = te.create_schedule(out2.op)
-    ca = s.cache_read(A, env.acc_scope, [s[res2]])
-    cb = s.cache_read(B, env.acc_scope, [s[res2]])
-    s[res2].set_scope(env.acc_scope)
-    for t in (ca, cb):
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    s[res2].pragma(s[res2].op.axis[0], env.alu)
-    s[out2].pragma(s[out2].op.axis[0], env.dma_copy)
+    s = alu_pair_schedule(env, A, B, res2, out2)
     f = vdla.build(s, [A, B, out2], target="vdla")
     rng = np.random.default_rng(3)
     a = rng.integers(-1000, 1000, (4, 6, 16), dtype=np.int32)

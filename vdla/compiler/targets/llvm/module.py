@@ -114,9 +114,7 @@ class BuiltFunction(ModuleMixin):
             args = args[1:]  # f(dev, a, b, c): the device is the host CPU here
         views = [host_view(a) for a in args]
         self._run(tuple(v for v, _ in views))
-        err = take_error() if self.packed_sites else None
-        if err is not None:
-            raise err
+        self._raise_run_error()
         for _, back in views:
             if back is not None:
                 back()
@@ -135,10 +133,14 @@ class BuiltFunction(ModuleMixin):
         if len(args) > 1 and any(np.may_share_memory(x, y) for x, y in itertools.combinations(args, 2)):
             return False
         self._cfunc(*ptrs)
+        self._raise_run_error()
+        return True
+
+    def _raise_run_error(self) -> None:
+        """What the kernel reported while it ran: a failed allocation, else a packed call's error."""
         err = jit.take_alloc_failure() or (take_error() if self.packed_sites else None)
         if err is not None:
             raise err
-        return True
 
     def _run(self, args: tuple[Any, ...]) -> None:
         params = self.lowered.params
@@ -165,9 +167,6 @@ class BuiltFunction(ModuleMixin):
             if np.may_share_memory(a1, a2):
                 raise ArgumentError(f"arguments {n1!r} and {n2!r} share memory; pass distinct arrays")
         self._cfunc(*cargs)
-        err = jit.take_alloc_failure()
-        if err is not None:
-            raise err
 
     # -- files (TVM: f.save("x.o"), f.export_library("x.so"), vdla.runtime.load_module("x.so"))
     def save(self, path: str | Path, fmt: str = "") -> None:
