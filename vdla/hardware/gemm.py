@@ -1,11 +1,17 @@
 """The GEMM array: BATCH x BLOCK_OUT dot products of BLOCK_IN signed products each.
 
 ``sums[b][o] = sum_c inp[b][c] * wgt[o][c]`` (weights are o-major, as VTA stores them),
-exact, then cut to acc_width bits (accumulation wraps there anyway). Two halves: the
-products are registered (one cycle: ``sums`` belongs to the operands of the previous
-cycle), then a balanced adder tree of depth log2(BLOCK_IN) sums them combinationally;
-the compute pipeline registers the sums. The register splits block-RAM read, multiply
-and add, which on an FPGA would otherwise all fall in one clock period.
+exact, then cut to acc_width bits (accumulation wraps there anyway). Three steps: the
+operands are registered (``inp`` and ``wgt`` come straight from the block RAMs), the
+products are registered, then a balanced adder tree of depth log2(BLOCK_IN) sums them
+combinationally (``sums`` belongs to the operands of two cycles before); the compute
+pipeline registers the sums. The registers split block-RAM read, multiply and add, which
+on an FPGA would otherwise all fall in one clock period.
+
+Every INP element meets all BLOCK_OUT weight rows, so one INP register would drive
+BLOCK_OUT multipliers spread over the DSP columns and the LUT lanes: each output lane
+gets its own copy (``inp_q_{o}``), which the board build keeps apart (Yosys would merge
+identical registers; `vdla.hardware.boards.build` marks these ``keep``).
 """
 
 from __future__ import annotations
@@ -38,14 +44,20 @@ class GemmArray(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         c = self.config
+        wgt = Signal.like(self.wgt, name="wgt_q")
+        m.d.sync += wgt.eq(self.wgt)
+        copies = []
+        for o in range(c.block_out):
+            copies.append(Signal.like(self.inp, name=f"inp_q_{o}"))
+            m.d.sync += copies[o].eq(self.inp)
         lanes = []
         for b in range(c.batch):
             for o in range(c.block_out):
                 products = []
                 for k in range(c.block_in):
                     p = Signal(signed(c.inp_width + c.wgt_width), name=f"prod_{b}_{o}_{k}")
-                    m.d.sync += p.eq(self.inp.word_select(b * c.block_in + k, c.inp_width).as_signed()
-                                     * self.wgt.word_select(o * c.block_in + k, c.wgt_width).as_signed())
+                    m.d.sync += p.eq(copies[o].word_select(b * c.block_in + k, c.inp_width).as_signed()
+                                     * wgt.word_select(o * c.block_in + k, c.wgt_width).as_signed())
                     products.append(p)
                 lane = Signal(signed(c.acc_width), name=f"sum_{b}_{o}")  # sign-extends or wraps
                 m.d.comb += lane.eq(adder_tree(products))

@@ -7,8 +7,9 @@ kept as running sums, no multipliers). Stages:
 
 - S0: the loop counters address the uop buffer;
 - S1: the micro-op arrives; the indices address INP[src] and WGT[wgt];
-- S2: INP/WGT arrive and are registered (so the multipliers start from a register, not
-  from a block RAM's slow output across the chip); the indices address ACC[dst], ACC[src];
+- S2: INP/WGT arrive and the GEMM array registers them (so the multipliers start from a
+  register, not from a block RAM's slow output across the chip); the indices address
+  ACC[dst], ACC[src];
 - S2r: the GEMM array registers the products; the ACC rows arrive and are registered
   (the block RAMs' output registers, in flip-flops: Yosys does not use the DP16KD's own);
 - S2b: the ACC operands take the row's newest value when it is still in flight
@@ -152,8 +153,6 @@ class TensorPipeline(wiring.Component):
         s2_valid, s2_dst, s2_src = Signal(), Signal(dw), Signal(dw)
         with m.If(~stall):
             m.d.sync += [s2_valid.eq(s1_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
-        inp_q, wgt_q = Signal.like(self.inp_rd.data), Signal.like(self.wgt_rd.data)
-        m.d.sync += [inp_q.eq(self.inp_rd.data), wgt_q.eq(self.wgt_rd.data)]
         # With Config.acc_read_register the ACC is read from S2's registers and the data is
         # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
         # flip-flops, not from a block RAM's output; without, it is read from S2r's.
@@ -209,7 +208,7 @@ class TensorPipeline(wiring.Component):
 
         m.submodules.gemm = gemm = GemmArray(c)
         imm = Signal(signed(c.acc_width))
-        m.d.comb += [gemm.inp.eq(inp_q), gemm.wgt.eq(wgt_q), imm.eq(a.imm)]
+        m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data), imm.eq(a.imm)]
         m.d.sync += [
             s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),
             s3_a.eq(newest(dst_flags, acc_dst_q, 0)),

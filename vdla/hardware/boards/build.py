@@ -125,21 +125,28 @@ _NO_COLLISION = "setparam -set COLLISION_X_MASK 1 t:$memrd_v2 " + " ".join(
 
 
 def _yosys_script(board: Board) -> str:
-    """Yosys commands run after reading the design: buffer collisions, then GEMM lanes in LUTs."""
+    """Yosys commands run after reading the design: buffer collisions, the GEMM array's INP
+    register copies, then GEMM lanes in LUTs."""
     c = board.config
-    lines = ["# buffer read/write collisions cannot happen (see build._NO_COLLISION)", _NO_COLLISION]
+    mod = "top.core.datapath.compute.tensor.gemm"
+    # `proc` first, so the registers are cells the input-cone selections can walk through.
+    copies = f"{mod}/w:inp_q_* %ci1 t:$dff %i"
+    lines = [
+        "# buffer read/write collisions cannot happen (see build._NO_COLLISION)", _NO_COLLISION,
+        "hierarchy -top top",
+        "proc",
+        "# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
+        f"select -assert-count {c.block_out} {copies}",
+        f"setattr -set keep 1 {copies}",
+    ]
     if not board.lut_lanes:
         return "\n".join([*lines, "# all GEMM multipliers may use DSP blocks"])
-    # The multipliers feeding the registered products of the last `lut_lanes` lanes (`proc`
-    # first, so the registers are cells the input-cone selection can walk through).
-    mod = "top.core.datapath.compute.tensor.gemm"
+    # The multipliers feeding the registered products of the last `lut_lanes` lanes.
     lanes = [f"{mod}/w:prod_{b}_{o}_*" for b in range(c.batch) for o in range(c.block_out - board.lut_lanes, c.block_out)]
     sel = " ".join(lanes) + " %u" * (len(lanes) - 1) + " %ci* t:$mul %i"
     return "\n".join([
         *lines,
         f"# {board.lut_macs} of {c.macs_per_cycle} GEMM multipliers as LUT logic (Booth), the rest on DSPs",
-        "hierarchy -top top",
-        "proc",
         f"select -assert-count {board.lut_macs} {sel}",
         f"booth {sel}",
     ])
