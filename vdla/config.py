@@ -76,14 +76,16 @@ class Timing:
     #: Initiation interval of the tensor ALU with an immediate operand.
     alu_ii_imm: int = 1
     #: Pipeline depth of the tensor ALU.
-    alu_latency: int = 7
-    #: Cycles an ALU uop-iteration waits when it reads the row the previous one writes.
-    alu_raw_stall: int = 1
+    alu_latency: int = 8
+    #: Cycles from an ALU uop-iteration's issue to the earliest issue of a later one that
+    #: reads the row it writes (the ALU's result is registered twice before write-back).
+    alu_raw_distance: int = 3
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            low = 1 if f.name in ("max_burst_beats", "insn_overhead", "alu_ii_tensor", "alu_ii_imm") else 0
+            low = 1 if f.name in ("max_burst_beats", "insn_overhead", "alu_ii_tensor", "alu_ii_imm",
+                                  "alu_raw_distance") else 0
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
                 raise ConfigError(f"timing.{f.name} must be an integer >= {low}, got {v!r}")
 

@@ -336,10 +336,10 @@ def _alu_program(c: Config, acc, out, n_iter: int, same_row: bool) -> Program:
 
 
 @pytest.mark.parametrize("same_row", [False, True], ids=["distinct-rows", "same-row"])
-def test_alu_waits_a_cycle_only_for_the_row_just_written(same_row):
-    """The ALU's result is registered before write-back: an iteration that reads the row the
-    previous one writes waits `timing.alu_raw_stall` cycles, others run at one per cycle,
-    and the golden cycle model counts the same; results agree with fsim."""
+def test_alu_waits_only_for_a_row_still_in_flight(same_row):
+    """The ALU's result is registered twice before write-back: an iteration that reads the
+    row the previous one writes issues `timing.alu_raw_distance` cycles after it, others run
+    at one per cycle, and the golden cycle model counts the same; results agree with fsim."""
     c = PRESETS["small"]
     rng = np.random.default_rng(2)
     data_acc = rng.integers(-1000, 1000, 16 * c.acc_elem_bytes // 4, dtype=np.int32)
@@ -357,7 +357,7 @@ def test_alu_waits_a_cycle_only_for_the_row_just_written(same_row):
     for want, got in zip(g_out, r_out):
         assert np.array_equal(want, got), "RTL result differs from fsim"
     # same_row: every iteration but the first reads row 0, which the one before wrote
-    expected = 1.0 + (c.timing.alu_raw_stall if same_row else 0)
+    expected = float(c.timing.alu_raw_distance if same_row else 1)
     assert r_rate == pytest.approx(expected, abs=0.01) and g_rate == r_rate
 
 

@@ -27,8 +27,9 @@ def _unpack(word: int, width: int, n: int) -> np.ndarray:
     return np.array([((word >> (width * i)) & ((1 << width) - 1) ^ half) - half for i in range(n)], dtype=np.int64)
 
 
-def _comb_check(dut, bench) -> None:
+def _clocked(dut, bench) -> None:
     sim = Simulator(dut)
+    sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
 
@@ -50,11 +51,12 @@ def test_tensor_alu_matches_the_golden_alu(op):
         for a, b in cases:
             ctx.set(dut.a, _pack(a, w))
             ctx.set(dut.b, _pack(b, w))
+            await ctx.tick()  # TensorAlu.LATENCY
             got = _unpack(ctx.get(dut.out), w, lanes)
             want = golden_alu.apply(int(op), a.astype(np.int64), b.astype(np.int64), w)
             assert np.array_equal(got, want), f"{op.name}({a}, {b}): RTL {got}, golden {want}"
 
-    _comb_check(dut, bench)
+    _clocked(dut, bench)
 
 
 @pytest.mark.parametrize("name", ["small", "batch2"])
@@ -82,10 +84,7 @@ def test_gemm_array_matches_numpy(name):
                 inp, wgt = trials[trial - 1]
                 assert np.array_equal(got, inp @ wgt.T), f"trial {trial - 1}"
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _clocked(dut, bench)
 
 
 def test_token_queue_counts_and_saturates():

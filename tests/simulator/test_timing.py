@@ -43,11 +43,22 @@ def run_flags(c: Config, insns, strict: bool = True):
     return run_insns(c, insns + [isa.finish()], DramImage(1 << 16), strict=strict)[0]
 
 
-def _back_to_back(uops: int, io: int, ii: int, tensor: bool) -> int:
-    """Iterations of the ALU loops below that read (dst, or src if `tensor`) the row the
-    previous iteration wrote: uop k is (k, k, k), dst_factor_out = uops, src factors 0."""
+def _stalls(c: Config, uops: int, io: int, ii: int, tensor: bool) -> int:
+    """Stall cycles of the ALU loops below, by brute force: each iteration issues `ii` after
+    the one before, and no sooner than `alu_raw_distance` after any earlier one that writes a
+    row it reads (dst, or src if `tensor`). Uop k is (k, k, k), dst_factor_out = uops, src
+    factors 0."""
+    t = c.timing
+    step = t.alu_ii_tensor if tensor else t.alu_ii_imm
     rows = [(k + i * uops, k) for i in range(io) for _ in range(ii) for k in range(uops)]
-    return sum(d == prev or (tensor and s == prev) for (prev, _), (d, s) in zip(rows, rows[1:]))
+    issue: list[int] = []
+    for m, (d, s) in enumerate(rows):
+        at = issue[-1] + step if issue else 0
+        for p in range(m):
+            if rows[p][0] == d or (tensor and rows[p][0] == s):
+                at = max(at, issue[p] + t.alu_raw_distance)
+        issue.append(at)
+    return issue[-1] - (len(rows) - 1) * step
 
 
 @pytest.mark.parametrize("preset", PRESET_NAMES)
@@ -67,10 +78,10 @@ def test_gemm_and_alu_cycles(preset, n_iters):
     _, kind, s, e = _span(report, 1)
     assert kind == "compute" and e - s == t.insn_overhead + n + t.gemm_latency
     _, _, s, e = _span(report, 2)
-    stalls = _back_to_back(uops, io, ii, tensor=False) * t.alu_raw_stall
+    stalls = _stalls(c, uops, io, ii, tensor=False)
     assert e - s == t.insn_overhead + n * t.alu_ii_imm + stalls + t.alu_latency
     _, _, s, e = _span(report, 3)
-    stalls = _back_to_back(uops, io, ii, tensor=True) * t.alu_raw_stall
+    stalls = _stalls(c, uops, io, ii, tensor=True)
     assert e - s == t.insn_overhead + n * t.alu_ii_tensor + stalls + t.alu_latency
     _, _, s, e = _span(report, 4)
     assert e - s == t.insn_overhead

@@ -1,15 +1,21 @@
-"""The tensor ALU: one operation over all BATCH x BLOCK_OUT accumulator lanes.
+"""The tensor ALU: one operation over all BATCH x BLOCK_OUT accumulator lanes, in two stages.
 
 Per lane, on acc_width-bit two's-complement values (`vdla.isa.SEMANTIC_CHOICES`):
 MIN, MAX (signed), ADD (wraps), MUL (low acc_width bits of the signed product) and SHR,
 whose amount is the low log2(acc_width)+1 bits of the operand read as a signed number:
 >= 0 is an arithmetic right shift, < 0 a left shift by its magnitude (wrapping).
-Purely combinational; the compute pipeline registers around it.
+
+The result comes one clock after the operands (`TensorAlu.LATENCY`). The first stage
+registers MIN/MAX/ADD/SHR's result and the three half-width partial products of MUL (one
+DSP multiplier each); the second adds the partial products and picks. A whole acc_width
+multiply, its adders and the write-back in one cycle were the ECP5 builds' critical path.
+The low acc_width bits of a product do not depend on signedness, so the halves are unsigned:
+``a*b mod 2**w = lo(a)*lo(b) + ((hi(a)*lo(b) + lo(a)*hi(b)) mod 2**(w-h)) * 2**h``.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Value, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -19,23 +25,38 @@ from ..isa import AluOp
 __all__ = ["TensorAlu", "alu_lane"]
 
 
-def alu_lane(op: Value, a: Value, b: Value, width: int) -> Value:
-    """op(a, b) for one lane; `a`, `b` are `width`-bit raw values, the result is `width` bits."""
+def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
+    """op(a, b) for one lane, a cycle later; `a`, `b` are `width`-bit raw values (the
+    registers go into `m`), the result is `width` bits."""
     a, b = a.as_signed(), b.as_signed()
     sbits = width.bit_length()  # log2(width) + 1
     amount = b[:sbits].as_signed()
     right = a >> amount[: sbits - 1]
     left = (a << (-amount)[:sbits])[:width]
     shifted = Mux(amount[-1], left, right[:width])
-    return Mux(
-        op == AluOp.MIN, Mux(a < b, a, b)[:width],
-        Mux(op == AluOp.MAX, Mux(a < b, b, a)[:width],
-            Mux(op == AluOp.ADD, (a + b)[:width],
-                Mux(op == AluOp.SHR, shifted,
-                    (a * b)[:width]))))
+    other = Signal(width)
+    m.d.sync += other.eq(
+        Mux(op == AluOp.MIN, Mux(a < b, a, b)[:width],
+            Mux(op == AluOp.MAX, Mux(a < b, b, a)[:width],
+                Mux(op == AluOp.ADD, (a + b)[:width], shifted))))
+    h = (width + 1) // 2
+    ua, ub = a.as_unsigned(), b.as_unsigned()
+    low, cross_a, cross_b = Signal(2 * h), Signal(width - h), Signal(width - h)
+    m.d.sync += [
+        low.eq(ua[:h] * ub[:h]),
+        cross_a.eq((ua[h:] * ub[:h])[: width - h]),
+        cross_b.eq((ua[:h] * ub[h:])[: width - h]),
+    ]
+    product = (low + Cat(Const(0, h), cross_a + cross_b))[:width]
+    is_mul = Signal()
+    m.d.sync += is_mul.eq(op == AluOp.MUL)
+    return Mux(is_mul, product, other)
 
 
 class TensorAlu(wiring.Component):
+    #: Clock cycles from operands (`a`, `b`, `op`) to `out`.
+    LATENCY = 1
+
     def __init__(self, config: Config) -> None:
         self.config = c = config
         bits = 8 * c.acc_elem_bytes
@@ -46,6 +67,6 @@ class TensorAlu(wiring.Component):
         w = self.config.acc_width
         lanes = len(self.a) // w
         m.d.comb += self.out.eq(
-            Cat(*(alu_lane(self.op, self.a.word_select(k, w), self.b.word_select(k, w), w) for k in range(lanes)))
+            Cat(*(alu_lane(m, self.op, self.a.word_select(k, w), self.b.word_select(k, w), w) for k in range(lanes)))
         )
         return m

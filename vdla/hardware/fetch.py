@@ -76,24 +76,29 @@ class Fetch(wiring.Component):
             m.d.sync += requested.eq(1)
 
         # -- assemble instructions from bus-word chunks -------------------------------------
-        # The last chunk of an instruction stays on the reader's stream until the instruction
-        # is dispatched (or dropped), so no holding register is needed: `hold` is the earlier
-        # chunks (a shift register) joined with it.
+        # Earlier chunks of an instruction go into a shift register; with the last one the
+        # whole instruction moves into `cur`, which decode and dispatch read. The memory's
+        # `ready` then depends on flip-flops only (`cur` held, and whether it leaves this
+        # cycle): decoding straight from the memory's read data put the block RAM, the
+        # decoder and the queues' `ready` on one path back to the RAM's address.
         chunk = reader.out.payload
         cbits = len(chunk.data)
         asm = Signal(isa.INSN_BITS)
-        hold = Cat(asm[cbits:], chunk.data) if cbits < isa.INSN_BITS else chunk.data
-        have = reader.out.valid & chunk.last
+        whole = Cat(asm[cbits:], chunk.data) if cbits < isa.INSN_BITS else chunk.data
+        cur, have = Signal(isa.INSN_BITS), Signal()
         dispatch = Signal()
-        m.d.comb += reader.out.ready.eq(~chunk.last | dispatch | stopped)
+        leaves = dispatch | stopped  # `cur` is free next cycle
+        m.d.comb += reader.out.ready.eq(~chunk.last | ~have | leaves)
+        with m.If(leaves):
+            m.d.sync += have.eq(0)
         with m.If(reader.out.valid & reader.out.ready):
-            m.d.sync += asm.eq(hold)
+            m.d.sync += asm.eq(whole)
             with m.If(chunk.last):
-                m.d.sync += received.eq(received + 1)
+                m.d.sync += [received.eq(received + 1), cur.eq(whole), have.eq(~stopped)]
 
         # -- decode, check, route ----------------------------------------------------------------
-        mem = data.View(isa.amaranth_layout(c, "mem"), hold)
-        alu = data.View(isa.amaranth_layout(c, "alu"), hold)
+        mem = data.View(isa.amaranth_layout(c, "mem"), cur)
+        alu = data.View(isa.amaranth_layout(c, "alu"), cur)
         op, mt = mem.opcode, mem.memory_type
         is_load, is_store = op == isa.Op.LOAD, op == isa.Op.STORE
         to_load = is_load & ((mt == isa.Mem.INP) | (mt == isa.Mem.WGT))
@@ -109,7 +114,7 @@ class Fetch(wiring.Component):
         targets = [(self.load_cmd, to_load), (self.store_cmd, is_store), (self.compute_cmd, ~to_load & ~is_store)]
         ready = Signal()
         for port, sel in targets:
-            m.d.comb += [port.payload.eq(hold), port.valid.eq(have & ~stopped & (code == 0) & sel)]
+            m.d.comb += [port.payload.eq(cur), port.valid.eq(have & ~stopped & (code == 0) & sel)]
             with m.If(sel):
                 m.d.comb += ready.eq(port.ready)
         m.d.comb += [
@@ -135,6 +140,6 @@ class Fetch(wiring.Component):
         with m.If(self.launch):
             m.d.sync += [
                 count.eq(self.insn_count), received.eq(0), index.eq(0), requested.eq(0),
-                launched.eq(1), stopped.eq(0),
+                launched.eq(1), stopped.eq(0), have.eq(0),
             ]
         return m

@@ -16,13 +16,17 @@ kept as running sums, no multipliers). Stages:
   (forwarding: iterations that hit the same accumulator row see each other, as in
   program order): GEMM's accumulate from S3, any result from S4 or from the registers of
   the previous two cycles' writes; the GEMM array's adder tree sums the products;
-- S3: reset ? 0 : ACC[dst] + dot (GEMM) or op(ACC[dst], imm or ACC[src]) (ALU), into a
-  register (so the ALU's multiplier and shifter do not also drive the far block RAMs);
+- S3: GEMM: reset ? 0 : ACC[dst] + dot, into a register; ALU: op(ACC[dst], imm or
+  ACC[src]) starts (`TensorAlu`'s first stage: partial products, the other operations);
+- S3x (ALU only): the ALU's second stage (the partial products summed) into a register,
+  so neither the multiplier nor its adders drive the far block RAMs;
 - S4: ACC[dst] := the result; OUT[dst] := the low out_width bits of each lane.
 
-GEMM runs one iteration per cycle. An ALU iteration whose operand row is the one the
-iteration just ahead writes waits one cycle (`vdla.simulator.timing.alu_cycles` counts
-these stalls), so no ALU result is forwarded combinationally.
+GEMM runs one iteration per cycle. An ALU iteration whose operand row is one that either
+of the two iterations just ahead writes waits until that one has reached S4 (two cycles
+behind the one just ahead, one behind the one before; `Timing.alu_raw_distance`, counted
+by `vdla.simulator.timing.alu_stall_cycles`), so no ALU result is forwarded
+before it is registered.
 
 Indices past a buffer: the running sums carry one sticky bit above the index width (depths
 are powers of two, so "index >= depth" is a carry out or a high bit); S1 pulses
@@ -80,7 +84,7 @@ class TensorPipeline(wiring.Component):
         acc_bits, lanes = 8 * c.acc_elem_bytes, c.batch * c.block_out
         dw, sw, ww = c.log_acc_depth, c.uop_src_bits, c.log_wgt_depth
 
-        stall = Signal()  # an ALU read-after-write one iteration apart: see S2r
+        stall = Signal()  # an ALU read-after-write one or two iterations apart: see S2r
 
         # -- S0: loop counters ---------------------------------------------------------------
         run = Signal()
@@ -169,30 +173,36 @@ class TensorPipeline(wiring.Component):
         else:
             m.d.comb += [self.acc_rd_dst.addr.eq(s2r_dst), self.acc_rd_src.addr.eq(s2r_src)]
             acc_dst_q, acc_src_q = self.acc_rd_dst.data, self.acc_rd_src.data
-        # The ALU's result is registered (S4) before it is written, so an ALU iteration
-        # cannot take its operand from the one just ahead of it: when the iteration entering
-        # S2r reads (dst, or src for a tensor operand) the row the one in S2r writes, it
-        # waits a cycle. GEMM's accumulate is a single add and is forwarded from S3 instead.
-        m.d.comb += stall.eq(is_alu & s2_valid & s2r_valid & (
-            (s2_dst == s2r_dst) | (~a.use_imm & (s2_src == s2r_dst))))
+        # The ALU's result is registered twice (S3x, S4) before it is written, so an ALU
+        # iteration cannot take its operand from either of the two just ahead of it: when
+        # the iteration entering S2r reads (dst, or src for a tensor operand) the row the one
+        # in S2r or in S2b writes, it waits. GEMM's accumulate is a single add and is
+        # forwarded from S3 instead.
+        def reads(row: Signal) -> Value:
+            return (s2_dst == row) | (~a.use_imm & (s2_src == row))
+
+        s2b_valid, s2b_dst, s2b_src = Signal(), Signal(dw), Signal(dw)
+        m.d.comb += stall.eq(is_alu & s2_valid & ((s2r_valid & reads(s2r_dst)) | (s2b_valid & reads(s2b_dst))))
 
         # -- S2b: sums, ACC operands (with forwarding) -------------------------------------------
         # An operand row may still be in flight: in S3 (GEMM only), in S4 (being written), or
         # written in one of the two previous cycles (after the read in S2, or in the same
         # cycle: the read ports are not transparent). The row matches are compared in S2r and
-        # registered, so S2b's multiplexers select with flip-flops.
-        s2b_valid, s2b_dst, s2b_src = Signal(), Signal(dw), Signal(dw)
+        # registered, so S2b's multiplexers select with flip-flops. What reaches S4 next comes
+        # from S3 (GEMM) or S3x (ALU).
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
         s3_valid, s3_dst = Signal(), Signal(dw)
+        s3x_valid, s3x_dst = Signal(), Signal(dw)
+        pre4_valid, pre4_dst = Mux(is_alu, s3x_valid, s3_valid), Mux(is_alu, s3x_dst, s3_dst)
         s4_valid, s4_dst, s4_value = Signal(), Signal(dw), Signal(acc_bits)
         w_valid, w_dst, w_value = Signal(), Signal(dw), Signal(acc_bits)  # S4's write a cycle ago
         w2_value = Signal(acc_bits)  # S4's write two cycles ago
         gemm_result = Signal(acc_bits)
 
         def matches(row: Signal, name: str) -> Signal:
-            """Registered: will `row` (in S2r now) be in S3, S4, W (W2) when it reaches S2b?"""
+            """Registered: will `row` (in S2r now) be in S3 (GEMM), S4, W (W2) when it reaches S2b?"""
             flags = Signal(4 if early else 3, name=f"fwd_{name}")
-            m.d.sync += flags.eq(Cat(s2b_valid & (s2b_dst == row), s3_valid & (s3_dst == row),
+            m.d.sync += flags.eq(Cat(~is_alu & s2b_valid & (s2b_dst == row), pre4_valid & (pre4_dst == row),
                                      s4_valid & (s4_dst == row), w_valid & (w_dst == row))[: len(flags)])
             return flags
 
@@ -217,14 +227,16 @@ class TensorPipeline(wiring.Component):
             s3_sum.eq(gemm.sums),
         ]
 
-        # -- S3: result ------------------------------------------------------------------------
+        # -- S3, S3x: result ----------------------------------------------------------------------
         m.submodules.alu = alu = TensorAlu(c)
+        assert TensorAlu.LATENCY == 1  # S3 -> S3x
         m.d.comb += [alu.op.eq(a.alu_opcode), alu.a.eq(s3_a), alu.b.eq(s3_b)]
         w = c.acc_width
         accumulated = Cat(*((s3_a.word_select(n, w) + s3_sum.word_select(n, w))[:w] for n in range(lanes)))
         m.d.comb += gemm_result.eq(Mux(g.reset, 0, accumulated))
         m.d.sync += [
-            s4_valid.eq(s3_valid), s4_dst.eq(s3_dst), s4_value.eq(Mux(is_alu, alu.out, gemm_result)),
+            s3x_valid.eq(s3_valid & is_alu), s3x_dst.eq(s3_dst),
+            s4_valid.eq(pre4_valid), s4_dst.eq(pre4_dst), s4_value.eq(Mux(is_alu, alu.out, gemm_result)),
         ]
         m.d.comb += [
             self.gemm_iter.eq(s3_valid & ~is_alu & ~g.reset),
@@ -241,7 +253,7 @@ class TensorPipeline(wiring.Component):
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
-        drained = ~run & ~s1_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s4_valid
+        drained = ~run & ~s1_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s3x_valid & ~s4_valid
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)

@@ -87,7 +87,9 @@ def _duration(insn, config: Config, machine: Machine) -> int:
         iters = max(0, insn.uop_end - insn.uop_bgn) * insn.iter_out * insn.iter_in
         if op == Op.GEMM:
             return timing.gemm_cycles(config, iters)
-        return timing.alu_cycles(config, iters, bool(insn.use_imm), machine.alu_back_to_back(insn))
+        imm = bool(insn.use_imm)
+        hits = machine.alu_raw_hits(insn, timing.alu_window(config, imm))
+        return timing.alu_cycles(config, iters, imm, timing.alu_stall_cycles(config, imm, hits))
     return config.timing.insn_overhead
 
 

@@ -178,16 +178,20 @@ class Machine:
         w = (self.uop_wgt[k] + i * insn.wgt_factor_out + j * insn.wgt_factor_in).ravel() if wgt else None
         return dst, src, w
 
-    def alu_back_to_back(self, insn) -> int:
-        """How many uop-iterations of ALU `insn` read a row (dst, or src for a tensor
-        operand) that the iteration just before writes: each costs the RTL a stall cycle."""
+    def alu_raw_hits(self, insn, window: int) -> list[np.ndarray]:
+        """For k = 1 ... `window`: which uop-iterations m of ALU `insn` read a row (dst, or src
+        for a tensor operand) that iteration m - k writes (`vdla.simulator.timing.alu_stall_cycles`)."""
         if insn.uop_end <= insn.uop_bgn or insn.iter_out == 0 or insn.iter_in == 0:
-            return 0
+            return []
         dst, src, _ = self._indices(insn, -1, (insn.src_factor_out, insn.src_factor_in), wgt=False)
-        hit = dst[1:] == dst[:-1]
-        if not insn.use_imm:
-            hit |= src[1:] == dst[:-1]
-        return int(np.count_nonzero(hit))
+        hits = []
+        for k in range(1, window + 1):
+            hit = np.zeros(len(dst), bool)
+            hit[k:] = dst[k:] == dst[:-k]
+            if not insn.use_imm:
+                hit[k:] |= src[k:] == dst[:-k]
+            hits.append(hit)
+        return hits
 
     def _bounds(self, idx: np.ndarray, depth: int, what: str, insn, index: int) -> None:
         if idx.size and int(idx.max()) >= depth:

@@ -10,8 +10,9 @@ The model, with parameters from `Config.timing` (all in core clock cycles):
   one SRAM write cycle; `dma_tail` cycles drain the datapath at the end.
 - GEMM: one uop-iteration per cycle (II = 1) plus `gemm_latency` to drain the pipeline.
 - ALU: `alu_ii_tensor` (tensor operand) or `alu_ii_imm` (immediate) cycles per
-  uop-iteration, `alu_raw_stall` more for each iteration that reads the row the one
-  before it writes (the ALU's result is registered before write-back), plus `alu_latency`.
+  uop-iteration, plus `alu_latency`; an iteration that reads a row an earlier one writes
+  issues no sooner than `alu_raw_distance` cycles after it (the ALU's result is registered
+  twice before write-back), and the iterations after it wait with it (`alu_stall_cycles`).
 - Every instruction pays `insn_overhead` for decode and issue; a NOP or FINISH only that.
 - Fetch starts `launch_latency` after start and reads the whole stream as one DMA:
   instruction k has arrived once the `dram_latency` and its bus beats (and burst gaps)
@@ -26,10 +27,15 @@ prints the comparison.
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
+
+import numpy as np
+
 from ..config import Config
 from ..isa import INSN_BYTES
 
-__all__ = ["dma_cycles", "gemm_cycles", "alu_cycles", "fetch_ready"]
+__all__ = ["dma_cycles", "gemm_cycles", "alu_window", "alu_stall_cycles", "alu_cycles", "fetch_ready"]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -52,11 +58,42 @@ def gemm_cycles(config: Config, uop_iters: int) -> int:
     return t.insn_overhead + (uop_iters + t.gemm_latency if uop_iters else 0)
 
 
-def alu_cycles(config: Config, uop_iters: int, use_imm: bool, back_to_back: int = 0) -> int:
-    """`back_to_back`: iterations that read the row the previous iteration writes."""
+def alu_window(config: Config, use_imm: bool) -> int:
+    """How many iterations back a read-after-write can still make an ALU iteration wait."""
+    t = config.timing
+    return (t.alu_raw_distance - 1) // (t.alu_ii_imm if use_imm else t.alu_ii_tensor)
+
+
+def alu_stall_cycles(config: Config, use_imm: bool, hits: Sequence[np.ndarray]) -> int:
+    """Cycles an ALU instruction's iterations wait for the rows they read: ``hits[k - 1][m]``
+    says iteration m reads a row iteration m - k writes (k = 1 ... `alu_window`).
+
+    Iteration m issues at ``L[m] = max(L[m-1] + ii, L[m-k] + alu_raw_distance for each hit)``;
+    the delay ``L[m] - m*ii`` only grows, and only at a hit, so only hits are visited."""
     t = config.timing
     ii = t.alu_ii_imm if use_imm else t.alu_ii_tensor
-    return t.insn_overhead + (uop_iters * ii + back_to_back * t.alu_raw_stall + t.alu_latency if uop_iters else 0)
+    any_hit = np.zeros(len(hits[0]), bool) if hits else np.zeros(0, bool)
+    for h in hits:
+        any_hit |= h
+    at = np.flatnonzero(any_hit)
+    positions, delays = [-1], [0]  # the delay from each position on (a step function)
+    for m in (int(x) for x in at):
+        d = delays[-1]
+        for k, h in enumerate(hits, start=1):
+            if h[m]:
+                before = delays[bisect.bisect_right(positions, m - k) - 1]
+                d = max(d, before + t.alu_raw_distance - k * ii)
+        if d > delays[-1]:
+            positions.append(m)
+            delays.append(d)
+    return delays[-1]
+
+
+def alu_cycles(config: Config, uop_iters: int, use_imm: bool, stalls: int = 0) -> int:
+    """`stalls`: `alu_stall_cycles` of the instruction."""
+    t = config.timing
+    ii = t.alu_ii_imm if use_imm else t.alu_ii_tensor
+    return t.insn_overhead + (uop_iters * ii + stalls + t.alu_latency if uop_iters else 0)
 
 
 def fetch_ready(config: Config, index: int) -> int:
