@@ -223,6 +223,18 @@ def test_partial_dict_fills_defaults():
     assert cfg == Config(name="p", batch=2, timing=Timing(dram_latency=5))
 
 
+@pytest.mark.parametrize("stall, distance", [(1, 2), (0, 1), (3, 4)])
+def test_files_with_the_older_alu_raw_stall_read_as_a_distance(stall, distance):
+    """Before the ALU's second stage a RAW one iteration apart waited `alu_raw_stall` cycles."""
+    cfg = Config.from_dict({"timing": {"alu_raw_stall": stall}})
+    assert cfg.timing.alu_raw_distance == distance
+
+
+def test_older_alu_raw_stall_that_is_not_a_number_is_named():
+    with pytest.raises(ConfigError, match="alu_raw_distance"):
+        Config.from_dict({"timing": {"alu_raw_stall": "one"}})
+
+
 def test_replace_validates():
     assert Config().replace(batch=2).batch == 2
     with pytest.raises(ConfigError, match="batch"):

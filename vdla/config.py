@@ -338,6 +338,13 @@ class Config:
             timing = kwargs["timing"]
             if not isinstance(timing, dict):
                 raise ConfigError("timing must be a JSON object")
+            if "alu_raw_stall" in timing and "alu_raw_distance" not in timing:
+                # files written before the ALU's second stage: a RAW one iteration apart
+                # waited `alu_raw_stall` cycles, i.e. a distance of one more
+                stall = timing["alu_raw_stall"]
+                timing = {k: v for k, v in timing.items() if k != "alu_raw_stall"}
+                ok = isinstance(stall, int) and not isinstance(stall, bool)
+                timing["alu_raw_distance"] = stall + 1 if ok else stall  # else Timing names the bad value
             t_known = {f.name for f in dataclasses.fields(Timing)}
             t_unknown = sorted(set(timing) - t_known)
             if t_unknown:
