@@ -7,7 +7,7 @@ whose amount is the low log2(acc_width)+1 bits of the operand read as a signed n
 
 The result comes one clock after the operands (`TensorAlu.LATENCY`). The first stage
 registers MIN/MAX/ADD/SHR's result and the three half-width partial products of MUL (one
-DSP multiplier each); the second adds the partial products and picks. A whole acc_width
+DSP multiplier each; a 16-bit lane's whole product on one); the second adds them and picks. A whole acc_width
 multiply, its adders and the write-back in one cycle were the ECP5 builds' critical path.
 The low acc_width bits of a product do not depend on signedness, so the halves are unsigned:
 ``a*b mod 2**w = lo(a)*lo(b) + ((hi(a)*lo(b) + lo(a)*hi(b)) mod 2**(w-h)) * 2**h``.
@@ -25,6 +25,10 @@ from ..isa import AluOp
 __all__ = ["TensorAlu", "alu_lane"]
 
 
+#: The widest operands one DSP multiplier takes (iCE40 SB_MAC16: 16 x 16; ECP5 MULT18X18D: 18 x 18).
+SINGLE_MULTIPLIER_BITS = 16
+
+
 def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
     """op(a, b) for one lane, a cycle later; `a`, `b` are `width`-bit raw values (the
     registers go into `m`), the result is `width` bits."""
@@ -39,15 +43,19 @@ def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
         Mux(op == AluOp.MIN, Mux(a < b, a, b)[:width],
             Mux(op == AluOp.MAX, Mux(a < b, b, a)[:width],
                 Mux(op == AluOp.ADD, (a + b)[:width], shifted))))
-    h = (width + 1) // 2
     ua, ub = a.as_unsigned(), b.as_unsigned()
-    low, cross_a, cross_b = Signal(2 * h), Signal(width - h), Signal(width - h)
-    m.d.sync += [
-        low.eq(ua[:h] * ub[:h]),
-        cross_a.eq((ua[h:] * ub[:h])[: width - h]),
-        cross_b.eq((ua[:h] * ub[h:])[: width - h]),
-    ]
-    product = (low + Cat(Const(0, h), cross_a + cross_b))[:width]
+    if width <= SINGLE_MULTIPLIER_BITS:  # one DSP block does it: register its product
+        product = Signal(width)
+        m.d.sync += product.eq((ua * ub)[:width])
+    else:
+        h = (width + 1) // 2
+        low, cross_a, cross_b = Signal(2 * h), Signal(width - h), Signal(width - h)
+        m.d.sync += [
+            low.eq(ua[:h] * ub[:h]),
+            cross_a.eq((ua[h:] * ub[:h])[: width - h]),
+            cross_b.eq((ua[:h] * ub[h:])[: width - h]),
+        ]
+        product = (low + Cat(Const(0, h), cross_a + cross_b))[:width]
     is_mul = Signal()
     m.d.sync += is_mul.eq(op == AluOp.MUL)
     return Mux(is_mul, product, other)

@@ -36,13 +36,13 @@ __all__ = ["Compute"]
 
 
 class Compute(wiring.Component):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, io_registers: bool = True) -> None:
         self.config = c = config
         self.loader = Loader2D(c, [
             Target("uop", isa.Mem.UOP, c.uop_elem_bytes, c.log_uop_depth),
             Target("acc", isa.Mem.ACC, c.acc_elem_bytes, c.log_acc_depth),
             Target("acc8", isa.Mem.ACC_8BIT, c.acc8_elem_bytes, c.log_acc_depth, widen=c.acc_width),
-        ])
+        ], register_writes=io_registers)
         self.tensor = TensorPipeline(c)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),

@@ -76,10 +76,12 @@ class Core(wiring.Component):
     `vdla.runtime.Device.run`): fetch's checks stay, and the stages still drop rows past a
     buffer and skip a GEMM/ALU whose uop range is out of bounds, but report none of it."""
 
-    def __init__(self, config: Config, *, count_width: int = 32, range_checks: bool = True) -> None:
+    def __init__(self, config: Config, *, count_width: int = 32, range_checks: bool = True,
+                 io_registers: bool = True) -> None:
         self.config = c = config
         self.count_width = count_width
         self.range_checks = range_checks
+        self.io_registers = io_registers
         super().__init__({
             "start": In(1),
             "insn_addr": In(32),
@@ -109,9 +111,9 @@ class Core(wiring.Component):
         dp = Module()  # the datapath, under `begin` reset
         m.submodules.datapath = ResetInserter(begin)(dp)
 
-        dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width)
-        dp.submodules.load = load = Load(c)
-        dp.submodules.compute = compute = Compute(c)
+        dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width, holding_register=self.io_registers)
+        dp.submodules.load = load = Load(c, io_registers=self.io_registers)
+        dp.submodules.compute = compute = Compute(c, io_registers=self.io_registers)
         dp.submodules.store = store = Store(c)
         stages = {"load": load, "compute": compute, "store": store}
 

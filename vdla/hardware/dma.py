@@ -180,7 +180,9 @@ class Loader2D(wiring.Component):
     """Execute LOAD instructions for `targets` (one engine, one instruction at a time).
 
     ``insn.memory_type`` picks the target; ``insn`` is held stable by the owner for the whole
-    instruction. Pulse ``start`` with it; ``done`` pulses when the last SRAM row is written.
+    instruction. Pulse ``start`` with it; ``done`` pulses when the last SRAM row is written
+    (with ``register_writes`` the writes leave through a register and ``done`` comes with
+    the last one; a part too small for those flip-flops goes without).
     ``elem`` pulses per element taken from DRAM. Each target has a write port
     ``<name>_wr``; only the selected target's enables are ever set.
 
@@ -190,8 +192,9 @@ class Loader2D(wiring.Component):
     the core latches the first). The data is still taken from memory, so the instruction
     completes as usual."""
 
-    def __init__(self, config: Config, targets: Sequence[Target]) -> None:
+    def __init__(self, config: Config, targets: Sequence[Target], *, register_writes: bool = True) -> None:
         self.config, self.targets = config, tuple(targets)
+        self.register_writes = register_writes
         self.bus_bytes = config.bus_bytes
         x_size_bits = isa.amaranth_layout(config, "mem")["x_size"].shape.width
         self.reader = ElementReader([t.elem_bytes for t in self.targets], config.bus_width, count_width=x_size_bits)
@@ -266,21 +269,30 @@ class Loader2D(wiring.Component):
         m.d.comb += self.range_error.eq(writing & (past | over))
         with m.If(writing & past):
             m.d.sync += over.eq(1)
+        # The SRAM writes (and `done` with them) leave through a register: the memory's read
+        # data would otherwise cross the chip twice in one cycle, from the memory's block RAMs
+        # to the buffer's (the ULX3S-85F's critical path).
+        finished = Signal()
+        out = m.d.sync if self.register_writes else m.d.comb
+        out += self.done.eq(finished)
         for i, t in enumerate(targets):
             port, lanes = getattr(self, f"{t.name}_wr"), t.lanes(self.bus_bytes)
+            en, addr_next, data_next = (Signal.like(getattr(port, f), name=f"{t.name}_{f}_next")
+                                        for f in ("en", "addr", "data"))
             bits = chunk[: 8 * min(t.elem_bytes, self.bus_bytes)]
             if t.widen:
                 bits = Cat(*(_sext(bits.word_select(k, 8), t.widen) for k in range(len(bits) // 8)))
-            m.d.comb += [port.addr.eq(addr), port.data.eq(Mux(pad, 0, bits.replicate(lanes)))]
+            m.d.comb += [addr_next.eq(addr), data_next.eq(Mux(pad, 0, bits.replicate(lanes)))]
             with m.If(active & (which == i) & (y_left != 0) & ~past & ~over):
                 with m.If(pad):
-                    m.d.comb += port.en.eq(-1)
+                    m.d.comb += en.eq(-1)
                 with m.Elif(reader.out.valid):
-                    m.d.comb += port.en.eq(Const(1, lanes) << lane if lanes > 1 else 1)
+                    m.d.comb += en.eq(Const(1, lanes) << lane if lanes > 1 else 1)
+            out += [port.addr.eq(addr_next), port.data.eq(data_next), port.en.eq(en)]
 
         with m.If(active & (y_left == 0)):  # y_size = 0 and no padding: nothing to write
             m.d.sync += active.eq(0)
-            m.d.comb += self.done.eq(1)
+            m.d.comb += finished.eq(1)
         with m.Elif(active):
             with m.If(pad):
                 m.d.comb += advance.eq(1)
@@ -307,7 +319,7 @@ class Loader2D(wiring.Component):
                     m.d.sync += [ys.eq(2), y_left.eq(insn.y_pad_1)]
                 with m.Else():
                     m.d.sync += active.eq(0)
-                    m.d.comb += self.done.eq(1)
+                    m.d.comb += finished.eq(1)
         return m
 
 

@@ -30,8 +30,9 @@ __all__ = ["Fetch", "ErrorCode"]
 
 
 class Fetch(wiring.Component):
-    def __init__(self, config: Config, *, count_width: int = 32) -> None:
+    def __init__(self, config: Config, *, count_width: int = 32, holding_register: bool = True) -> None:
         self.config = config
+        self.holding_register = holding_register  # `cur` (below); off: decode from the read data
         self.count_width = count_width  # bits of insn_count (and of the indices counted against it)
         self.reader = ElementReader(isa.INSN_BYTES, config.bus_width)
         insn_stream = stream.Signature(isa.INSN_BITS)
@@ -78,23 +79,30 @@ class Fetch(wiring.Component):
         # -- assemble instructions from bus-word chunks -------------------------------------
         # Earlier chunks of an instruction go into a shift register; with the last one the
         # whole instruction moves into `cur`, which decode and dispatch read. The memory's
-        # `ready` then depends on flip-flops only (`cur` held, and whether it leaves this
-        # cycle): decoding straight from the memory's read data put the block RAM, the
-        # decoder and the queues' `ready` on one path back to the RAM's address.
+        # `ready` depends on flip-flops only (is `cur` free): decoding straight from the
+        # memory's read data, or letting the last chunk in as `cur` is dispatched, put the
+        # decoder and the queues' `ready` on one path to the RAM's address. The cost: the
+        # last chunk waits a cycle for `cur`, so a bus as wide as an instruction fetches one
+        # every other cycle (a 64-bit bus needs two cycles per instruction anyway).
         chunk = reader.out.payload
         cbits = len(chunk.data)
         asm = Signal(isa.INSN_BITS)
         whole = Cat(asm[cbits:], chunk.data) if cbits < isa.INSN_BITS else chunk.data
         cur, have = Signal(isa.INSN_BITS), Signal()
         dispatch = Signal()
-        leaves = dispatch | stopped  # `cur` is free next cycle
-        m.d.comb += reader.out.ready.eq(~chunk.last | ~have | leaves)
-        with m.If(leaves):
-            m.d.sync += have.eq(0)
+        if self.holding_register:
+            m.d.comb += reader.out.ready.eq(~chunk.last | ~have | stopped)
+            with m.If(dispatch | stopped):  # `cur` is free next cycle
+                m.d.sync += have.eq(0)
+        else:  # the last chunk stays on the reader's stream until the instruction is dispatched
+            m.d.comb += [cur.eq(whole), have.eq(reader.out.valid & chunk.last),
+                         reader.out.ready.eq(~chunk.last | dispatch | stopped)]
         with m.If(reader.out.valid & reader.out.ready):
             m.d.sync += asm.eq(whole)
             with m.If(chunk.last):
-                m.d.sync += [received.eq(received + 1), cur.eq(whole), have.eq(~stopped)]
+                m.d.sync += received.eq(received + 1)
+                if self.holding_register:
+                    m.d.sync += [cur.eq(whole), have.eq(~stopped)]
 
         # -- decode, check, route ----------------------------------------------------------------
         mem = data.View(isa.amaranth_layout(c, "mem"), cur)
@@ -140,6 +148,9 @@ class Fetch(wiring.Component):
         with m.If(self.launch):
             m.d.sync += [
                 count.eq(self.insn_count), received.eq(0), index.eq(0), requested.eq(0),
-                launched.eq(1), stopped.eq(0), have.eq(0),
+                launched.eq(1), stopped.eq(0),
             ]
+        if self.holding_register:
+            with m.If(self.launch):
+                m.d.sync += have.eq(0)
         return m

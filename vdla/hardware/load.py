@@ -25,12 +25,12 @@ __all__ = ["Load"]
 
 
 class Load(wiring.Component):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, io_registers: bool = True) -> None:
         self.config = config
         c = config
         inp = Target("inp", isa.Mem.INP, c.inp_elem_bytes, c.log_inp_depth)
         wgt = Target("wgt", isa.Mem.WGT, c.wgt_elem_bytes, c.log_wgt_depth)
-        self.loader = Loader2D(c, [inp, wgt])
+        self.loader = Loader2D(c, [inp, wgt], register_writes=io_registers)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),
             "g2l": In(token()),

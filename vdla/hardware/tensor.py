@@ -6,7 +6,8 @@ For ``i < iter_out, j < iter_in, k in [uop_bgn, uop_end)`` the iteration uses mi
 kept as running sums, no multipliers). Stages:
 
 - S0: the loop counters address the uop buffer;
-- S1: the micro-op arrives; the indices address INP[src] and WGT[wgt];
+- S1: the micro-op arrives and is registered;
+- S1q: the indices (micro-op + loop sums) address INP[src] and WGT[wgt];
 - S2: INP/WGT arrive and the GEMM array registers them (so the multipliers start from a
   register, not from a block RAM's slow output across the chip); the indices address
   ACC[dst], ACC[src];
@@ -29,9 +30,9 @@ by `vdla.simulator.timing.alu_stall_cycles`), so no ALU result is forwarded
 before it is registered.
 
 Indices past a buffer: the running sums carry one sticky bit above the index width (depths
-are powers of two, so "index >= depth" is a carry out or a high bit); S1 pulses
-``index_error`` for an iteration whose ACC (dst), INP (GEMM src), ACC (ALU src) or WGT
-index is past its buffer, checking what the golden simulator checks (no src/wgt for a GEMM
+are powers of two, so "index >= depth" is a carry out or a high bit); S1 checks and
+``index_error`` pulses a cycle later for an iteration whose ACC (dst), INP (GEMM src), ACC
+(ALU src) or WGT index is past its buffer, checking what the golden simulator checks (no src/wgt for a GEMM
 reset, no src for an ALU immediate). The pipeline runs on with wrapped addresses; its
 owner (`Compute`) drops the writes once the core has halted on the error.
 
@@ -127,36 +128,48 @@ class TensorPipeline(wiring.Component):
                     ]
             with m.Else():
                 m.d.sync += k.eq(k + 1)
-        # A stall holds S0 and S1: the uop read port keeps S1's micro-op (en low).
+        # A stall holds S0, S1 and S1q: the uop read port keeps S1's micro-op (en low).
         m.d.comb += [self.uop_rd.addr.eq(k), self.uop_rd.en.eq(~stall)]
 
-        # -- S1: micro-op -> operand addresses ---------------------------------------------
-        s1_valid = Signal()
+        # -- S1: the micro-op arrives and is registered ------------------------------------
+        # (a block RAM's output is slow; the index adders and the INP/WGT addresses start
+        # from flip-flops instead)
         s1_dst, s1_src, s1_wgt = Signal(dw + 1), Signal(sw + 1), Signal(ww + 1)
+        s1_valid = Signal()
         with m.If(~stall):
             m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur)]
-        uop = data.View(isa.amaranth_layout(c, "uop"), self.uop_rd.data)
+        s1q_valid = Signal()
+        s1q_dst, s1q_src, s1q_wgt = Signal(dw + 1), Signal(sw + 1), Signal(ww + 1)
+        uop_q = Signal.like(self.uop_rd.data)
+        with m.If(~stall):
+            m.d.sync += [s1q_valid.eq(s1_valid), s1q_dst.eq(s1_dst), s1q_src.eq(s1_src), s1q_wgt.eq(s1_wgt),
+                         uop_q.eq(self.uop_rd.data)]
+
+        # -- S1q: micro-op -> operand addresses ----------------------------------------------
+        uop = data.View(isa.amaranth_layout(c, "uop"), uop_q)
         dst = Signal(dw)
         src = Signal(sw)
         wgt = Signal(ww)
-        dst_full, src_full, wgt_full = uop.dst_idx + s1_dst[:dw], uop.src_idx + s1_src[:sw], uop.wgt_idx + s1_wgt[:ww]
+        dst_full, src_full, wgt_full = uop.dst_idx + s1q_dst[:dw], uop.src_idx + s1q_src[:sw], uop.wgt_idx + s1q_wgt[:ww]
         m.d.comb += [
             dst.eq(dst_full), src.eq(src_full), wgt.eq(wgt_full),
             self.inp_rd.addr.eq(src), self.wgt_rd.addr.eq(wgt),
         ]
         # Past the buffer: a carry (now or earlier), or a bit at or above log2(depth) set.
-        dst_past = dst_full[c.log_acc_depth:].any() | s1_dst[dw]
-        src_past = Mux(is_alu, src_full[c.log_acc_depth:].any(), src_full[c.log_inp_depth:].any()) | s1_src[sw]
-        wgt_past = wgt_full[c.log_wgt_depth:].any() | s1_wgt[ww]
+        dst_past = dst_full[c.log_acc_depth:].any() | s1q_dst[dw]
+        src_past = Mux(is_alu, src_full[c.log_acc_depth:].any(), src_full[c.log_inp_depth:].any()) | s1q_src[sw]
+        wgt_past = wgt_full[c.log_wgt_depth:].any() | s1q_wgt[ww]
         check_src = Mux(is_alu, ~a.use_imm, ~g.reset)
-        m.d.comb += self.index_error.eq(s1_valid & (dst_past | (check_src & src_past) | (~is_alu & ~g.reset & wgt_past)))
+        # Registered: the check sits behind the uop buffer's read and the index adders, and
+        # the core's error latch is far away; the iteration is still four stages from its write.
+        m.d.sync += self.index_error.eq(s1q_valid & (dst_past | (check_src & src_past) | (~is_alu & ~g.reset & wgt_past)))
 
         # -- S2: INP/WGT registered -----------------------------------------------------------
         # A stall holds S2 (its INP/WGT data is not used by an ALU instruction, the only kind
         # that stalls) and sends a bubble on to S2r.
         s2_valid, s2_dst, s2_src = Signal(), Signal(dw), Signal(dw)
         with m.If(~stall):
-            m.d.sync += [s2_valid.eq(s1_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
+            m.d.sync += [s2_valid.eq(s1q_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
         # With Config.acc_read_register the ACC is read from S2's registers and the data is
         # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
         # flip-flops, not from a block RAM's output; without, it is read from S2r's.
@@ -253,7 +266,7 @@ class TensorPipeline(wiring.Component):
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
-        drained = ~run & ~s1_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s3x_valid & ~s4_valid
+        drained = ~run & ~s1_valid & ~s1q_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s3x_valid & ~s4_valid
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)

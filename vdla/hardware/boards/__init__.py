@@ -46,6 +46,9 @@ class Board:
     counters: tuple[str, ...] | None = None
     #: The stages' run-time index checks (`vdla.hardware.core.Core`'s ``range_checks``).
     range_checks: bool = True
+    #: Fetch's instruction register and the DMA engines' SRAM write registers (`Core`'s
+    #: ``io_registers``): shorter paths from the memory, at a few hundred flip-flops.
+    io_registers: bool = True
     seed: int = 1
     #: Why `vdla synth all` (and so `nox -s bitstreams`) leaves the board out ("": it builds with the
     #: rest); ``vdla synth NAME`` still builds it.
@@ -79,6 +82,7 @@ class Board:
 
         args = dict(mem_size=self.mem_size, memory=self.memory, spram_blocks=self.spram_blocks,
                     clk_hz=self.clk_mhz * 1e6, baud=self.baud, counters=self.counters, range_checks=self.range_checks,
+                    io_registers=self.io_registers,
                     clock=None if simulate else clock_for(self), simulate=simulate)
         args.update(kw)
         return BoardTop(self.config, **args)

@@ -135,10 +135,11 @@ def _yosys_script(board: Board) -> str:
         "# buffer read/write collisions cannot happen (see build._NO_COLLISION)", _NO_COLLISION,
         "hierarchy -top top",
         "proc",
-        "# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
         f"select -assert-count {c.block_out} {copies}",
-        f"setattr -set keep 1 {copies}",
     ]
+    if board.family == "ecp5":  # an iCE40 at 12-20 MHz has no use for them, and no room
+        lines += ["# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
+                  f"setattr -set keep 1 {copies}"]
     if not board.lut_lanes:
         return "\n".join([*lines, "# all GEMM multipliers may use DSP blocks"])
     # The multipliers feeding the registered products of the last `lut_lanes` lanes.

@@ -278,13 +278,15 @@ class BoardTop(Elaboratable):
     ``clock``: called as ``clock(m, platform)`` to create the ``sync`` domain on a board
     (None: the platform's default clock); ``leds``: drive the board's LEDs (heartbeat,
     running, done, error). ``simulate`` models SPRAM with `Memory` for the simulator.
-    ``range_checks`` goes to `Core` (off: no room on the part for the stages' index checks).
+    ``range_checks`` and ``io_registers`` go to `Core` (off: no room on the part for the
+    stages' index checks, or for the registers on the memory's paths).
     """
 
     def __init__(self, config: Config, *, mem_size: int = 64 << 10, memory: str = "bram", spram_blocks: int = 4,
                  clk_hz: float = 25e6, baud: int = 115200, divisor: int | None = None, max_block: int = 256,
                  counters: tuple[str, ...] | None = None, clock=None, leds: bool = True, simulate: bool = False,
-                 idle_cycles: int | None = None, range_checks: bool = True) -> None:
+                 idle_cycles: int | None = None, range_checks: bool = True,
+                 io_registers: bool = True) -> None:
         if memory not in ("bram", "spram"):
             raise ValueError(f"memory must be 'bram' or 'spram', not {memory!r}")
         self.config = config
@@ -303,7 +305,7 @@ class BoardTop(Elaboratable):
         self.clock, self.leds = clock, leds
         self.ram_bits = ceil_log2(self.mem_size)
         # 16-byte instructions fill the memory at most
-        self.core = Core(config, count_width=self.ram_bits - 3, range_checks=range_checks)
+        self.core = Core(config, count_width=self.ram_bits - 3, range_checks=range_checks, io_registers=io_registers)
         self.bridge = SerialBridge(divisor=self.divisor, mem_size=self.mem_size, data_width=config.bus_width,
                                    max_block=max_block, reg_addr_width=REG_ADDR_WIDTH, clk_hz=clk_hz,
                                    idle_cycles=idle_cycles)
