@@ -18,8 +18,8 @@ It is an estimate, counted from the same structure the gateware has:
   ``bitstreams/*/report.json`` (see :data:`LUT_COEFFS` and :func:`calibration`): a fixed part,
   a LUT multiplier per LUT MAC, the adder tree per product bit, and the ALU per accumulator
   bit of a lane.
-- fmax: the family's fmax, lowered per doubling of the GEMM output lanes (the critical
-  ALU -> ACC write path spreads over more block RAMs), fitted the same way.
+- fmax: the family's fmax, lowered per doubling of the GEMM output lanes (a wider core
+  spreads over more of the die: longer routes), fitted the same way.
 
 :func:`calibration` compares the estimate with every committed report; the README quotes it.
 """
@@ -73,17 +73,18 @@ PARTS: dict[str, Part] = {
 #: (their features are nearly collinear, so three boards pin them exactly but do not validate them).
 #: iCE40: the same per-bit costs, the fixed part solved from the iCEBreaker (its LCs count LUT+FF).
 LUT_COEFFS: dict[str, tuple[float, float, float, float]] = {
-    "ecp5": (4694.0, 80.0, 1.820, 44.13),
-    "ice40": (3697.5, 80.0, 1.820, 44.13),
+    "ecp5": (3621.3, 80.0, 1.556, 48.74),
+    "ice40": (3579.7, 80.0, 1.556, 48.74),
 }
-#: fmax model per family: MHz = f0 - slope * log2(GEMM output lanes): wider rows spread the ALU and
-#: ACC paths over more block RAMs (longer routes). ECP5: the line with the smallest worst relative
-#: error over the three ULX3S reports of the registered-result pipeline (within 4.9 % of each; their
-#: critical paths differ: the ALU multiply on the 25F/45F, the board memory's cascaded block RAMs
+#: fmax model per family: MHz = f0 - slope * log2(GEMM output lanes): wider rows spread the design
+#: over more of the die and its block RAMs (longer routes). ECP5: the line with the smallest worst
+#: relative error over the three ULX3S reports of the pipeline with the two-stage ALU and the
+#: registered memory paths (within 1.3 % of each; every critical path is now mostly routing: the
+#: bridge into the memory on the 25F, the bridge's register read on the 45F, the WGT read address
 #: on the 85F); iCE40: the slope scaled by the families' f0 ratio, f0 solved from the iCEBreaker.
 FMAX_COEFFS: dict[str, tuple[float, float]] = {
-    "ecp5": (64.7, 5.24),
-    "ice40": (23.27, 1.885),
+    "ecp5": (72.2, 6.59),
+    "ice40": (23.18, 2.115),
 }
 
 
