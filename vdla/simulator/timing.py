@@ -58,10 +58,14 @@ def gemm_cycles(config: Config, uop_iters: int) -> int:
     return t.insn_overhead + (uop_iters + t.gemm_latency if uop_iters else 0)
 
 
+def _alu_ii(config: Config, use_imm: bool) -> int:
+    """Cycles between two ALU uop-iterations that do not wait for each other."""
+    return config.timing.alu_ii_imm if use_imm else config.timing.alu_ii_tensor
+
+
 def alu_window(config: Config, use_imm: bool) -> int:
     """How many iterations back a read-after-write can still make an ALU iteration wait."""
-    t = config.timing
-    return (t.alu_raw_distance - 1) // (t.alu_ii_imm if use_imm else t.alu_ii_tensor)
+    return (config.timing.alu_raw_distance - 1) // _alu_ii(config, use_imm)
 
 
 def alu_stall_cycles(config: Config, use_imm: bool, hits: Sequence[np.ndarray]) -> int:
@@ -70,19 +74,15 @@ def alu_stall_cycles(config: Config, use_imm: bool, hits: Sequence[np.ndarray]) 
 
     Iteration m issues at ``L[m] = max(L[m-1] + ii, L[m-k] + alu_raw_distance for each hit)``;
     the delay ``L[m] - m*ii`` only grows, and only at a hit, so only hits are visited."""
-    t = config.timing
-    ii = t.alu_ii_imm if use_imm else t.alu_ii_tensor
-    any_hit = np.zeros(len(hits[0]), bool) if hits else np.zeros(0, bool)
-    for h in hits:
-        any_hit |= h
-    at = np.flatnonzero(any_hit)
+    distance, ii = config.timing.alu_raw_distance, _alu_ii(config, use_imm)
+    at = np.flatnonzero(np.logical_or.reduce(hits)) if hits else []
     positions, delays = [-1], [0]  # the delay from each position on (a step function)
     for m in (int(x) for x in at):
         d = delays[-1]
         for k, h in enumerate(hits, start=1):
             if h[m]:
                 before = delays[bisect.bisect_right(positions, m - k) - 1]
-                d = max(d, before + t.alu_raw_distance - k * ii)
+                d = max(d, before + distance - k * ii)
         if d > delays[-1]:
             positions.append(m)
             delays.append(d)
@@ -92,8 +92,7 @@ def alu_stall_cycles(config: Config, use_imm: bool, hits: Sequence[np.ndarray]) 
 def alu_cycles(config: Config, uop_iters: int, use_imm: bool, stalls: int = 0) -> int:
     """`stalls`: `alu_stall_cycles` of the instruction."""
     t = config.timing
-    ii = t.alu_ii_imm if use_imm else t.alu_ii_tensor
-    return t.insn_overhead + (uop_iters * ii + stalls + t.alu_latency if uop_iters else 0)
+    return t.insn_overhead + (uop_iters * _alu_ii(config, use_imm) + stalls + t.alu_latency if uop_iters else 0)
 
 
 def fetch_ready(config: Config, index: int) -> int:
