@@ -248,13 +248,8 @@ def _time_llvm(func: Any, arrays: list[np.ndarray], runner: LocalRunner) -> list
             jit.set_num_threads(runner.threads)
         try:
             func(*arrays)  # warm-up (and the run that is checked)
-            costs = []
-            for _ in range(runner.repeat):
-                t = time.perf_counter()
-                for _ in range(runner.number):
-                    func(*arrays)
-                costs.append((time.perf_counter() - t) / runner.number)
-            return costs
+            # the calls looped in native code, as TVM's time_evaluator does
+            return list(func.time_evaluator(func.name, number=runner.number, repeat=runner.repeat)(*arrays).results)
         finally:
             jit.set_num_threads(old)
 
