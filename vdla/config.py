@@ -70,13 +70,13 @@ class Timing:
     #: Cycles from start until fetch issues its first read.
     launch_latency: int = 6
     #: Pipeline depth of the GEMM core: cycles from the last uop issue to the last write.
-    gemm_latency: int = 8
+    gemm_latency: int = 9
     #: Initiation interval of the tensor ALU with a tensor operand (ACC has two read ports).
     alu_ii_tensor: int = 1
     #: Initiation interval of the tensor ALU with an immediate operand.
     alu_ii_imm: int = 1
     #: Pipeline depth of the tensor ALU.
-    alu_latency: int = 9
+    alu_latency: int = 10
     #: Cycles from an ALU uop-iteration's issue to the earliest issue of a later one that
     #: reads the row it writes (the ALU's result is registered twice before write-back).
     alu_raw_distance: int = 3

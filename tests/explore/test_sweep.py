@@ -8,6 +8,7 @@ import pytest
 
 from vdla.cli import main
 from vdla.compiler.graph.job import run_job
+from vdla.config import Config
 from vdla.explore.space import apply
 from vdla.explore.sweep import Options, pareto, run_sweep
 from vdla.hardware.boards import board
@@ -65,7 +66,8 @@ def test_rerun_hits_the_cache_and_computes_only_what_changed(first, dask_client)
 
     addr = dask_client.scheduler.address
     try:
-        more = run_sweep(GRID + [{"timing.gemm_latency": 9}], opts, cache_dir=cache, scheduler=addr)
+        more = run_sweep(GRID + [{"timing.gemm_latency": Config().timing.gemm_latency + 1}], opts, cache_dir=cache,
+                         scheduler=addr)
     finally:
         close_clients(addr)  # before the cluster goes, or this client would try to reconnect at exit
     assert more.computed == 2 and more.points[-1]["status"] == "ok"

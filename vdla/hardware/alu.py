@@ -7,8 +7,11 @@ whose amount is the low log2(acc_width)+1 bits of the operand read as a signed n
 
 The result comes one clock after the operands (`TensorAlu.LATENCY`). The first stage
 registers MIN/MAX/ADD/SHR's result and the three half-width partial products of MUL (one
-DSP multiplier each; a 16-bit lane's whole product on one); the second adds them and picks. A whole acc_width
-multiply, its adders and the write-back in one cycle were the ECP5 builds' critical path.
+DSP multiplier each; a 16-bit lane's whole product on one); the second adds them and picks.
+A whole acc_width multiply, its adders and the write-back in one cycle were the ECP5 builds'
+critical path. The registers carry data only (the pipeline's valid bits say when it
+counts), so they have no reset: a reset net reaching every datapath flip-flop was itself a
+critical path.
 The low acc_width bits of a product do not depend on signedness, so the halves are unsigned:
 ``a*b mod 2**w = lo(a)*lo(b) + ((hi(a)*lo(b) + lo(a)*hi(b)) mod 2**(w-h)) * 2**h``.
 """
@@ -38,25 +41,26 @@ def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
     right = a >> amount[: sbits - 1]
     left = (a << (-amount)[:sbits])[:width]
     shifted = Mux(amount[-1], left, right[:width])
-    other = Signal(width)
+    other = Signal(width, reset_less=True)
     m.d.sync += other.eq(
         Mux(op == AluOp.MIN, Mux(a < b, a, b)[:width],
             Mux(op == AluOp.MAX, Mux(a < b, b, a)[:width],
                 Mux(op == AluOp.ADD, (a + b)[:width], shifted))))
     ua, ub = a.as_unsigned(), b.as_unsigned()
     if width <= SINGLE_MULTIPLIER_BITS:  # one DSP block does it: register its product
-        product = Signal(width)
+        product = Signal(width, reset_less=True)
         m.d.sync += product.eq((ua * ub)[:width])
     else:
         h = (width + 1) // 2
-        low, cross_a, cross_b = Signal(2 * h), Signal(width - h), Signal(width - h)
+        low = Signal(2 * h, reset_less=True)
+        cross_a, cross_b = Signal(width - h, reset_less=True), Signal(width - h, reset_less=True)
         m.d.sync += [
             low.eq(ua[:h] * ub[:h]),
             cross_a.eq((ua[h:] * ub[:h])[: width - h]),
             cross_b.eq((ua[:h] * ub[h:])[: width - h]),
         ]
         product = (low + Cat(Const(0, h), cross_a + cross_b))[:width]
-    is_mul = Signal()
+    is_mul = Signal(reset_less=True)
     m.d.sync += is_mul.eq(op == AluOp.MUL)
     return Mux(is_mul, product, other)
 

@@ -31,9 +31,9 @@ Register port (``reg``, `reg_port_signature`)::
     addr   Out  byte offset of a 32-bit register (a multiple of 4, below 2**reg_addr_width)
     wdata  Out  value to write
     we     Out  write strobe: one cycle, with addr and wdata valid
-    rdata  In   value of register ``addr``; sampled one cycle after ``addr`` is set and held,
-                so a registered read works. Reads must have no side effects (they may be
-                repeated by retries).
+    rdata  In   value of register ``addr``; sampled two cycles after ``addr`` is set and
+                held, so a read through two register stages works. Reads must have no side
+                effects (they may be repeated by retries).
 """
 
 from __future__ import annotations
@@ -279,8 +279,11 @@ class Bridge(wiring.Component):
                 with m.Elif(hdr.op == Op.WRITE_REG):
                     m.d.comb += self.reg.we.eq(1)
                     m.next = "RSP_START"
-                with m.Else():  # READ_REG: rdata is sampled in the next cycle
-                    m.next = "RREG"
+                with m.Else():  # READ_REG: rdata is sampled two cycles later
+                    m.next = "RREG_WAIT"
+
+            with m.State("RREG_WAIT"):
+                m.next = "RREG"
 
             with m.State("RREG"):
                 m.d.sync += [shreg.eq(self.reg.rdata), rsp_len.eq(REG_BYTES)]

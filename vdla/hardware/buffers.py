@@ -18,6 +18,11 @@ synchronous and not transparent (data one cycle after the address, old contents 
 same-cycle write): the compute pipeline forwards results itself. Each memory has one
 write port; ACC has two read ports (destination and source of the tensor ALU), which a
 block-RAM mapper implements as two copies.
+
+A wide buffer may be cut into column slices (`Core`'s ``wgt_slices``): ``n`` memories of
+``row / n`` bits, each with its own read address register, so that no one register drives
+all of a 2048-bit WGT buffer's block RAMs, spread over a large part. A slice must hold
+whole output lanes and whole bus words (`check_slices`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from amaranth.lib.memory import Memory
 
 from ..config import Config
 
-__all__ = ["row_bits", "write_lanes", "make_buffer", "KINDS"]
+__all__ = ["row_bits", "write_lanes", "make_buffer", "check_slices", "KINDS"]
 
 KINDS = ("uop", "inp", "wgt", "acc", "out")
 
@@ -48,6 +53,19 @@ def write_lanes(config: Config, kind: str) -> int:
     return 1
 
 
-def make_buffer(config: Config, kind: str) -> Memory:
-    """An empty buffer of `kind` (one of KINDS) for `config`."""
-    return Memory(shape=unsigned(row_bits(config, kind)), depth=depth(config, kind), init=[])
+def check_slices(config: Config, kind: str, slices: int) -> None:
+    """Raise ValueError unless `kind`'s rows can be cut into `slices` column slices."""
+    if slices == 1:
+        return
+    bits = row_bits(config, kind)
+    if kind != "wgt" or slices < 1 or config.block_out % slices or (bits // slices) % config.bus_width:
+        raise ValueError(
+            f"{kind}_slices={slices}: only WGT rows are sliced, into a number of slices that divides "
+            f"block_out ({config.block_out}) and leaves whole bus words ({config.bus_width} bits) in each "
+            f"of its {bits}-bit rows")
+
+
+def make_buffer(config: Config, kind: str, slices: int = 1) -> Memory:
+    """An empty buffer of `kind` (one of KINDS) for `config`, or one of its `slices` column slices."""
+    check_slices(config, kind, slices)
+    return Memory(shape=unsigned(row_bits(config, kind) // slices), depth=depth(config, kind), init=[])

@@ -36,14 +36,14 @@ __all__ = ["Compute"]
 
 
 class Compute(wiring.Component):
-    def __init__(self, config: Config, *, io_registers: bool = True) -> None:
+    def __init__(self, config: Config, *, io_registers: bool = True, wgt_slices: int = 1) -> None:
         self.config = c = config
         self.loader = Loader2D(c, [
             Target("uop", isa.Mem.UOP, c.uop_elem_bytes, c.log_uop_depth),
             Target("acc", isa.Mem.ACC, c.acc_elem_bytes, c.log_acc_depth),
             Target("acc8", isa.Mem.ACC_8BIT, c.acc8_elem_bytes, c.log_acc_depth, widen=c.acc_width),
         ], register_writes=io_registers)
-        self.tensor = TensorPipeline(c)
+        self.tensor = TensorPipeline(c, wgt_slices=wgt_slices)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),
             "l2g": In(token()),
@@ -52,7 +52,7 @@ class Compute(wiring.Component):
             "g2s": Out(token()),
             "mem": Out(read_master(c.bus_width)),
             "inp_rd": Out(sram_read(c.log_inp_depth, 8 * c.inp_elem_bytes)),
-            "wgt_rd": Out(sram_read(c.log_wgt_depth, 8 * c.wgt_elem_bytes)),
+            "wgt_rd": Out(sram_read(c.log_wgt_depth, 8 * c.wgt_elem_bytes, copies=wgt_slices)),
             "out_wr": Out(sram_write(c.log_acc_depth, 8 * c.out_elem_bytes)),
             "finish": Out(1),
             "uop_elem": Out(1),

@@ -33,7 +33,7 @@ from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
-from .buffers import make_buffer, write_lanes
+from .buffers import check_slices, make_buffer, write_lanes
 from .compute import Compute
 from .errors import ERROR_BITS, ErrorCode
 from .fetch import Fetch
@@ -77,11 +77,13 @@ class Core(wiring.Component):
     buffer and skip a GEMM/ALU whose uop range is out of bounds, but report none of it."""
 
     def __init__(self, config: Config, *, count_width: int = 32, range_checks: bool = True,
-                 io_registers: bool = True) -> None:
+                 io_registers: bool = True, wgt_slices: int = 1) -> None:
         self.config = c = config
         self.count_width = count_width
         self.range_checks = range_checks
         self.io_registers = io_registers
+        check_slices(c, "wgt", wgt_slices)
+        self.wgt_slices = wgt_slices
         super().__init__({
             "start": In(1),
             "insn_addr": In(32),
@@ -113,7 +115,7 @@ class Core(wiring.Component):
 
         dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width, holding_register=self.io_registers)
         dp.submodules.load = load = Load(c, io_registers=self.io_registers)
-        dp.submodules.compute = compute = Compute(c, io_registers=self.io_registers)
+        dp.submodules.compute = compute = Compute(c, io_registers=self.io_registers, wgt_slices=self.wgt_slices)
         dp.submodules.store = store = Store(c)
         stages = {"load": load, "compute": compute, "store": store}
 
@@ -149,12 +151,26 @@ class Core(wiring.Component):
         buffers = self._buffers = {}
         self._compute = compute
         for kind, writer, reader in (("inp", load.inp_wr, compute.inp_rd), ("wgt", load.wgt_wr, compute.wgt_rd)):
-            mem = make_buffer(c, kind)
-            dp.submodules[f"{kind}_mem"] = buffers[kind] = mem
-            lanes = write_lanes(c, kind)
-            wp = mem.write_port(granularity=len(mem.data[0]) // lanes if lanes > 1 else None)
-            dp.d.comb += [wp.en.eq(writer.en), wp.addr.eq(writer.addr), wp.data.eq(writer.data)]
-            connect_read_port(dp, reader, mem.read_port())
+            n = self.wgt_slices if kind == "wgt" else 1
+            if n == 1:
+                mem = make_buffer(c, kind)
+                dp.submodules[f"{kind}_mem"] = buffers[kind] = mem
+                lanes = write_lanes(c, kind)
+                wp = mem.write_port(granularity=len(mem.data[0]) // lanes if lanes > 1 else None)
+                dp.d.comb += [wp.en.eq(writer.en), wp.addr.eq(writer.addr), wp.data.eq(writer.data)]
+                connect_read_port(dp, reader, mem.read_port())
+                continue
+            # Column slices: slice k holds bits [k*w, (k+1)*w) of every row, with its own copy
+            # of the read address; the DMA's write lanes (bus words) split between them.
+            slices = buffers[kind] = tuple(make_buffer(c, kind, slices=n) for _ in range(n))
+            w, lanes = len(slices[0].data[0]), write_lanes(c, kind) // n
+            for k, mem in enumerate(slices):
+                dp.submodules[f"{kind}_mem_{k}"] = mem
+                wp = mem.write_port(granularity=w // lanes if lanes > 1 else None)
+                dp.d.comb += [wp.en.eq(writer.en[k * lanes:(k + 1) * lanes]), wp.addr.eq(writer.addr),
+                              wp.data.eq(writer.data[k * w:(k + 1) * w])]
+                rp = mem.read_port()
+                dp.d.comb += [rp.en.eq(reader.en), rp.addr.eq(reader.addr[k]), reader.data[k * w:(k + 1) * w].eq(rp.data)]
         out_mem = buffers["out"] = make_buffer(c, "out")
         dp.submodules.out_mem = out_mem
         out_wp = out_mem.write_port()

@@ -6,7 +6,8 @@ operands are registered (``inp`` and ``wgt`` come straight from the block RAMs),
 products are registered, then a balanced adder tree of depth log2(BLOCK_IN) sums them
 combinationally (``sums`` belongs to the operands of two cycles before); the compute
 pipeline registers the sums. The registers split block-RAM read, multiply and add, which
-on an FPGA would otherwise all fall in one clock period.
+on an FPGA would otherwise all fall in one clock period. They hold data only (the compute
+pipeline's valid bits say when it counts), so they have no reset.
 
 Every INP element meets all BLOCK_OUT weight rows, so one INP register would drive
 BLOCK_OUT multipliers spread over the DSP columns and the LUT lanes: each output lane
@@ -44,18 +45,18 @@ class GemmArray(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         c = self.config
-        wgt = Signal.like(self.wgt, name="wgt_q")
+        wgt = Signal.like(self.wgt, name="wgt_q", reset_less=True)
         m.d.sync += wgt.eq(self.wgt)
         copies = []
         for o in range(c.block_out):
-            copies.append(Signal.like(self.inp, name=f"inp_q_{o}"))
+            copies.append(Signal.like(self.inp, name=f"inp_q_{o}", reset_less=True))
             m.d.sync += copies[o].eq(self.inp)
         lanes = []
         for b in range(c.batch):
             for o in range(c.block_out):
                 products = []
                 for k in range(c.block_in):
-                    p = Signal(signed(c.inp_width + c.wgt_width), name=f"prod_{b}_{o}_{k}")
+                    p = Signal(signed(c.inp_width + c.wgt_width), name=f"prod_{b}_{o}_{k}", reset_less=True)
                     m.d.sync += p.eq(copies[o].word_select(b * c.block_in + k, c.inp_width).as_signed()
                                      * wgt.word_select(o * c.block_in + k, c.wgt_width).as_signed())
                     products.append(p)

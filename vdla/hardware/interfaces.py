@@ -58,9 +58,12 @@ def write_master(bus_width: int) -> wiring.Signature:
     })
 
 
-def sram_read(addr_width: int, data_width: int) -> wiring.Signature:
-    """A synchronous SRAM read port, from the reading module's side (data one cycle after addr)."""
-    return wiring.Signature({"en": Out(1, init=1), "addr": Out(addr_width), "data": In(data_width)})
+def sram_read(addr_width: int, data_width: int, copies: int = 1) -> wiring.Signature:
+    """A synchronous SRAM read port, from the reading module's side (data one cycle after addr).
+    With ``copies`` > 1 the address comes as that many equal copies (an array), one for each
+    column slice of a wide memory, so that no one register drives every block RAM."""
+    addr = unsigned(addr_width) if copies == 1 else data.ArrayLayout(unsigned(addr_width), copies)
+    return wiring.Signature({"en": Out(1, init=1), "addr": Out(addr), "data": In(data_width)})
 
 
 def sram_write(addr_width: int, data_width: int, lanes: int = 1) -> wiring.Signature:

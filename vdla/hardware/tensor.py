@@ -7,7 +7,10 @@ kept as running sums, no multipliers). Stages:
 
 - S0: the loop counters address the uop buffer;
 - S1: the micro-op arrives and is registered;
-- S1q: the indices (micro-op + loop sums) address INP[src] and WGT[wgt];
+- S1q: the indices (micro-op + loop sums) are computed;
+- S1a: the INP[src] and WGT[wgt] addresses are registered, WGT's once per column slice of
+  the buffer (``wgt_slices``: each copy drives only its slice's block RAMs, which on a large
+  part sit across the die from each other);
 - S2: INP/WGT arrive and the GEMM array registers them (so the multipliers start from a
   register, not from a block RAM's slow output across the chip); the indices address
   ACC[dst], ACC[src];
@@ -38,6 +41,10 @@ owner (`Compute`) drops the writes once the core has halted on the error.
 
 Pulse ``start`` with ``insn`` (a GEMM or ALU instruction, held stable); ``done`` pulses
 once the last write has happened.
+
+Registers that carry data only (indices, operands, sums, results) have no reset: the valid
+bits, which do, say when they count, and a reset net reaching every one of them was itself
+a critical path on the ECP5 builds.
 """
 
 from __future__ import annotations
@@ -55,9 +62,15 @@ from .interfaces import sram_read, sram_write
 __all__ = ["TensorPipeline"]
 
 
+def data_reg(shape, name: str) -> Signal:
+    """A register that carries data only (no reset; see the module doc)."""
+    return Signal(shape, name=name, reset_less=True)
+
+
 class TensorPipeline(wiring.Component):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, wgt_slices: int = 1) -> None:
         self.config = c = config
+        self.wgt_slices = wgt_slices
         acc_bits = 8 * c.acc_elem_bytes
         super().__init__({
             "start": In(1),
@@ -66,7 +79,7 @@ class TensorPipeline(wiring.Component):
             "done": Out(1),
             "uop_rd": Out(sram_read(c.log_uop_depth, 32)),
             "inp_rd": Out(sram_read(c.log_inp_depth, 8 * c.inp_elem_bytes)),
-            "wgt_rd": Out(sram_read(c.log_wgt_depth, 8 * c.wgt_elem_bytes)),
+            "wgt_rd": Out(sram_read(c.log_wgt_depth, 8 * c.wgt_elem_bytes, copies=wgt_slices)),
             "acc_rd_dst": Out(sram_read(c.log_acc_depth, acc_bits)),
             "acc_rd_src": Out(sram_read(c.log_acc_depth, acc_bits)),
             "acc_wr": Out(sram_write(c.log_acc_depth, acc_bits)),
@@ -128,48 +141,60 @@ class TensorPipeline(wiring.Component):
                     ]
             with m.Else():
                 m.d.sync += k.eq(k + 1)
-        # A stall holds S0, S1 and S1q: the uop read port keeps S1's micro-op (en low).
+        # A stall holds S0, S1, S1q and S1a: the uop read port keeps S1's micro-op (en low).
         m.d.comb += [self.uop_rd.addr.eq(k), self.uop_rd.en.eq(~stall)]
 
         # -- S1: the micro-op arrives and is registered ------------------------------------
         # (a block RAM's output is slow; the index adders and the INP/WGT addresses start
         # from flip-flops instead)
-        s1_dst, s1_src, s1_wgt = Signal(dw + 1), Signal(sw + 1), Signal(ww + 1)
+        s1_dst, s1_src, s1_wgt = data_reg(dw + 1, "s1_dst"), data_reg(sw + 1, "s1_src"), data_reg(ww + 1, "s1_wgt")
         s1_valid = Signal()
         with m.If(~stall):
             m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur)]
         s1q_valid = Signal()
-        s1q_dst, s1q_src, s1q_wgt = Signal(dw + 1), Signal(sw + 1), Signal(ww + 1)
-        uop_q = Signal.like(self.uop_rd.data)
+        s1q_dst, s1q_src, s1q_wgt = data_reg(dw + 1, "s1q_dst"), data_reg(sw + 1, "s1q_src"), data_reg(ww + 1, "s1q_wgt")
+        uop_q = data_reg(len(self.uop_rd.data), "uop_q")
         with m.If(~stall):
             m.d.sync += [s1q_valid.eq(s1_valid), s1q_dst.eq(s1_dst), s1q_src.eq(s1_src), s1q_wgt.eq(s1_wgt),
                          uop_q.eq(self.uop_rd.data)]
 
-        # -- S1q: micro-op -> operand addresses ----------------------------------------------
+        # -- S1q: micro-op -> operand indices ------------------------------------------------
         uop = data.View(isa.amaranth_layout(c, "uop"), uop_q)
         dst = Signal(dw)
         src = Signal(sw)
         wgt = Signal(ww)
         dst_full, src_full, wgt_full = uop.dst_idx + s1q_dst[:dw], uop.src_idx + s1q_src[:sw], uop.wgt_idx + s1q_wgt[:ww]
-        m.d.comb += [
-            dst.eq(dst_full), src.eq(src_full), wgt.eq(wgt_full),
-            self.inp_rd.addr.eq(src), self.wgt_rd.addr.eq(wgt),
-        ]
+        m.d.comb += [dst.eq(dst_full), src.eq(src_full), wgt.eq(wgt_full)]
         # Past the buffer: a carry (now or earlier), or a bit at or above log2(depth) set.
         dst_past = dst_full[c.log_acc_depth:].any() | s1q_dst[dw]
         src_past = Mux(is_alu, src_full[c.log_acc_depth:].any(), src_full[c.log_inp_depth:].any()) | s1q_src[sw]
         wgt_past = wgt_full[c.log_wgt_depth:].any() | s1q_wgt[ww]
         check_src = Mux(is_alu, ~a.use_imm, ~g.reset)
         # Registered: the check sits behind the uop buffer's read and the index adders, and
-        # the core's error latch is far away; the iteration is still four stages from its write.
+        # the core's error latch is far away; the iteration is still five stages from its write.
         m.d.sync += self.index_error.eq(s1q_valid & (dst_past | (check_src & src_past) | (~is_alu & ~g.reset & wgt_past)))
+
+        # -- S1a: INP/WGT addresses registered ------------------------------------------------
+        # One WGT address register per slice (the board build keeps the copies apart: Yosys
+        # would merge them). A stall holds S1a too.
+        s1a_valid, s1a_dst, s1a_src = Signal(), data_reg(dw, "s1a_dst"), data_reg(sw, "s1a_src")
+        inp_addr = data_reg(c.log_inp_depth, "inp_addr")
+        wgt_addr = [data_reg(ww, f"wgt_addr_{n}") for n in range(self.wgt_slices)]
+        with m.If(~stall):
+            m.d.sync += [s1a_valid.eq(s1q_valid), s1a_dst.eq(dst), s1a_src.eq(src), inp_addr.eq(src)]
+            m.d.sync += [copy.eq(wgt) for copy in wgt_addr]
+        m.d.comb += self.inp_rd.addr.eq(inp_addr)
+        if self.wgt_slices == 1:
+            m.d.comb += self.wgt_rd.addr.eq(wgt_addr[0])
+        else:
+            m.d.comb += [self.wgt_rd.addr[n].eq(copy) for n, copy in enumerate(wgt_addr)]
 
         # -- S2: INP/WGT registered -----------------------------------------------------------
         # A stall holds S2 (its INP/WGT data is not used by an ALU instruction, the only kind
         # that stalls) and sends a bubble on to S2r.
-        s2_valid, s2_dst, s2_src = Signal(), Signal(dw), Signal(dw)
+        s2_valid, s2_dst, s2_src = Signal(), data_reg(dw, "s2_dst"), data_reg(dw, "s2_src")
         with m.If(~stall):
-            m.d.sync += [s2_valid.eq(s1q_valid), s2_dst.eq(dst), s2_src.eq(src[:dw])]
+            m.d.sync += [s2_valid.eq(s1a_valid), s2_dst.eq(s1a_dst), s2_src.eq(s1a_src[:dw])]
         # With Config.acc_read_register the ACC is read from S2's registers and the data is
         # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
         # flip-flops, not from a block RAM's output; without, it is read from S2r's.
@@ -178,10 +203,10 @@ class TensorPipeline(wiring.Component):
             m.d.comb += [self.acc_rd_dst.addr.eq(s2_dst), self.acc_rd_src.addr.eq(s2_src)]
 
         # -- S2r: products; ACC data registered ------------------------------------------------
-        s2r_valid, s2r_dst, s2r_src = Signal(), Signal(dw), Signal(dw)
+        s2r_valid, s2r_dst, s2r_src = Signal(), data_reg(dw, "s2r_dst"), data_reg(dw, "s2r_src")
         m.d.sync += [s2r_valid.eq(s2_valid & ~stall), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src)]
         if early:
-            acc_dst_q, acc_src_q = Signal(acc_bits), Signal(acc_bits)
+            acc_dst_q, acc_src_q = data_reg(acc_bits, "acc_dst_q"), data_reg(acc_bits, "acc_src_q")
             m.d.sync += [acc_dst_q.eq(self.acc_rd_dst.data), acc_src_q.eq(self.acc_rd_src.data)]
         else:
             m.d.comb += [self.acc_rd_dst.addr.eq(s2r_dst), self.acc_rd_src.addr.eq(s2r_src)]
@@ -194,7 +219,7 @@ class TensorPipeline(wiring.Component):
         def reads(row: Signal) -> Value:
             return (s2_dst == row) | (~a.use_imm & (s2_src == row))
 
-        s2b_valid, s2b_dst, s2b_src = Signal(), Signal(dw), Signal(dw)
+        s2b_valid, s2b_dst, s2b_src = Signal(), data_reg(dw, "s2b_dst"), data_reg(dw, "s2b_src")
         m.d.comb += stall.eq(is_alu & s2_valid & ((s2r_valid & reads(s2r_dst)) | (s2b_valid & reads(s2b_dst))))
 
         # -- S2b: sums, ACC operands (with forwarding) -------------------------------------------
@@ -204,17 +229,17 @@ class TensorPipeline(wiring.Component):
         # registered, so S2b's multiplexers select with flip-flops. What reaches S4 next comes
         # from S3 (GEMM) or S3x (ALU).
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
-        s3_valid, s3_dst = Signal(), Signal(dw)
-        s3x_valid, s3x_dst = Signal(), Signal(dw)
+        s3_valid, s3_dst = Signal(), data_reg(dw, "s3_dst")
+        s3x_valid, s3x_dst = Signal(), data_reg(dw, "s3x_dst")
         pre4_valid, pre4_dst = Mux(is_alu, s3x_valid, s3_valid), Mux(is_alu, s3x_dst, s3_dst)
-        s4_valid, s4_dst, s4_value = Signal(), Signal(dw), Signal(acc_bits)
-        w_valid, w_dst, w_value = Signal(), Signal(dw), Signal(acc_bits)  # S4's write a cycle ago
-        w2_value = Signal(acc_bits)  # S4's write two cycles ago
+        s4_valid, s4_dst, s4_value = Signal(), data_reg(dw, "s4_dst"), data_reg(acc_bits, "s4_value")
+        w_valid, w_dst, w_value = Signal(), data_reg(dw, "w_dst"), data_reg(acc_bits, "w_value")  # S4's write a cycle ago
+        w2_value = data_reg(acc_bits, "w2_value")  # S4's write two cycles ago
         gemm_result = Signal(acc_bits)
 
         def matches(row: Signal, name: str) -> Signal:
             """Registered: will `row` (in S2r now) be in S3 (GEMM), S4, W (W2) when it reaches S2b?"""
-            flags = Signal(4 if early else 3, name=f"fwd_{name}")
+            flags = data_reg(4 if early else 3, f"fwd_{name}")
             m.d.sync += flags.eq(Cat(~is_alu & s2b_valid & (s2b_dst == row), pre4_valid & (pre4_dst == row),
                                      s4_valid & (s4_dst == row), w_valid & (w_dst == row))[: len(flags)])
             return flags
@@ -227,7 +252,7 @@ class TensorPipeline(wiring.Component):
             return value
 
         dst_flags, src_flags = matches(s2r_dst, "dst"), matches(s2r_src, "src")
-        s3_a, s3_b, s3_sum = Signal(acc_bits), Signal(acc_bits), Signal(acc_bits)
+        s3_a, s3_b, s3_sum = data_reg(acc_bits, "s3_a"), data_reg(acc_bits, "s3_b"), data_reg(acc_bits, "s3_sum")
 
         m.submodules.gemm = gemm = GemmArray(c)
         imm = Signal(signed(c.acc_width))
@@ -266,7 +291,7 @@ class TensorPipeline(wiring.Component):
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
-        drained = ~run & ~s1_valid & ~s1q_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s3x_valid & ~s4_valid
+        drained = ~run & ~s1_valid & ~s1q_valid & ~s1a_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s3x_valid & ~s4_valid
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)

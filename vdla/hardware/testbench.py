@@ -101,12 +101,12 @@ class CoreSim:
     """A persistent simulation of one Core for `config`."""
 
     def __init__(self, config: Config, *, latency: int | None = None, watchdog: int = 20000,
-                 vcd: str | None = None, trace: bool = False) -> None:
+                 vcd: str | None = None, trace: bool = False, wgt_slices: int = 1) -> None:
         self.config = config
         self.trace = trace
         self.latency = config.timing.dram_latency if latency is None else latency
         self.watchdog = watchdog
-        self.core = Core(config)
+        self.core = Core(config, wgt_slices=wgt_slices)
         self.sim = Simulator(self.core)
         self.sim.add_clock(1e-8)
         self.sim.add_testbench(self._bench, background=True)
@@ -151,7 +151,10 @@ class CoreSim:
             try:
                 if self._job["kind"] == "peek":
                     mem = self.core.buffers[self._job["buffer"]]
-                    self._job["result"] = [ctx.get(mem.data[i]) for i in range(mem.depth)]
+                    slices = mem if isinstance(mem, tuple) else (mem,)  # column slices, low bits first
+                    w = len(slices[0].data[0])
+                    self._job["result"] = [sum(ctx.get(s.data[i]) << (k * w) for k, s in enumerate(slices))
+                                           for i in range(slices[0].depth)]
                     continue
                 self._job["result"] = await self._serve(ctx, self._job)
             except Exception as e:  # handed to run(), which raises it in the caller

@@ -49,6 +49,9 @@ class Board:
     #: Fetch's instruction register and the DMA engines' SRAM write registers (`Core`'s
     #: ``io_registers``): shorter paths from the memory, at a few hundred flip-flops.
     io_registers: bool = True
+    #: Column slices of the WGT buffer, each with its own read address register (`Core`'s
+    #: ``wgt_slices``): on a large part the buffer's block RAMs spread over the die.
+    wgt_slices: int = 1
     seed: int = 1
     #: Why `vdla synth all` (and so `nox -s bitstreams`) leaves the board out ("": it builds with the
     #: rest); ``vdla synth NAME`` still builds it.
@@ -82,7 +85,7 @@ class Board:
 
         args = dict(mem_size=self.mem_size, memory=self.memory, spram_blocks=self.spram_blocks,
                     clk_hz=self.clk_mhz * 1e6, baud=self.baud, counters=self.counters, range_checks=self.range_checks,
-                    io_registers=self.io_registers,
+                    io_registers=self.io_registers, wgt_slices=self.wgt_slices,
                     clock=None if simulate else clock_for(self), simulate=simulate)
         args.update(kw)
         return BoardTop(self.config, **args)

@@ -120,19 +120,22 @@ def tool_versions(family: str) -> dict[str, str]:
 #: Yosys, which then maps the read ports straight onto block RAM instead of wrapping them
 #: in read-first emulation (a register and a multiplexer per data bit plus an address
 #: comparator: thousands of cells for the 1x16x16 WGT buffer, and on the critical path).
-_NO_COLLISION = "setparam -set COLLISION_X_MASK 1 t:$memrd_v2 " + " ".join(
-    f"r:MEMID=\\{k}_mem" for k in KINDS) + " %u" * (len(KINDS) - 1) + " %i"
+def _no_collision(board: Board) -> str:
+    """The Yosys command that marks the buffers' read ports collision-free (see above)."""
+    names = [f"{k}_mem" for k in KINDS] + [f"wgt_mem_{n}" for n in range(board.wgt_slices if board.wgt_slices > 1 else 0)]
+    return ("setparam -set COLLISION_X_MASK 1 t:$memrd_v2 " + " ".join(f"r:MEMID=\\{k}" for k in names)
+            + " %u" * (len(names) - 1) + " %i")
 
 
 def _yosys_script(board: Board) -> str:
     """Yosys commands run after reading the design: buffer collisions, the GEMM array's INP
-    register copies, then GEMM lanes in LUTs."""
+    register copies and the WGT address copies, then GEMM lanes in LUTs."""
     c = board.config
     mod = "top.core.datapath.compute.tensor.gemm"
     # `proc` first, so the registers are cells the input-cone selections can walk through.
     copies = f"{mod}/w:inp_q_* %ci1 t:$dff %i"
     lines = [
-        "# buffer read/write collisions cannot happen (see build._NO_COLLISION)", _NO_COLLISION,
+        "# buffer read/write collisions cannot happen (see build._no_collision)", _no_collision(board),
         "hierarchy -top top",
         "proc",
         f"select -assert-count {c.block_out} {copies}",
@@ -140,6 +143,10 @@ def _yosys_script(board: Board) -> str:
     if board.family == "ecp5":  # an iCE40 at 12-20 MHz has no use for them, and no room
         lines += ["# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
                   f"setattr -set keep 1 {copies}"]
+    if board.wgt_slices > 1:
+        addr = f"{mod.rsplit('.', 1)[0]}/w:wgt_addr_* %ci1 t:$dff %i"
+        lines += ["# one WGT read address register per slice of the buffer: not merged (tensor.py)",
+                  f"select -assert-count {board.wgt_slices} {addr}", f"setattr -set keep 1 {addr}"]
     if not board.lut_lanes:
         return "\n".join([*lines, "# all GEMM multipliers may use DSP blocks"])
     # The multipliers feeding the registered products of the last `lut_lanes` lanes.

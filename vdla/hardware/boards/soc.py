@@ -34,7 +34,9 @@ Reads have no side effects (the bridge may repeat them).
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import zlib
 
 from amaranth import Cat, ClockSignal, Const, Elaboratable, Instance, Module, Mux, Signal
@@ -201,17 +203,18 @@ class MemoryArbiter(wiring.Component):
         fetch = self.READERS.index("fetch")
         parked, parked_ptr, parked_left = Signal(), Signal(aw), Signal(aw + 1)
         others = host.valid | store.cmd.valid | Cat(getattr(self, n).cmd.valid for n in self.READERS if n != "fetch").any()
-        m.d.comb += [host.rdata.eq(ram.rdata), ram.wdata.eq(Mux(host.valid & host.we, host.wdata, 0))]
+        # A bridge access is registered before it reaches the memory (the bridge sits far from
+        # it: its address into the memory was the 25F's critical path) and served a cycle later.
+        host_addr, host_wdata = Signal(aw, reset_less=True), Signal(self.bus_width, reset_less=True)
+        host_be, host_we = Signal(len(host.be), reset_less=True), Signal(reset_less=True)
+        m.d.comb += [host.rdata.eq(ram.rdata), ram.wdata.eq(host_wdata)]
 
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(host.valid):
-                    m.d.comb += ram.addr.eq(host.addr)
-                    with m.If(host.we):
-                        m.d.comb += [ram.we.eq(host.be), host.ready.eq(1)]
-                    with m.Else():
-                        m.d.comb += ram.en.eq(1)
-                        m.next = "HOST_READ"
+                    m.d.sync += [host_addr.eq(host.addr), host_wdata.eq(host.wdata), host_be.eq(host.be),
+                                 host_we.eq(host.we)]
+                    m.next = "HOST"
                 with m.Elif(store.cmd.valid):
                     m.d.comb += store.cmd.ready.eq(1)
                     m.d.sync += [ptr.eq(word(store.cmd.payload.addr)), left.eq(store.cmd.payload.beats)]
@@ -262,6 +265,15 @@ class MemoryArbiter(wiring.Component):
                 with m.If(store.resp.ready):
                     m.next = "IDLE"
 
+            with m.State("HOST"):  # the bridge holds its request until ready
+                m.d.comb += ram.addr.eq(host_addr)
+                with m.If(host_we):
+                    m.d.comb += [ram.we.eq(host_be), host.ready.eq(1)]
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.comb += ram.en.eq(1)
+                    m.next = "HOST_READ"
+
             with m.State("HOST_READ"):
                 m.d.comb += host.ready.eq(1)
                 m.next = "IDLE"
@@ -278,15 +290,16 @@ class BoardTop(Elaboratable):
     ``clock``: called as ``clock(m, platform)`` to create the ``sync`` domain on a board
     (None: the platform's default clock); ``leds``: drive the board's LEDs (heartbeat,
     running, done, error). ``simulate`` models SPRAM with `Memory` for the simulator.
-    ``range_checks`` and ``io_registers`` go to `Core` (off: no room on the part for the
-    stages' index checks, or for the registers on the memory's paths).
+    ``range_checks``, ``io_registers`` and ``wgt_slices`` go to `Core` (off: no room on the part
+    for the stages' index checks, or for the registers on the memory's paths; slices: the WGT
+    buffer cut in columns, each with its own read address register).
     """
 
     def __init__(self, config: Config, *, mem_size: int = 64 << 10, memory: str = "bram", spram_blocks: int = 4,
                  clk_hz: float = 25e6, baud: int = 115200, divisor: int | None = None, max_block: int = 256,
                  counters: tuple[str, ...] | None = None, clock=None, leds: bool = True, simulate: bool = False,
                  idle_cycles: int | None = None, range_checks: bool = True,
-                 io_registers: bool = True) -> None:
+                 io_registers: bool = True, wgt_slices: int = 1) -> None:
         if memory not in ("bram", "spram"):
             raise ValueError(f"memory must be 'bram' or 'spram', not {memory!r}")
         self.config = config
@@ -305,7 +318,8 @@ class BoardTop(Elaboratable):
         self.clock, self.leds = clock, leds
         self.ram_bits = ceil_log2(self.mem_size)
         # 16-byte instructions fill the memory at most
-        self.core = Core(config, count_width=self.ram_bits - 3, range_checks=range_checks, io_registers=io_registers)
+        self.core = Core(config, count_width=self.ram_bits - 3, range_checks=range_checks, io_registers=io_registers,
+                         wgt_slices=wgt_slices)
         self.bridge = SerialBridge(divisor=self.divisor, mem_size=self.mem_size, data_width=config.bus_width,
                                    max_block=max_block, reg_addr_width=REG_ADDR_WIDTH, clk_hz=clk_hz,
                                    idle_cycles=idle_cycles)
@@ -358,13 +372,23 @@ class BoardTop(Elaboratable):
                     m.d.sync += insn_addr.eq(reg.wdata)
                 with m.Case(REGISTERS["insn_count"]):
                     m.d.sync += insn_count.eq(reg.wdata)
-        values = {**self.register_values(), REGISTERS["insn_addr"]: insn_addr, REGISTERS["insn_count"]: insn_count}
-        with m.Switch(reg.addr):
-            for offset, value in sorted(values.items()):
-                with m.Case(offset):
-                    m.d.sync += reg.rdata.eq(value)
-            with m.Default():
-                m.d.sync += reg.rdata.eq(0)
+        # Register reads in two registered levels (the bridge samples rdata two cycles after it
+        # sets the address): each group of four registers is selected into a register of its
+        # own, near them, and the groups are OR-ed (all but one are 0). One multiplexer from
+        # counters all over the core into rdata was the 45F's critical path.
+        values = sorted({**self.register_values(), REGISTERS["insn_addr"]: insn_addr,
+                         REGISTERS["insn_count"]: insn_count}.items())
+        picked = []
+        for g in range(0, len(values), 4):
+            group = Signal(32, name=f"reg_read_{g // 4}")
+            with m.Switch(reg.addr):
+                for offset, value in values[g:g + 4]:
+                    with m.Case(offset):
+                        m.d.sync += group.eq(value)
+                with m.Default():
+                    m.d.sync += group.eq(0)
+            picked.append(group)
+        m.d.sync += reg.rdata.eq(functools.reduce(operator.or_, picked))
 
         # -- pins
         m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx)]

@@ -47,7 +47,8 @@ CONFIG_25F = Config(
 ULX3S_85F = Board(
     name="ulx3s-85f", description="ULX3S with LFE5U-85F: 1x16x16 GEMM, 96 DSP + 160 LUT MACs, 64 KiB memory",
     family="ecp5", platform=_platform("85F"), config=CONFIG_85F, memory="bram", mem_size=64 << 10,
-    lut_lanes=10,
+    # the WGT buffer's block RAMs spread over the die: four read-address copies (and no more block RAM)
+    lut_lanes=10, wgt_slices=4,
 )
 ULX3S_45F = Board(
     name="ulx3s-45f", description="ULX3S with LFE5U-45F: 1x8x8 GEMM, 40 DSP + 24 LUT MACs, 64 KiB memory",

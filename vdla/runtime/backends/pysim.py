@@ -42,9 +42,11 @@ class PysimBackend:
     name = "pysim"
 
     def __init__(self, device: Device, arg: str = "", *, watchdog: int = 20000, latency: int | None = None,
-                 waves: str | None = None) -> None:
+                 waves: str | None = None, wgt_slices: int = 1) -> None:
         self.config = device.config
         self.watchdog, self.latency = watchdog, latency
+        #: the core's WGT buffer in this many column slices (`Core`'s ``wgt_slices``, a board option)
+        self.wgt_slices = wgt_slices
         self.trace = False  # record a per-cycle timeline in the next runs' reports
         #: The VCD file of every run (None: no trace).
         self.waves = str(resolve_waves(waves, "Device('pysim')", SUPPORTED_WAVES)) if waves else None
@@ -60,7 +62,8 @@ class PysimBackend:
                 w = Path(self.waves)
                 vcd = self.waves if not self._traced else str(w.with_name(f"{w.stem}-restart{w.suffix}"))
                 self._traced = True
-            self._sim = CoreSim(self.config, latency=self.latency, watchdog=self.watchdog, vcd=vcd)
+            self._sim = CoreSim(self.config, latency=self.latency, watchdog=self.watchdog, vcd=vcd,
+                                wgt_slices=self.wgt_slices)
             if vcd:  # a Device never closed still finishes its VCD: when collected, or at exit
                 weakref.finalize(self, self._sim.close)
         return self._sim
