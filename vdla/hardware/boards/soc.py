@@ -18,7 +18,10 @@ every cycle at most. ``en`` reads the word at ``addr``; its data is on ``rdata``
 next cycle and stays there until the next read (both block RAM with a read enable and
 SB_SPRAM256KA hold it). ``we`` are byte write enables (a write when any is set).
 The arbiter serves one request at a time, whole: a bridge access (one byte), or a read or
-write command of the core (all its beats, one per cycle while the stage takes them).
+write command of the core (all its beats, one per cycle while the stage takes them). The
+core's commands and write beats reach it through skid buffers (`vdla.hardware.skid`), and a
+bridge access is registered before it goes to the memory: each costs a cycle, and keeps the
+far-apart units' logic out of the memory's address path.
 Priority: bridge, store, compute, load, fetch. The one exception is fetch's read of the
 instruction stream, which stalls while a command queue is full: when another request is
 waiting it is set aside where it stands and resumed once nothing else is (otherwise a
@@ -49,8 +52,9 @@ from amaranth.utils import ceil_log2, exact_log2
 from ...config import Config
 from ..bridge import SerialBridge
 from ..core import COUNTER_NAMES, Core
-from ..interfaces import read_master, write_master
+from ..interfaces import MemCmd, read_master, write_beat, write_master
 from ..regmap import BOARD, COUNTER_BASE, STATUS_BITS, registers
+from ..skid import SkidBuffer
 from ..uart import divisor_for
 
 __all__ = [
@@ -184,7 +188,22 @@ class MemoryArbiter(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        ram, host, store = self.ram, self.host, self.store
+        ram, host = self.ram, self.host
+        # The core's commands and write data come through skid buffers: registered on both
+        # sides, so no path runs from a DMA engine's queue through the priority logic into the
+        # memory's address (the 85F's and the 25F's critical path).
+        cmd = {}
+        for name in (*self.READERS, "store"):
+            port = getattr(self, name)
+            m.submodules[f"{name}_cmd"] = skid = SkidBuffer(MemCmd)
+            m.d.comb += [skid.i.valid.eq(port.cmd.valid), skid.i.payload.eq(port.cmd.payload),
+                         port.cmd.ready.eq(skid.i.ready)]
+            cmd[name] = skid.o
+        m.submodules.store_data = store_data = SkidBuffer(write_beat(self.bus_width))
+        sd = self.store.data
+        m.d.comb += [store_data.i.valid.eq(sd.valid), store_data.i.payload.eq(sd.payload), sd.ready.eq(store_data.i.ready)]
+        store_data = store_data.o
+        store_resp = self.store.resp
         log_bytes = exact_log2(self.bus_width // 8)
         aw = self.addr_width
 
@@ -202,7 +221,7 @@ class MemoryArbiter(wiring.Component):
         # request is waiting, and resumed when nothing else is: no head-of-line deadlock.
         fetch = self.READERS.index("fetch")
         parked, parked_ptr, parked_left = Signal(), Signal(aw), Signal(aw + 1)
-        others = host.valid | store.cmd.valid | Cat(getattr(self, n).cmd.valid for n in self.READERS if n != "fetch").any()
+        others = host.valid | cmd["store"].valid | Cat(cmd[n].valid for n in self.READERS if n != "fetch").any()
         # A bridge access is registered before it reaches the memory (the bridge sits far from
         # it: its address into the memory was the 25F's critical path) and served a cycle later.
         host_addr, host_wdata = Signal(aw, reset_less=True), Signal(self.bus_width, reset_less=True)
@@ -215,18 +234,18 @@ class MemoryArbiter(wiring.Component):
                     m.d.sync += [host_addr.eq(host.addr), host_wdata.eq(host.wdata), host_be.eq(host.be),
                                  host_we.eq(host.we)]
                     m.next = "HOST"
-                with m.Elif(store.cmd.valid):
-                    m.d.comb += store.cmd.ready.eq(1)
-                    m.d.sync += [ptr.eq(word(store.cmd.payload.addr)), left.eq(store.cmd.payload.beats)]
-                    with m.If(store.cmd.payload.beats != 0):
+                with m.Elif(cmd["store"].valid):
+                    m.d.comb += cmd["store"].ready.eq(1)
+                    m.d.sync += [ptr.eq(word(cmd["store"].payload.addr)), left.eq(cmd["store"].payload.beats)]
+                    with m.If(cmd["store"].payload.beats != 0):
                         m.next = "WRITE"
                 for i, name in enumerate(self.READERS):
-                    cmd = getattr(self, name).cmd
-                    with m.Elif(cmd.valid & ~parked if i == fetch else cmd.valid):
-                        first = word(cmd.payload.addr)
-                        m.d.comb += [cmd.ready.eq(1), ram.en.eq(1), ram.addr.eq(first)]
-                        m.d.sync += [ptr.eq(first + 1), left.eq(cmd.payload.beats), owner.eq(i)]
-                        with m.If(cmd.payload.beats != 0):
+                    rd = cmd[name]
+                    with m.Elif(rd.valid & ~parked if i == fetch else rd.valid):
+                        first = word(rd.payload.addr)
+                        m.d.comb += [rd.ready.eq(1), ram.en.eq(1), ram.addr.eq(first)]
+                        m.d.sync += [ptr.eq(first + 1), left.eq(rd.payload.beats), owner.eq(i)]
+                        with m.If(rd.payload.beats != 0):
                             m.next = "READ"
                 with m.Elif(parked):  # resume the fetch read: read its word again
                     m.d.comb += [ram.en.eq(1), ram.addr.eq(parked_ptr)]
@@ -252,17 +271,17 @@ class MemoryArbiter(wiring.Component):
                     m.next = "IDLE"
 
             with m.State("WRITE"):
-                m.d.comb += store.data.ready.eq(1)
-                with m.If(store.data.valid):
-                    m.d.comb += [ram.addr.eq(ptr), ram.we.eq(store.data.payload.strb),
-                                 ram.wdata.eq(store.data.payload.data)]
+                m.d.comb += store_data.ready.eq(1)
+                with m.If(store_data.valid):
+                    m.d.comb += [ram.addr.eq(ptr), ram.we.eq(store_data.payload.strb),
+                                 ram.wdata.eq(store_data.payload.data)]
                     m.d.sync += [ptr.eq(ptr + 1), left.eq(left - 1)]
                     with m.If(left == 1):
                         m.next = "RESP"
 
             with m.State("RESP"):
-                m.d.comb += store.resp.valid.eq(1)
-                with m.If(store.resp.ready):
+                m.d.comb += store_resp.valid.eq(1)
+                with m.If(store_resp.ready):
                     m.next = "IDLE"
 
             with m.State("HOST"):  # the bridge holds its request until ready
