@@ -173,10 +173,11 @@ class MemoryArbiter(wiring.Component):
 
     READERS = ("compute", "load", "fetch")  # in priority order
 
-    def __init__(self, bus_width: int, addr_width: int) -> None:
+    def __init__(self, bus_width: int, addr_width: int, *, skids: bool = True) -> None:
         from ..bridge import mem_port_signature
 
         self.bus_width, self.addr_width = bus_width, addr_width
+        self.skids = skids  # the core's commands and write beats through skid buffers
         super().__init__({
             "fetch": In(read_master(bus_width)),
             "load": In(read_master(bus_width)),
@@ -192,17 +193,16 @@ class MemoryArbiter(wiring.Component):
         # The core's commands and write data come through skid buffers: registered on both
         # sides, so no path runs from a DMA engine's queue through the priority logic into the
         # memory's address (the 85F's and the 25F's critical path).
-        cmd = {}
-        for name in (*self.READERS, "store"):
-            port = getattr(self, name)
-            m.submodules[f"{name}_cmd"] = skid = SkidBuffer(MemCmd)
-            m.d.comb += [skid.i.valid.eq(port.cmd.valid), skid.i.payload.eq(port.cmd.payload),
-                         port.cmd.ready.eq(skid.i.ready)]
-            cmd[name] = skid.o
-        m.submodules.store_data = store_data = SkidBuffer(write_beat(self.bus_width))
-        sd = self.store.data
-        m.d.comb += [store_data.i.valid.eq(sd.valid), store_data.i.payload.eq(sd.payload), sd.ready.eq(store_data.i.ready)]
-        store_data = store_data.o
+        # (Unless `skids` is off: the iCEBreaker has no room for their 700 flip-flops.)
+        def through_skid(name: str, port, shape):
+            if not self.skids:
+                return port
+            m.submodules[name] = skid = SkidBuffer(shape)
+            m.d.comb += [skid.i.valid.eq(port.valid), skid.i.payload.eq(port.payload), port.ready.eq(skid.i.ready)]
+            return skid.o
+
+        cmd = {name: through_skid(f"{name}_cmd", getattr(self, name).cmd, MemCmd) for name in (*self.READERS, "store")}
+        store_data = through_skid("store_data", self.store.data, write_beat(self.bus_width))
         store_resp = self.store.resp
         log_bytes = exact_log2(self.bus_width // 8)
         aw = self.addr_width
@@ -311,7 +311,8 @@ class BoardTop(Elaboratable):
     running, done, error). ``simulate`` models SPRAM with `Memory` for the simulator.
     ``range_checks``, ``io_registers`` and ``wgt_slices`` go to `Core` (off: no room on the part
     for the stages' index checks, or for the registers on the memory's paths; slices: the WGT
-    buffer cut in columns, each with its own read address register).
+    buffer cut in columns, each with its own read address register); ``io_registers`` also
+    puts the arbiter's skid buffers on the core's memory commands.
     """
 
     def __init__(self, config: Config, *, mem_size: int = 64 << 10, memory: str = "bram", spram_blocks: int = 4,
@@ -335,6 +336,7 @@ class BoardTop(Elaboratable):
         if unknown:
             raise ValueError(f"unknown counters {sorted(unknown)}; the core has {COUNTER_NAMES}")
         self.clock, self.leds = clock, leds
+        self.io_registers = io_registers
         self.ram_bits = ceil_log2(self.mem_size)
         # 16-byte instructions fill the memory at most
         self.core = Core(config, count_width=self.ram_bits - 3, range_checks=range_checks, io_registers=io_registers,
@@ -369,7 +371,7 @@ class BoardTop(Elaboratable):
         m.submodules.core = core = self.core
         m.submodules.bridge = bridge = self.bridge
         m.submodules.ram = ram = self.ram_unit
-        m.submodules.arbiter = arb = MemoryArbiter(self.config.bus_width, len(ram.ram.addr))
+        m.submodules.arbiter = arb = MemoryArbiter(self.config.bus_width, len(ram.ram.addr), skids=self.io_registers)
         for port in ("fetch", "load", "compute", "store"):
             wiring.connect(m, getattr(core, f"{port}_mem"), getattr(arb, port))
         wiring.connect(m, bridge.mem, arb.host)
