@@ -73,18 +73,19 @@ PARTS: dict[str, Part] = {
 #: (their features are nearly collinear, so three boards pin them exactly but do not validate them).
 #: iCE40: the same per-bit costs, the fixed part solved from the iCEBreaker (its LCs count LUT+FF).
 LUT_COEFFS: dict[str, tuple[float, float, float, float]] = {
-    "ecp5": (3621.3, 80.0, 1.556, 48.74),
-    "ice40": (3579.7, 80.0, 1.556, 48.74),
+    "ecp5": (4906.0, 80.0, 1.934, 40.45),
+    "ice40": (3823.8, 80.0, 1.934, 40.45),
 }
 #: fmax model per family: MHz = f0 - slope * log2(GEMM output lanes): wider rows spread the design
 #: over more of the die and its block RAMs (longer routes). ECP5: the line with the smallest worst
-#: relative error over the three ULX3S reports of the pipeline with the two-stage ALU and the
-#: registered memory paths (within 1.3 % of each; every critical path is now mostly routing: the
-#: bridge into the memory on the 25F, the bridge's register read on the 45F, the WGT read address
-#: on the 85F); iCE40: the slope scaled by the families' f0 ratio, f0 solved from the iCEBreaker.
+#: relative error over the three ULX3S reports of the pipeline with S1a, the reset-less datapath
+#: and the arbiter's skid buffers (within 6.5 % of each: the 45F now closes above the line, the
+#: 25F and 85F below it; every critical path is mostly routing from the arbiter or a DMA engine's
+#: read-data ready into the board memory's address); iCE40: the slope scaled by the families' f0
+#: ratio, f0 solved from the iCEBreaker.
 FMAX_COEFFS: dict[str, tuple[float, float]] = {
-    "ecp5": (72.2, 6.59),
-    "ice40": (23.18, 2.115),
+    "ecp5": (98.25, 12.2),
+    "ice40": (24.25, 3.011),
 }
 
 
@@ -171,7 +172,12 @@ def estimate(board: Board, config: Config | None = None) -> Estimate:
     lanes = lut_lanes_for(board, c)
     lut_macs = c.batch * lanes * c.block_in
     dsp_macs = c.macs_per_cycle - lut_macs
-    dsps = dsp_macs + _alu_dsps(c)
+    gemm_dsps = dsp_macs
+    if part.family == "ice40" and c.block_in == 2:
+        # a lane's sum of two products goes straight into a register (no adder tree between):
+        # Yosys's ice40_dsp maps it as one SB_MAC16 multiply-add, the other product in LUTs
+        gemm_dsps = dsp_macs // 2
+    dsps = gemm_dsps + _alu_dsps(c)
     detail = _brams(board, c, part)
     brams = sum(detail.values())
     coeffs = LUT_COEFFS[part.family]
