@@ -228,6 +228,15 @@ void tick(Harness* h) {
     dump(h);
 }
 
+// Ticks until `seen` (a response flag tick() sets) is up: 0, or -1 if the slave never answers.
+static int await_response(Harness* h, const bool& seen) {
+    for (int i = 0; i < 1000; ++i) {
+        tick(h);
+        if (seen) return 0;
+    }
+    return -1;
+}
+
 // AXI4-Lite write (waits for the B response); returns 0, or -1 if the slave never answers.
 int reg_write(Harness* h, uint32_t addr, uint32_t value) {
     h->l_aw = h->l_w = true;
@@ -235,11 +244,7 @@ int reg_write(Harness* h, uint32_t addr, uint32_t value) {
     h->l_wdata = value;
     h->l_b_seen = false;
     drive(h);
-    for (int i = 0; i < 1000; ++i) {
-        tick(h);
-        if (h->l_b_seen) return 0;
-    }
-    return -1;
+    return await_response(h, h->l_b_seen);
 }
 
 // AXI4-Lite read; returns 0 and the value in *value, or -1 if the slave never answers.
@@ -248,14 +253,9 @@ int reg_read(Harness* h, uint32_t addr, uint32_t* value) {
     h->l_araddr = addr;
     h->l_r_seen = false;
     drive(h);
-    for (int i = 0; i < 1000; ++i) {
-        tick(h);
-        if (h->l_r_seen) {
-            *value = h->l_rdata;
-            return 0;
-        }
-    }
-    return -1;
+    if (await_response(h, h->l_r_seen)) return -1;
+    *value = h->l_rdata;
+    return 0;
 }
 
 // Clears the running flag when vdla_run returns, whichever way.
