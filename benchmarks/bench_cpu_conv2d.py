@@ -123,15 +123,15 @@ def bench_layer(layer: Layer, repeat: int, thread_counts: list[int], rounds: int
         np.testing.assert_allclose(topi.unpack_nchwc(ya), want, rtol=1e-3, atol=1e-3 * np.sqrt(layer.ic * layer.k**2))
         # timed as TVM's time_evaluator times: the calls looped in native code (Python's few
         # microseconds per call would be 10-15 % of a 40 us layer)
+        # (one call first, as best_time does for numpy: the threads and caches warm up)
         timed = f.time_evaluator(f.name, number=1, repeat=repeat)
-        runs.append((name, (lambda timed=timed, xa=xa, wa=wa, ya=ya: timed(xa, wa, ya).min), compile_s,
-                     f"ic{cb}/oc{ob}"))
+        runs.append((name, (lambda f=f, timed=timed, xa=xa, wa=wa, ya=ya: (f(xa, wa, ya), timed(xa, wa, ya).min)[1]),
+                     compile_s, f"ic{cb}/oc{ob}"))
     best: dict[tuple[str, int], float] = {}
     for _ in range(rounds):  # interleaved: a burst of load elsewhere hits every variant alike
         for nt in thread_counts:
             with threads(nt):
                 for name, run, _, _ in runs:
-                    run()  # warm-up
                     best[(name, nt)] = min(best.get((name, nt), np.inf), run())
                 best[("numpy", nt)] = min(best.get(("numpy", nt), np.inf), best_time(
                     lambda: numpy_conv(xn, w2d, layer.k, layer.stride, layer.pad), repeat))

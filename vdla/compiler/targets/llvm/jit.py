@@ -191,7 +191,7 @@ def _register_symbols() -> None:
     llvm.add_symbol("vdla_parallel_launch", launch_address())
     llvm.add_symbol("vdla_alloc_failed", ctypes.cast(_alloc_failed_c, ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)
-    for name in ("malloc", "free", "aligned_alloc"):
+    for name in ("malloc", "free", "aligned_alloc", "clock_gettime"):  # clock_gettime: timer.py's loop
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
     libm_name = ctypes.util.find_library("m")
     libm = ctypes.CDLL(libm_name) if libm_name else libc

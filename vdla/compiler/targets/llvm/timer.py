@@ -16,8 +16,6 @@ import ctypes
 import threading
 import time
 
-import llvmlite.binding as llvm
-
 from . import jit
 
 __all__ = ["time_calls"]
@@ -82,9 +80,6 @@ done:
 def _loop(nargs: int) -> ctypes._CFuncPtr:
     with _lock:
         if nargs not in _loops:
-            if not llvm.address_of_symbol("clock_gettime"):
-                libc = ctypes.CDLL(None)
-                llvm.add_symbol("clock_gettime", ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value)
             compiled = jit.compile_module(_loop_ir(nargs), opt_level=1)
             _loops[nargs] = _LOOP_TYPE(compiled.address(f"vdla_time_calls_{nargs}"))
         return _loops[nargs]
