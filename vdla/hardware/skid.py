@@ -6,7 +6,7 @@ flip-flop, so neither side's logic reaches into the other's in one cycle. Two en
 output register and the skid register that catches the beat accepted while the consumer
 stalls) keep one beat per cycle; a beat takes one cycle more. The board's memory arbiter
 takes the core's memory commands and write data through these
-(`vdla.hardware.boards.soc.MemoryArbiter`).
+(`vdla.hardware.boards.arbiter.PipelinedArbiter`).
 """
 
 from __future__ import annotations

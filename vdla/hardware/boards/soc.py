@@ -3,7 +3,7 @@
 ::
 
     UART pins -- SerialBridge --mem--+
-                      |              +-- MemoryArbiter --ram-- BlockRam | Spram   (programs + data)
+                      |              +-- arbiter ------ram-- BlockRam | Spram   (programs + data)
                       reg            |        ^  ^  ^  ^
                       |              |  fetch load compute store   (the core's memory ports)
                  ControlRegisters -- Core
@@ -13,20 +13,9 @@ the memory (block RAM, or the iCE40 UP5K's SPRAM), the clock and the baud rate. 
 ``platform=None`` it is plain gateware with ``rx``/``tx`` signals, which the tests drive
 in Amaranth's simulator; with a platform it requests the board's UART, LEDs and clock.
 
-Memory (``ram`` port, `ram_signature`): one word (``bus_width`` bits) per access, a read
-every cycle at most. ``en`` reads the word at ``addr``; its data is on ``rdata`` in the
-next cycle and stays there until the next read (both block RAM with a read enable and
-SB_SPRAM256KA hold it). ``we`` are byte write enables (a write when any is set).
-The arbiter serves one request at a time, whole: a bridge access (one byte), or a read or
-write command of the core (all its beats, one per cycle while the stage takes them). The
-core's commands and write beats reach it through skid buffers (`vdla.hardware.skid`), and a
-bridge access is registered before it goes to the memory: each costs a cycle, and keeps the
-far-apart units' logic out of the memory's address path.
-Priority: bridge, store, compute, load, fetch. The one exception is fetch's read of the
-instruction stream, which stalls while a command queue is full: when another request is
-waiting it is set aside where it stands and resumed once nothing else is (otherwise a
-full queue would keep the stage that empties it from memory: a deadlock). Byte addresses are taken modulo the
-memory's size (the runtime checks programs against it before they run).
+Memory and arbiters: `vdla.hardware.boards.arbiter` (the ``ram`` port, the service order,
+the compact `MemoryArbiter` of the iCEBreaker and the `PipelinedArbiter` of the ULX3S
+parts, chosen by ``io_registers``).
 
 Control registers: :mod:`vdla.hardware.regmap`'s board view (``REGISTERS``): control
 (write 1 to start), status, instruction address and count, cycles, error code and index,
@@ -46,19 +35,18 @@ from amaranth import Cat, ClockSignal, Const, Elaboratable, Instance, Module, Mu
 from amaranth.build import ResourceError
 from amaranth.lib import io, wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 from amaranth.utils import ceil_log2, exact_log2
 
 from ...config import Config
 from ..bridge import SerialBridge
 from ..core import COUNTER_NAMES, Core
-from ..interfaces import MemCmd, read_master, write_beat, write_master
 from ..regmap import BOARD, COUNTER_BASE, STATUS_BITS, registers
-from ..skid import SkidBuffer
 from ..uart import divisor_for
+from .arbiter import MemoryArbiter, PipelinedArbiter, ram_signature
 
 __all__ = [
-    "REGISTERS", "COUNTER_BASE", "config_id", "ram_signature", "BlockRam", "Spram", "MemoryArbiter", "BoardTop",
+    "REGISTERS", "COUNTER_BASE", "config_id", "ram_signature", "BlockRam", "Spram", "MemoryArbiter", "PipelinedArbiter", "BoardTop",
 ]
 
 #: Control register byte offsets of the board (`vdla.hardware.regmap`, counters included).
@@ -75,14 +63,6 @@ def config_id(config: Config) -> int:
     """
     arch = {k: getattr(config, k) for k in Config.ARCHITECTURAL}
     return zlib.crc32(json.dumps(arch, sort_keys=True).encode())
-
-
-def ram_signature(addr_width: int, data_width: int) -> wiring.Signature:
-    """A single-port synchronous RAM, from the user's side (see the module docstring)."""
-    return wiring.Signature({
-        "addr": Out(addr_width), "en": Out(1), "we": Out(data_width // 8), "wdata": Out(data_width),
-        "rdata": In(data_width),
-    })
 
 
 class BlockRam(wiring.Component):
@@ -164,141 +144,6 @@ class Spram(wiring.Component):
         return m
 
 
-class MemoryArbiter(wiring.Component):
-    """Serves the core's four memory ports and the bridge's ``mem`` port from one `ram_signature` port.
-
-    ``addr_width`` is the RAM's word-address width; see the module docstring for the
-    service order and the address wrap.
-    """
-
-    READERS = ("compute", "load", "fetch")  # in priority order
-
-    def __init__(self, bus_width: int, addr_width: int, *, skids: bool = True) -> None:
-        from ..bridge import mem_port_signature
-
-        self.bus_width, self.addr_width = bus_width, addr_width
-        self.skids = skids  # the core's commands and write beats through skid buffers
-        super().__init__({
-            "fetch": In(read_master(bus_width)),
-            "load": In(read_master(bus_width)),
-            "compute": In(read_master(bus_width)),
-            "store": In(write_master(bus_width)),
-            "host": In(mem_port_signature(bus_width, addr_width)),
-            "ram": Out(ram_signature(addr_width, bus_width)),
-        })
-
-    def elaborate(self, platform) -> Module:
-        m = Module()
-        ram, host = self.ram, self.host
-        # The core's commands and write data come through skid buffers: registered on both
-        # sides, so no path runs from a DMA engine's queue through the priority logic into the
-        # memory's address (the 85F's and the 25F's critical path).
-        # (Unless `skids` is off: the iCEBreaker has no room for their 700 flip-flops.)
-        def through_skid(name: str, port, shape):
-            if not self.skids:
-                return port
-            m.submodules[name] = skid = SkidBuffer(shape)
-            m.d.comb += [skid.i.valid.eq(port.valid), skid.i.payload.eq(port.payload), port.ready.eq(skid.i.ready)]
-            return skid.o
-
-        cmd = {name: through_skid(f"{name}_cmd", getattr(self, name).cmd, MemCmd) for name in (*self.READERS, "store")}
-        store_data = through_skid("store_data", self.store.data, write_beat(self.bus_width))
-        store_resp = self.store.resp
-        log_bytes = exact_log2(self.bus_width // 8)
-        aw = self.addr_width
-
-        def word(addr):
-            return addr[log_bytes : log_bytes + aw]
-
-        ptr = Signal(aw)
-        # Beats still to serve: a command never needs more than the memory holds (programs are
-        # checked against its size), so one bit over the word address is enough.
-        left = Signal(aw + 1)
-        owner = Signal(range(len(self.READERS)))
-        # Fetch reads the whole instruction stream with one command but stalls whenever a
-        # command queue is full, until a stage retires an instruction, which may need memory
-        # itself. So a stalled fetch read is set aside (where it stands) whenever another
-        # request is waiting, and resumed when nothing else is: no head-of-line deadlock.
-        fetch = self.READERS.index("fetch")
-        parked, parked_ptr, parked_left = Signal(), Signal(aw), Signal(aw + 1)
-        others = host.valid | cmd["store"].valid | Cat(cmd[n].valid for n in self.READERS if n != "fetch").any()
-        # A bridge access is registered before it reaches the memory (the bridge sits far from
-        # it: its address into the memory was the 25F's critical path) and served a cycle later.
-        host_addr, host_wdata = Signal(aw, reset_less=True), Signal(self.bus_width, reset_less=True)
-        host_be, host_we = Signal(len(host.be), reset_less=True), Signal(reset_less=True)
-        m.d.comb += [host.rdata.eq(ram.rdata), ram.wdata.eq(host_wdata)]
-
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(host.valid):
-                    m.d.sync += [host_addr.eq(host.addr), host_wdata.eq(host.wdata), host_be.eq(host.be),
-                                 host_we.eq(host.we)]
-                    m.next = "HOST"
-                with m.Elif(cmd["store"].valid):
-                    m.d.comb += cmd["store"].ready.eq(1)
-                    m.d.sync += [ptr.eq(word(cmd["store"].payload.addr)), left.eq(cmd["store"].payload.beats)]
-                    with m.If(cmd["store"].payload.beats != 0):
-                        m.next = "WRITE"
-                for i, name in enumerate(self.READERS):
-                    rd = cmd[name]
-                    with m.Elif(rd.valid & ~parked if i == fetch else rd.valid):
-                        first = word(rd.payload.addr)
-                        m.d.comb += [rd.ready.eq(1), ram.en.eq(1), ram.addr.eq(first)]
-                        m.d.sync += [ptr.eq(first + 1), left.eq(rd.payload.beats), owner.eq(i)]
-                        with m.If(rd.payload.beats != 0):
-                            m.next = "READ"
-                with m.Elif(parked):  # resume the fetch read: read its word again
-                    m.d.comb += [ram.en.eq(1), ram.addr.eq(parked_ptr)]
-                    m.d.sync += [ptr.eq(parked_ptr + 1), left.eq(parked_left), owner.eq(fetch), parked.eq(0)]
-                    m.next = "READ"
-
-            with m.State("READ"):  # ram.rdata holds the word for `owner`; the next read goes out as it is taken
-                take = Signal()
-                with m.Switch(owner):
-                    for i, name in enumerate(self.READERS):
-                        with m.Case(i):
-                            data = getattr(self, name).data
-                            m.d.comb += [data.valid.eq(1), data.payload.eq(ram.rdata), take.eq(data.ready)]
-                with m.If(take):
-                    m.d.sync += left.eq(left - 1)
-                    with m.If(left == 1):
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.d.comb += [ram.en.eq(1), ram.addr.eq(ptr)]
-                        m.d.sync += ptr.eq(ptr + 1)
-                with m.Elif((owner == fetch) & others):
-                    m.d.sync += [parked.eq(1), parked_ptr.eq(ptr - 1), parked_left.eq(left)]
-                    m.next = "IDLE"
-
-            with m.State("WRITE"):
-                m.d.comb += store_data.ready.eq(1)
-                with m.If(store_data.valid):
-                    m.d.comb += [ram.addr.eq(ptr), ram.we.eq(store_data.payload.strb),
-                                 ram.wdata.eq(store_data.payload.data)]
-                    m.d.sync += [ptr.eq(ptr + 1), left.eq(left - 1)]
-                    with m.If(left == 1):
-                        m.next = "RESP"
-
-            with m.State("RESP"):
-                m.d.comb += store_resp.valid.eq(1)
-                with m.If(store_resp.ready):
-                    m.next = "IDLE"
-
-            with m.State("HOST"):  # the bridge holds its request until ready
-                m.d.comb += ram.addr.eq(host_addr)
-                with m.If(host_we):
-                    m.d.comb += [ram.we.eq(host_be), host.ready.eq(1)]
-                    m.next = "IDLE"
-                with m.Else():
-                    m.d.comb += ram.en.eq(1)
-                    m.next = "HOST_READ"
-
-            with m.State("HOST_READ"):
-                m.d.comb += host.ready.eq(1)
-                m.next = "IDLE"
-        return m
-
-
 class BoardTop(Elaboratable):
     """Core + memory + arbiter + UART bridge + control registers; see the module docstring.
 
@@ -312,7 +157,7 @@ class BoardTop(Elaboratable):
     ``range_checks``, ``io_registers`` and ``wgt_slices`` go to `Core` (off: no room on the part
     for the stages' index checks, or for the registers on the memory's paths; slices: the WGT
     buffer cut in columns, each with its own read address register); ``io_registers`` also
-    puts the arbiter's skid buffers on the core's memory commands.
+    picks the `PipelinedArbiter` over the compact `MemoryArbiter`.
     """
 
     def __init__(self, config: Config, *, mem_size: int = 64 << 10, memory: str = "bram", spram_blocks: int = 4,
@@ -371,7 +216,8 @@ class BoardTop(Elaboratable):
         m.submodules.core = core = self.core
         m.submodules.bridge = bridge = self.bridge
         m.submodules.ram = ram = self.ram_unit
-        m.submodules.arbiter = arb = MemoryArbiter(self.config.bus_width, len(ram.ram.addr), skids=self.io_registers)
+        arbiter = PipelinedArbiter if self.io_registers else MemoryArbiter
+        m.submodules.arbiter = arb = arbiter(self.config.bus_width, len(ram.ram.addr))
         for port in ("fetch", "load", "compute", "store"):
             wiring.connect(m, getattr(core, f"{port}_mem"), getattr(arb, port))
         wiring.connect(m, bridge.mem, arb.host)
