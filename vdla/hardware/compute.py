@@ -42,7 +42,7 @@ class Compute(wiring.Component):
             Target("uop", isa.Mem.UOP, c.uop_elem_bytes, c.log_uop_depth),
             Target("acc", isa.Mem.ACC, c.acc_elem_bytes, c.log_acc_depth),
             Target("acc8", isa.Mem.ACC_8BIT, c.acc8_elem_bytes, c.log_acc_depth, widen=c.acc_width),
-        ], register_writes=io_registers)
+        ], io_registers=io_registers)
         self.tensor = TensorPipeline(c, wgt_slices=wgt_slices)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),

@@ -113,7 +113,7 @@ class Core(wiring.Component):
         dp = Module()  # the datapath, under `begin` reset
         m.submodules.datapath = ResetInserter(begin)(dp)
 
-        dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width, holding_register=self.io_registers)
+        dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width, io_registers=self.io_registers)
         dp.submodules.load = load = Load(c, io_registers=self.io_registers)
         dp.submodules.compute = compute = Compute(c, io_registers=self.io_registers, wgt_slices=self.wgt_slices)
         dp.submodules.store = store = Store(c)
@@ -151,26 +151,21 @@ class Core(wiring.Component):
         buffers = self._buffers = {}
         self._compute = compute
         for kind, writer, reader in (("inp", load.inp_wr, compute.inp_rd), ("wgt", load.wgt_wr, compute.wgt_rd)):
+            # Column slices (WGT on a large part): slice k holds bits [k*w, (k+1)*w) of every
+            # row, with its own copy of the read address; the DMA's write lanes (bus words) split
+            # between them. One slice is the whole buffer, named plainly.
             n = self.wgt_slices if kind == "wgt" else 1
-            if n == 1:
-                mem = make_buffer(c, kind)
-                dp.submodules[f"{kind}_mem"] = buffers[kind] = mem
-                lanes = write_lanes(c, kind)
-                wp = mem.write_port(granularity=len(mem.data[0]) // lanes if lanes > 1 else None)
-                dp.d.comb += [wp.en.eq(writer.en), wp.addr.eq(writer.addr), wp.data.eq(writer.data)]
-                connect_read_port(dp, reader, mem.read_port())
-                continue
-            # Column slices: slice k holds bits [k*w, (k+1)*w) of every row, with its own copy
-            # of the read address; the DMA's write lanes (bus words) split between them.
-            slices = buffers[kind] = tuple(make_buffer(c, kind, slices=n) for _ in range(n))
+            slices = tuple(make_buffer(c, kind, slices=n) for _ in range(n))
+            buffers[kind] = slices if n > 1 else slices[0]
             w, lanes = len(slices[0].data[0]), write_lanes(c, kind) // n
             for k, mem in enumerate(slices):
-                dp.submodules[f"{kind}_mem_{k}"] = mem
+                dp.submodules[f"{kind}_mem_{k}" if n > 1 else f"{kind}_mem"] = mem
                 wp = mem.write_port(granularity=w // lanes if lanes > 1 else None)
                 dp.d.comb += [wp.en.eq(writer.en[k * lanes:(k + 1) * lanes]), wp.addr.eq(writer.addr),
                               wp.data.eq(writer.data[k * w:(k + 1) * w])]
                 rp = mem.read_port()
-                dp.d.comb += [rp.en.eq(reader.en), rp.addr.eq(reader.addr[k]), reader.data[k * w:(k + 1) * w].eq(rp.data)]
+                dp.d.comb += [rp.en.eq(reader.en), rp.addr.eq(reader.addr[k] if n > 1 else reader.addr),
+                              reader.data[k * w:(k + 1) * w].eq(rp.data)]
         out_mem = buffers["out"] = make_buffer(c, "out")
         dp.submodules.out_mem = out_mem
         out_wp = out_mem.write_port()

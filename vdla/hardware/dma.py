@@ -181,7 +181,7 @@ class Loader2D(wiring.Component):
 
     ``insn.memory_type`` picks the target; ``insn`` is held stable by the owner for the whole
     instruction. Pulse ``start`` with it; ``done`` pulses when the last SRAM row is written
-    (with ``register_writes`` the writes leave through a register and ``done`` comes with
+    (with ``io_registers`` the writes leave through a register and ``done`` comes with
     the last one; a part too small for those flip-flops goes without).
     ``elem`` pulses per element taken from DRAM. Each target has a write port
     ``<name>_wr``; only the selected target's enables are ever set.
@@ -192,9 +192,9 @@ class Loader2D(wiring.Component):
     the core latches the first). The data is still taken from memory, so the instruction
     completes as usual."""
 
-    def __init__(self, config: Config, targets: Sequence[Target], *, register_writes: bool = True) -> None:
+    def __init__(self, config: Config, targets: Sequence[Target], *, io_registers: bool = True) -> None:
         self.config, self.targets = config, tuple(targets)
-        self.register_writes = register_writes
+        self.io_registers = io_registers
         self.bus_bytes = config.bus_bytes
         x_size_bits = isa.amaranth_layout(config, "mem")["x_size"].shape.width
         self.reader = ElementReader([t.elem_bytes for t in self.targets], config.bus_width, count_width=x_size_bits)
@@ -273,7 +273,7 @@ class Loader2D(wiring.Component):
         # data would otherwise cross the chip twice in one cycle, from the memory's block RAMs
         # to the buffer's (the ULX3S-85F's critical path).
         finished = Signal()
-        out = m.d.sync if self.register_writes else m.d.comb
+        out = m.d.sync if self.io_registers else m.d.comb
         out += self.done.eq(finished)
         for i, t in enumerate(targets):
             port, lanes = getattr(self, f"{t.name}_wr"), t.lanes(self.bus_bytes)

@@ -30,9 +30,9 @@ __all__ = ["Fetch", "ErrorCode"]
 
 
 class Fetch(wiring.Component):
-    def __init__(self, config: Config, *, count_width: int = 32, holding_register: bool = True) -> None:
+    def __init__(self, config: Config, *, count_width: int = 32, io_registers: bool = True) -> None:
         self.config = config
-        self.holding_register = holding_register  # `cur` (below); off: decode from the read data
+        self.io_registers = io_registers  # the holding register `cur` (below); off: decode from the read data
         self.count_width = count_width  # bits of insn_count (and of the indices counted against it)
         self.reader = ElementReader(isa.INSN_BYTES, config.bus_width)
         insn_stream = stream.Signature(isa.INSN_BITS)
@@ -90,7 +90,7 @@ class Fetch(wiring.Component):
         whole = Cat(asm[cbits:], chunk.data) if cbits < isa.INSN_BITS else chunk.data
         cur, have = Signal(isa.INSN_BITS), Signal()
         dispatch = Signal()
-        if self.holding_register:
+        if self.io_registers:
             m.d.comb += reader.out.ready.eq(~chunk.last | ~have | stopped)
             with m.If(dispatch | stopped):  # `cur` is free next cycle
                 m.d.sync += have.eq(0)
@@ -101,7 +101,7 @@ class Fetch(wiring.Component):
             m.d.sync += asm.eq(whole)
             with m.If(chunk.last):
                 m.d.sync += received.eq(received + 1)
-                if self.holding_register:
+                if self.io_registers:
                     m.d.sync += [cur.eq(whole), have.eq(~stopped)]
 
         # -- decode, check, route ----------------------------------------------------------------
@@ -150,7 +150,7 @@ class Fetch(wiring.Component):
                 count.eq(self.insn_count), received.eq(0), index.eq(0), requested.eq(0),
                 launched.eq(1), stopped.eq(0),
             ]
-        if self.holding_register:
+        if self.io_registers:
             with m.If(self.launch):
                 m.d.sync += have.eq(0)
         return m

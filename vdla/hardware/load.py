@@ -30,7 +30,7 @@ class Load(wiring.Component):
         c = config
         inp = Target("inp", isa.Mem.INP, c.inp_elem_bytes, c.log_inp_depth)
         wgt = Target("wgt", isa.Mem.WGT, c.wgt_elem_bytes, c.log_wgt_depth)
-        self.loader = Loader2D(c, [inp, wgt], register_writes=io_registers)
+        self.loader = Loader2D(c, [inp, wgt], io_registers=io_registers)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),
             "g2l": In(token()),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from amaranth import Elaboratable, Module
-from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
