@@ -38,6 +38,7 @@ from ... import progress
 from ...config import Config
 from ..buffers import KINDS
 from . import Board
+from .clocks import clock_for
 
 __all__ = ["build", "prepare", "source_hash", "tool", "tool_versions", "BuildError", "VTA_GOPS", "write_reports",
            "markdown", "REPORT_FILES"]
@@ -143,6 +144,10 @@ def _yosys_script(board: Board) -> str:
     if board.family == "ecp5":  # an iCE40 at 12-20 MHz has no use for them, and no room
         lines += ["# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
                   f"setattr -set keep 1 {copies}"]
+    if board.family == "ecp5" and clock_for(board) is not None:
+        resets = "top/w:unit_reset_* %ci1 t:$dff %i"
+        lines += ["# one reset register per unit of the board, placed near it: not merged (soc.py)",
+                  f"select -assert-count 3 {resets}", f"setattr -set keep 1 {resets}"]
     if board.wgt_slices > 1:
         addr = f"{mod.rsplit('.', 1)[0]}/w:wgt_addr_* %ci1 t:$dff %i"
         lines += ["# one WGT read address register per slice of the buffer: not merged (tensor.py)",

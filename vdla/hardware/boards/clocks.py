@@ -2,15 +2,19 @@
 
 `clock_for(board)` returns ``None`` when the core runs from the board oscillator (the
 platform's default ``sync`` domain, with its power-on reset), else a function that adds
-the ``sync`` domain to a module: an EHXPLLL from the oscillator, held in reset until the
-PLL locks. `ecp5_pll_params` finds exact dividers (VCO 400..800 MHz), as ``ecppll`` does.
+the ``sync`` domain to a module and returns its reset request: an EHXPLLL from the
+oscillator, and a signal that is high until the PLL has locked. That domain has no reset
+of its own: one reset net from the synchroniser to every flip-flop crossed the 85F's die
+twice on its way (its critical path), so `vdla.hardware.boards.soc.BoardTop` holds each unit
+in reset through a register of its own instead. `ecp5_pll_params` finds exact dividers
+(VCO 400..800 MHz), as ``ecppll`` does.
 """
 
 from __future__ import annotations
 
 from amaranth import ClockDomain, ClockSignal, Instance, Module, Signal
 from amaranth.lib import io
-from amaranth.lib.cdc import ResetSynchronizer
+from amaranth.lib.cdc import FFSynchronizer
 
 __all__ = ["clock_for", "ecp5_pll_params"]
 
@@ -40,9 +44,9 @@ def ecp5_pll_params(fin_mhz: float, fout_mhz: float) -> dict[str, int]:
 def _ecp5_pll(fin_mhz: float, fout_mhz: float):
     p = ecp5_pll_params(fin_mhz, fout_mhz)
 
-    def make(m: Module, platform) -> None:
+    def make(m: Module, platform) -> Signal:
         m.submodules.clk_buf = clk_buf = io.Buffer("i", platform.request(platform.default_clk, dir="-"))
-        m.domains.sync = ClockDomain("sync")
+        m.domains.sync = ClockDomain("sync", reset_less=True)
         locked = Signal()
         m.submodules.pll = Instance(
             "EHXPLLL",
@@ -57,7 +61,9 @@ def _ecp5_pll(fin_mhz: float, fout_mhz: float):
             i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1, i_PLLWAKESYNC=0, i_ENCLKOP=0,
             o_CLKOP=ClockSignal("sync"), o_LOCK=locked,
         )
-        m.submodules.reset_sync = ResetSynchronizer(~locked, domain="sync")
+        locked_sync = Signal()
+        m.submodules.lock_sync = FFSynchronizer(locked, locked_sync, init=0)
+        return ~locked_sync
 
     return make
 

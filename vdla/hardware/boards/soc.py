@@ -33,6 +33,7 @@ import zlib
 
 from amaranth import Cat, ClockSignal, Const, Elaboratable, Instance, Module, Mux, Signal
 from amaranth.build import ResourceError
+from amaranth.hdl import ResetInserter
 from amaranth.lib import io, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
@@ -152,7 +153,9 @@ class BoardTop(Elaboratable):
     divisor (or ``divisor`` directly, for simulation); ``counters``: which of the core's
     counters get a register (all by default; a small part may keep only a few);
     ``clock``: called as ``clock(m, platform)`` to create the ``sync`` domain on a board
-    (None: the platform's default clock); ``leds``: drive the board's LEDs (heartbeat,
+    (None: the platform's default clock); it returns None (the domain has its own reset) or
+    a reset request, from which each unit (core, bridge, arbiter) gets a reset register of
+    its own (``unit_reset_<name>``, kept apart by the build), so no one reset net spans the die; ``leds``: drive the board's LEDs (heartbeat,
     running, done, error). ``simulate`` models SPRAM with `Memory` for the simulator.
     ``range_checks``, ``io_registers`` and ``wgt_slices`` go to `Core` (off: no room on the part
     for the stages' index checks, or for the registers on the memory's paths; slices: the WGT
@@ -211,13 +214,21 @@ class BoardTop(Elaboratable):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        if platform is not None and self.clock is not None:
-            self.clock(m, platform)
-        m.submodules.core = core = self.core
-        m.submodules.bridge = bridge = self.bridge
+        hold = self.clock(m, platform) if platform is not None and self.clock is not None else None
+
+        def add(name: str, unit):
+            if hold is None:
+                m.submodules[name] = unit
+                return unit
+            reset = Signal(init=1, name=f"unit_reset_{name}")
+            m.d.sync += reset.eq(hold)
+            m.submodules[name] = ResetInserter(reset)(unit)
+            return unit
+
+        core, bridge = add("core", self.core), add("bridge", self.bridge)
         m.submodules.ram = ram = self.ram_unit
         arbiter = PipelinedArbiter if self.io_registers else MemoryArbiter
-        m.submodules.arbiter = arb = arbiter(self.config.bus_width, len(ram.ram.addr))
+        arb = add("arbiter", arbiter(self.config.bus_width, len(ram.ram.addr)))
         for port in ("fetch", "load", "compute", "store"):
             wiring.connect(m, getattr(core, f"{port}_mem"), getattr(arb, port))
         wiring.connect(m, bridge.mem, arb.host)
