@@ -27,21 +27,21 @@ def _platform(size: str):
 CONFIG_85F = Config(
     name="ulx3s-85f", batch=1, block_in=16, block_out=16,
     uop_buff_size=8 << 10, inp_buff_size=16 << 10, wgt_buff_size=128 << 10, acc_buff_size=64 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=45.0,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=53.125,
 )
 
 #: 1x8x8 on the 45F (72 MULT18X18D, 108 DP16KD).
 CONFIG_45F = Config(
     name="ulx3s-45f", batch=1, block_in=8, block_out=8,
     uop_buff_size=4 << 10, inp_buff_size=8 << 10, wgt_buff_size=32 << 10, acc_buff_size=16 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=55.0,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=60.0,
 )
 
 #: 1x4x4 on the 25F (28 MULT18X18D, 56 DP16KD).
 CONFIG_25F = Config(
     name="ulx3s-25f", batch=1, block_in=4, block_out=4,
     uop_buff_size=4 << 10, inp_buff_size=2 << 10, wgt_buff_size=8 << 10, acc_buff_size=8 << 10,
-    bus_width=32, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=65.0,
+    bus_width=32, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=75.0,
 )
 
 ULX3S_85F = Board(
