@@ -47,18 +47,3 @@ def test_run_times_are_refused_in_the_report(tmp_path):
     report["build_seconds"] = {"total": 1.0}
     with pytest.raises(ValueError, match="run times belong in `times`"):
         write_reports(report, Config.load(REPORTS[0].parent / "config.json"), tmp_path, tmp_path, {})
-
-
-@pytest.mark.parametrize("name", ["ulx3s-85f", "ulx3s-25f"])
-def test_the_clock_constraint_reaches_nextpnr(name, tmp_path):
-    """`Board.constraint_mhz` is a FREQUENCY line in the LPF; without it nextpnr derives the PLL's."""
-    from vdla.hardware.boards import board
-    from vdla.hardware.boards.build import prepare
-
-    b = board(name)
-    lpf = prepare(b, tmp_path)["top.lpf"]
-    nets = re.findall(r'FREQUENCY NET "[^"]+" ([0-9.]+) HZ;', lpf)
-    if b.constraint_mhz is None:
-        assert nets == [], lpf
-    else:
-        assert nets == [f"{b.constraint_mhz * 1e6:.1f}"], lpf

@@ -37,8 +37,7 @@ class Board:
     memory: str = "bram"
     mem_size: int = 64 << 10
     spram_blocks: int = 4
-    #: nextpnr's clock constraint (the core clock unless set; written into the LPF as a FREQUENCY
-    #: line, which overrides the one nextpnr derives from the PLL's dividers).
+    #: nextpnr's clock constraint (the core clock unless set).
     constraint_mhz: float | None = None
     baud: int = 115200
     #: GEMM output lanes (block_in multipliers each) built from LUTs instead of DSP blocks.

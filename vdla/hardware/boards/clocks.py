@@ -41,14 +41,12 @@ def ecp5_pll_params(fin_mhz: float, fout_mhz: float) -> dict[str, int]:
     return {"CLKI_DIV": idiv, "CLKFB_DIV": fbdiv, "CLKOP_DIV": opdiv}
 
 
-def _ecp5_pll(fin_mhz: float, fout_mhz: float, constraint_mhz: float | None = None):
+def _ecp5_pll(fin_mhz: float, fout_mhz: float):
     p = ecp5_pll_params(fin_mhz, fout_mhz)
 
     def make(m: Module, platform) -> Signal:
         m.submodules.clk_buf = clk_buf = io.Buffer("i", platform.request(platform.default_clk, dir="-"))
-        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
-        if constraint_mhz is not None:  # else nextpnr derives the PLL output's from the dividers
-            platform.add_clock_constraint(cd.clk, constraint_mhz * 1e6)
+        m.domains.sync = ClockDomain("sync", reset_less=True)
         locked = Signal()
         m.submodules.pll = Instance(
             "EHXPLLL",
@@ -74,7 +72,7 @@ def clock_for(board):
     """The clock-domain maker for `board` (None: the platform's default clock)."""
     if board.family == "ecp5":
         fin = 25.0
-        return None if board.clk_mhz == fin else _ecp5_pll(fin, board.clk_mhz, board.constraint_mhz)
+        return None if board.clk_mhz == fin else _ecp5_pll(fin, board.clk_mhz)
     if board.family == "ice40":
         if board.clk_mhz != 12.0:
             raise ValueError("iCEBreaker boards run the core from the 12 MHz oscillator")

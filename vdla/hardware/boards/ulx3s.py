@@ -27,14 +27,14 @@ def _platform(size: str):
 CONFIG_85F = Config(
     name="ulx3s-85f", batch=1, block_in=16, block_out=16,
     uop_buff_size=8 << 10, inp_buff_size=16 << 10, wgt_buff_size=128 << 10, acc_buff_size=64 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=53.125,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=50.0,
 )
 
 #: 1x8x8 on the 45F (72 MULT18X18D, 108 DP16KD).
 CONFIG_45F = Config(
     name="ulx3s-45f", batch=1, block_in=8, block_out=8,
     uop_buff_size=4 << 10, inp_buff_size=8 << 10, wgt_buff_size=32 << 10, acc_buff_size=16 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=68.75,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=55.0,
 )
 
 #: 1x4x4 on the 25F (28 MULT18X18D, 56 DP16KD).
@@ -49,13 +49,11 @@ ULX3S_85F = Board(
     family="ecp5", platform=_platform("85F"), config=CONFIG_85F, memory="bram", mem_size=64 << 10,
     # the WGT buffer's block RAMs spread over the die: four read-address copies (and no more block RAM)
     lut_lanes=10, wgt_slices=4,
-    constraint_mhz=75.0,  # 56.1 MHz against 75 (the floor); 48.1 against 53.125
 )
 ULX3S_45F = Board(
     name="ulx3s-45f", description="ULX3S with LFE5U-45F: 1x8x8 GEMM, 40 DSP + 24 LUT MACs, 64 KiB memory",
     family="ecp5", platform=_platform("45F"), config=CONFIG_45F, memory="bram", mem_size=64 << 10,
     lut_lanes=3,
-    constraint_mhz=55.0,  # 75.7 MHz against 55; 64.0 against 75, 55.1 against 60
 )
 ULX3S_25F = Board(
     name="ulx3s-25f", description="ULX3S with LFE5U-25F: 1x4x4 GEMM, 12 DSP + 4 LUT MACs, 32 KiB memory",
