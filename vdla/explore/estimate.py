@@ -73,19 +73,19 @@ PARTS: dict[str, Part] = {
 #: (their features are nearly collinear, so three boards pin them exactly but do not validate them).
 #: iCE40: the same per-bit costs, the fixed part solved from the iCEBreaker (its LCs count LUT+FF).
 LUT_COEFFS: dict[str, tuple[float, float, float, float]] = {
-    "ecp5": (4906.0, 80.0, 1.934, 40.45),
-    "ice40": (3823.8, 80.0, 1.934, 40.45),
+    "ecp5": (3170.3, 80.0, 1.451, 51.82),
+    "ice40": (3490.9, 80.0, 1.451, 51.82),
 }
 #: fmax model per family: MHz = f0 - slope * log2(GEMM output lanes): wider rows spread the design
 #: over more of the die and its block RAMs (longer routes). ECP5: the line with the smallest worst
-#: relative error over the three ULX3S reports of the pipeline with S1a, the reset-less datapath
-#: and the arbiter's skid buffers (within 6.5 % of each: the 45F now closes above the line, the
-#: 25F and 85F below it; every critical path is mostly routing from the arbiter or a DMA engine's
-#: read-data ready into the board memory's address); iCE40: the slope scaled by the families' f0
-#: ratio, f0 solved from the iCEBreaker.
+#: relative error over the three ULX3S reports of the pipelined board arbiter and the per-unit
+#: resets (within 5.2 % of each: the 45F closes above the line, the 25F and 85F below it; their
+#: critical paths are the tensor ALU's operand into its result register and the compute stage's
+#: ACC addresses into the ALU's hazard stall, mostly routing); iCE40: the slope scaled by the
+#: families' f0 ratio, f0 solved from the iCEBreaker.
 FMAX_COEFFS: dict[str, tuple[float, float]] = {
-    "ecp5": (98.25, 12.2),
-    "ice40": (24.25, 3.011),
+    "ecp5": (105.5, 11.23),
+    "ice40": (23.77, 2.53),
 }
 
 
