@@ -37,7 +37,8 @@ class Board:
     memory: str = "bram"
     mem_size: int = 64 << 10
     spram_blocks: int = 4
-    #: nextpnr's clock constraint (the core clock unless set).
+    #: The clock the report checks nextpnr's fmax against (the core clock unless set). nextpnr
+    #: itself times the PLL's output at the frequency it derives from the dividers: the core clock.
     constraint_mhz: float | None = None
     baud: int = 115200
     #: GEMM output lanes (block_in multipliers each) built from LUTs instead of DSP blocks.
