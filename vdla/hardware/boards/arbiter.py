@@ -67,6 +67,17 @@ class _Arbiter(wiring.Component):
         log_bytes = exact_log2(self.bus_width // 8)
         return addr[log_bytes : log_bytes + self.addr_width]
 
+    def others_waiting(self, host_valid, cmd: dict):
+        """A request other than fetch's is waiting (fetch's read is then set aside)."""
+        return host_valid | cmd["store"].valid | Cat(cmd[n].valid for n in self.READERS if n != "fetch").any()
+
+    def take_store(self, m: Module, store_cmd, ptr: Signal, left: Signal) -> None:
+        """In the FSM's IDLE state: take the store's command; its beats are served in WRITE."""
+        m.d.comb += store_cmd.ready.eq(1)
+        m.d.sync += [ptr.eq(self.word(store_cmd.payload.addr)), left.eq(store_cmd.payload.beats)]
+        with m.If(store_cmd.payload.beats != 0):
+            m.next = "WRITE"
+
 
 class MemoryArbiter(_Arbiter):
     """The compact arbiter: the memory's inputs are combinational (see the module docstring)."""
@@ -84,7 +95,7 @@ class MemoryArbiter(_Arbiter):
         owner = Signal(range(len(self.READERS)))
         fetch = self.READERS.index("fetch")
         parked, parked_ptr, parked_left = Signal(), Signal(aw), Signal(aw + 1)
-        others = host.valid | cmd["store"].valid | Cat(cmd[n].valid for n in self.READERS if n != "fetch").any()
+        others = self.others_waiting(host.valid, cmd)
         # A bridge access is registered before it reaches the memory (the bridge sits far from
         # it) and served a cycle later.
         host_addr, host_wdata = Signal(aw, reset_less=True), Signal(self.bus_width, reset_less=True)
@@ -98,10 +109,7 @@ class MemoryArbiter(_Arbiter):
                                  host_we.eq(host.we)]
                     m.next = "HOST"
                 with m.Elif(cmd["store"].valid):
-                    m.d.comb += cmd["store"].ready.eq(1)
-                    m.d.sync += [ptr.eq(self.word(cmd["store"].payload.addr)), left.eq(cmd["store"].payload.beats)]
-                    with m.If(cmd["store"].payload.beats != 0):
-                        m.next = "WRITE"
+                    self.take_store(m, cmd["store"], ptr, left)
                 for i, name in enumerate(self.READERS):
                     rd = cmd[name]
                     with m.Elif(rd.valid & ~parked if i == fetch else rd.valid):
@@ -219,7 +227,7 @@ class PipelinedArbiter(_Arbiter):
         owner = Signal(range(len(self.READERS)))
         fetch = self.READERS.index("fetch")
         parked, parked_ptr, parked_left = Signal(), Signal(aw), Signal(aw + 1)
-        others = h_valid | cmd["store"].valid | Cat(cmd[n].valid for n in self.READERS if n != "fetch").any()
+        others = self.others_waiting(h_valid, cmd)
 
         reading, take = Signal(), Signal()
         with m.Switch(owner):
@@ -244,10 +252,7 @@ class PipelinedArbiter(_Arbiter):
                         m.d.sync += en.eq(1)
                         m.next = "HOST_READ"
                 with m.Elif(cmd["store"].valid):
-                    m.d.comb += cmd["store"].ready.eq(1)
-                    m.d.sync += [ptr.eq(self.word(cmd["store"].payload.addr)), left.eq(cmd["store"].payload.beats)]
-                    with m.If(cmd["store"].payload.beats != 0):
-                        m.next = "WRITE"
+                    self.take_store(m, cmd["store"], ptr, left)
                 for i, name in enumerate(self.READERS):
                     rd = cmd[name]
                     with m.Elif(rd.valid & ~parked if i == fetch else rd.valid):
