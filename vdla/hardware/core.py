@@ -114,7 +114,7 @@ class Core(wiring.Component):
         m.submodules.datapath = ResetInserter(begin)(dp)
 
         dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width, io_registers=self.io_registers)
-        dp.submodules.load = load = Load(c, io_registers=self.io_registers)
+        dp.submodules.load = load = Load(c, io_registers=self.io_registers, wgt_slices=self.wgt_slices)
         dp.submodules.compute = compute = Compute(c, io_registers=self.io_registers, wgt_slices=self.wgt_slices)
         dp.submodules.store = store = Store(c)
         stages = {"load": load, "compute": compute, "store": store}
@@ -152,8 +152,9 @@ class Core(wiring.Component):
         self._compute = compute
         for kind, writer, reader in (("inp", load.inp_wr, compute.inp_rd), ("wgt", load.wgt_wr, compute.wgt_rd)):
             # Column slices (WGT on a large part): slice k holds bits [k*w, (k+1)*w) of every
-            # row, with its own copy of the read address; the DMA's write lanes (bus words) split
-            # between them. One slice is the whole buffer, named plainly.
+            # row, with its own copies of the read address and of the write address and data; the
+            # DMA's write lanes (bus words) split between them. One slice is the whole buffer,
+            # named plainly.
             n = self.wgt_slices if kind == "wgt" else 1
             slices = tuple(make_buffer(c, kind, slices=n) for _ in range(n))
             buffers[kind] = slices if n > 1 else slices[0]
@@ -161,7 +162,8 @@ class Core(wiring.Component):
             for k, mem in enumerate(slices):
                 dp.submodules[f"{kind}_mem_{k}" if n > 1 else f"{kind}_mem"] = mem
                 wp = mem.write_port(granularity=w // lanes if lanes > 1 else None)
-                dp.d.comb += [wp.en.eq(writer.en[k * lanes:(k + 1) * lanes]), wp.addr.eq(writer.addr),
+                dp.d.comb += [wp.en.eq(writer.en[k * lanes:(k + 1) * lanes]),
+                              wp.addr.eq(writer.addr[k] if n > 1 else writer.addr),
                               wp.data.eq(writer.data[k * w:(k + 1) * w])]
                 rp = mem.read_port()
                 dp.d.comb += [rp.en.eq(reader.en), rp.addr.eq(reader.addr[k] if n > 1 else reader.addr),

@@ -166,6 +166,9 @@ class Target:
     sram_addr_width: int
     #: Bits per DRAM byte in the SRAM row (sign-extended), or None to copy bytes.
     widen: int | None = None
+    #: Column slices of the SRAM (`vdla.hardware.buffers`): each gets its own copy of the
+    #: write address and data registers, as no one register should drive every block RAM.
+    slices: int = 1
 
     def lanes(self, bus_bytes: int) -> int:
         """SRAM write enables: one per bus word of the element."""
@@ -206,7 +209,7 @@ class Loader2D(wiring.Component):
             "elem": Out(1),
             "range_error": Out(1),
             "mem": Out(read_master(config.bus_width)),
-            **{f"{t.name}_wr": Out(sram_write(t.sram_addr_width, t.row_bits, t.lanes(self.bus_bytes)))
+            **{f"{t.name}_wr": Out(sram_write(t.sram_addr_width, t.row_bits, t.lanes(self.bus_bytes), t.slices))
                for t in self.targets},
         })
 
@@ -277,18 +280,27 @@ class Loader2D(wiring.Component):
         out += self.done.eq(finished)
         for i, t in enumerate(targets):
             port, lanes = getattr(self, f"{t.name}_wr"), t.lanes(self.bus_bytes)
-            en, addr_next, data_next = (Signal.like(getattr(port, f), name=f"{t.name}_{f}_next")
-                                        for f in ("en", "addr", "data"))
+            en = Signal.like(port.en, name=f"{t.name}_en_next")
+            addr_next = Signal(t.sram_addr_width, name=f"{t.name}_addr_next")
+            data_next = Signal(len(port.data) // t.slices, name=f"{t.name}_data_next")
             bits = chunk[: 8 * min(t.elem_bytes, self.bus_bytes)]
             if t.widen:
                 bits = Cat(*(_sext(bits.word_select(k, 8), t.widen) for k in range(len(bits) // 8)))
-            m.d.comb += [addr_next.eq(addr), data_next.eq(Mux(pad, 0, bits.replicate(lanes)))]
+            m.d.comb += [addr_next.eq(addr), data_next.eq(Mux(pad, 0, bits.replicate(lanes // t.slices)))]
             with m.If(active & (which == i) & (y_left != 0) & ~past & ~over):
                 with m.If(pad):
                     m.d.comb += en.eq(-1)
                 with m.Elif(reader.out.valid):
                     m.d.comb += en.eq(Const(1, lanes) << lane if lanes > 1 else 1)
-            out += [port.addr.eq(addr_next), port.data.eq(data_next), port.en.eq(en)]
+            out += port.en.eq(en)
+            if t.slices == 1:
+                out += [port.addr.eq(addr_next), port.data.eq(data_next)]
+            else:  # separate registers, which the board build keeps apart (Yosys would merge them)
+                w = len(port.data) // t.slices
+                for k in range(t.slices):
+                    a, d = Signal.like(addr_next, name=f"{t.name}_wr_addr_{k}"), Signal(w, name=f"{t.name}_wr_data_{k}")
+                    out += [a.eq(addr_next), d.eq(data_next)]
+                    m.d.comb += [port.addr[k].eq(a), port.data[k * w:(k + 1) * w].eq(d)]
 
         with m.If(active & (y_left == 0)):  # y_size = 0 and no padding: nothing to write
             m.d.sync += active.eq(0)

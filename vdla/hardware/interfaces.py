@@ -66,9 +66,11 @@ def sram_read(addr_width: int, data_width: int, copies: int = 1) -> wiring.Signa
     return wiring.Signature({"en": Out(1, init=1), "addr": Out(addr), "data": In(data_width)})
 
 
-def sram_write(addr_width: int, data_width: int, lanes: int = 1) -> wiring.Signature:
-    """A SRAM write port with ``lanes`` write enables (data_width / lanes bits each)."""
-    return wiring.Signature({"en": Out(lanes), "addr": Out(addr_width), "data": Out(data_width)})
+def sram_write(addr_width: int, data_width: int, lanes: int = 1, copies: int = 1) -> wiring.Signature:
+    """A SRAM write port with ``lanes`` write enables (data_width / lanes bits each). With
+    ``copies`` > 1 the address comes as that many equal copies, as for `sram_read`."""
+    addr = unsigned(addr_width) if copies == 1 else data.ArrayLayout(unsigned(addr_width), copies)
+    return wiring.Signature({"en": Out(lanes), "addr": Out(addr), "data": Out(data_width)})
 
 
 def token() -> stream.Signature:

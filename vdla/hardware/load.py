@@ -25,11 +25,11 @@ __all__ = ["Load"]
 
 
 class Load(wiring.Component):
-    def __init__(self, config: Config, *, io_registers: bool = True) -> None:
+    def __init__(self, config: Config, *, io_registers: bool = True, wgt_slices: int = 1) -> None:
         self.config = config
         c = config
         inp = Target("inp", isa.Mem.INP, c.inp_elem_bytes, c.log_inp_depth)
-        wgt = Target("wgt", isa.Mem.WGT, c.wgt_elem_bytes, c.log_wgt_depth)
+        wgt = Target("wgt", isa.Mem.WGT, c.wgt_elem_bytes, c.log_wgt_depth, slices=wgt_slices)
         self.loader = Loader2D(c, [inp, wgt], io_registers=io_registers)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),
@@ -37,7 +37,7 @@ class Load(wiring.Component):
             "l2g": Out(token()),
             "mem": Out(read_master(c.bus_width)),
             "inp_wr": Out(sram_write(c.log_inp_depth, inp.row_bits, inp.lanes(c.bus_bytes))),
-            "wgt_wr": Out(sram_write(c.log_wgt_depth, wgt.row_bits, wgt.lanes(c.bus_bytes))),
+            "wgt_wr": Out(sram_write(c.log_wgt_depth, wgt.row_bits, wgt.lanes(c.bus_bytes), wgt_slices)),
             "inp_elem": Out(1),
             "wgt_elem": Out(1),
             **stage_status(),

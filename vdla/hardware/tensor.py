@@ -59,7 +59,11 @@ from .alu import TensorAlu
 from .gemm import GemmArray
 from .interfaces import sram_read, sram_write
 
-__all__ = ["TensorPipeline"]
+__all__ = ["STALL_GROUPS", "TensorPipeline"]
+
+#: The stages each copy of the ALU hazard's `stall` register holds: S0's loop counters,
+#: S1 and S1q with the uop buffer's read enable, S1a with the WGT addresses, S2.
+STALL_GROUPS = ("s0", "s1", "s1a", "s2")
 
 
 def data_reg(shape, name: str) -> Signal:
@@ -98,7 +102,11 @@ class TensorPipeline(wiring.Component):
         acc_bits, lanes = 8 * c.acc_elem_bytes, c.batch * c.block_out
         dw, sw, ww = c.log_acc_depth, c.uop_src_bits, c.log_wgt_depth
 
-        stall = Signal()  # an ALU read-after-write one or two iterations apart: see S2r
+        # An ALU read-after-write one or two iterations apart holds S0-S2 (see S2r). The
+        # hazard is known a cycle ahead, so `stall` comes from registers: one per group of
+        # stages it holds (`STALL_GROUPS`; the board build keeps them apart), as its enables
+        # reach hundreds of flip-flops, on a large part across the die.
+        stall_q = {group: Signal(name=f"stall_{group}") for group in STALL_GROUPS}
 
         # -- S0: loop counters ---------------------------------------------------------------
         run = Signal()
@@ -122,7 +130,7 @@ class TensorPipeline(wiring.Component):
                 run.eq(~empty), k.eq(g.uop_bgn), i.eq(0), j.eq(0),
                 dst_out.eq(0), dst_cur.eq(0), src_out.eq(0), src_cur.eq(0), wgt_out.eq(0), wgt_cur.eq(0),
             ]
-        with m.Elif(run & ~stall):
+        with m.Elif(run & ~stall_q["s0"]):
             with m.If(k == g.uop_end - 1):
                 m.d.sync += k.eq(g.uop_bgn)
                 with m.If(j == g.iter_in - 1):
@@ -142,19 +150,19 @@ class TensorPipeline(wiring.Component):
             with m.Else():
                 m.d.sync += k.eq(k + 1)
         # A stall holds S0, S1, S1q and S1a: the uop read port keeps S1's micro-op (en low).
-        m.d.comb += [self.uop_rd.addr.eq(k), self.uop_rd.en.eq(~stall)]
+        m.d.comb += [self.uop_rd.addr.eq(k), self.uop_rd.en.eq(~stall_q["s1"])]
 
         # -- S1: the micro-op arrives and is registered ------------------------------------
         # (a block RAM's output is slow; the index adders and the INP/WGT addresses start
         # from flip-flops instead)
         s1_dst, s1_src, s1_wgt = data_reg(dw + 1, "s1_dst"), data_reg(sw + 1, "s1_src"), data_reg(ww + 1, "s1_wgt")
         s1_valid = Signal()
-        with m.If(~stall):
+        with m.If(~stall_q["s1"]):
             m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur)]
         s1q_valid = Signal()
         s1q_dst, s1q_src, s1q_wgt = data_reg(dw + 1, "s1q_dst"), data_reg(sw + 1, "s1q_src"), data_reg(ww + 1, "s1q_wgt")
         uop_q = data_reg(len(self.uop_rd.data), "uop_q")
-        with m.If(~stall):
+        with m.If(~stall_q["s1"]):
             m.d.sync += [s1q_valid.eq(s1_valid), s1q_dst.eq(s1_dst), s1q_src.eq(s1_src), s1q_wgt.eq(s1_wgt),
                          uop_q.eq(self.uop_rd.data)]
 
@@ -180,7 +188,7 @@ class TensorPipeline(wiring.Component):
         s1a_valid, s1a_dst, s1a_src = Signal(), data_reg(dw, "s1a_dst"), data_reg(sw, "s1a_src")
         inp_addr = data_reg(c.log_inp_depth, "inp_addr")
         wgt_addr = [data_reg(ww, f"wgt_addr_{n}") for n in range(self.wgt_slices)]
-        with m.If(~stall):
+        with m.If(~stall_q["s1a"]):
             m.d.sync += [s1a_valid.eq(s1q_valid), s1a_dst.eq(dst), s1a_src.eq(src), inp_addr.eq(src)]
             m.d.sync += [copy.eq(wgt) for copy in wgt_addr]
         m.d.comb += self.inp_rd.addr.eq(inp_addr)
@@ -193,7 +201,7 @@ class TensorPipeline(wiring.Component):
         # A stall holds S2 (its INP/WGT data is not used by an ALU instruction, the only kind
         # that stalls) and sends a bubble on to S2r.
         s2_valid, s2_dst, s2_src = Signal(), data_reg(dw, "s2_dst"), data_reg(dw, "s2_src")
-        with m.If(~stall):
+        with m.If(~stall_q["s2"]):
             m.d.sync += [s2_valid.eq(s1a_valid), s2_dst.eq(s1a_dst), s2_src.eq(s1a_src[:dw])]
         # With Config.acc_read_register the ACC is read from S2's registers and the data is
         # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
@@ -204,7 +212,7 @@ class TensorPipeline(wiring.Component):
 
         # -- S2r: products; ACC data registered ------------------------------------------------
         s2r_valid, s2r_dst, s2r_src = Signal(), data_reg(dw, "s2r_dst"), data_reg(dw, "s2r_src")
-        m.d.sync += [s2r_valid.eq(s2_valid & ~stall), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src)]
+        m.d.sync += [s2r_valid.eq(s2_valid & ~stall_q["s2"]), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src)]
         if early:
             acc_dst_q, acc_src_q = data_reg(acc_bits, "acc_dst_q"), data_reg(acc_bits, "acc_src_q")
             m.d.sync += [acc_dst_q.eq(self.acc_rd_dst.data), acc_src_q.eq(self.acc_rd_src.data)]
@@ -216,11 +224,16 @@ class TensorPipeline(wiring.Component):
         # the iteration entering S2r reads (dst, or src for a tensor operand) the row the one
         # in S2r or in S2b writes, it waits. GEMM's accumulate is a single add and is
         # forwarded from S3 instead.
-        def reads(row: Signal) -> Value:
-            return (s2_dst == row) | (~a.use_imm & (s2_src == row))
+        # Registered, it is computed from where the iterations will be next cycle: held, S2
+        # keeps its iteration, S2r gets a bubble and S2b S2r's; otherwise each moves on one.
+        def reads(dst: Value, src: Value, row: Signal) -> Value:
+            return (dst == row) | (~a.use_imm & (src == row))
 
         s2b_valid, s2b_dst, s2b_src = Signal(), data_reg(dw, "s2b_dst"), data_reg(dw, "s2b_src")
-        m.d.comb += stall.eq(is_alu & s2_valid & ((s2r_valid & reads(s2r_dst)) | (s2b_valid & reads(s2b_dst))))
+        held = s2_valid & s2r_valid & reads(s2_dst, s2_src, s2r_dst)
+        moving = s1a_valid & ((s2_valid & reads(s1a_dst, s1a_src[:dw], s2_dst))
+                              | (s2r_valid & reads(s1a_dst, s1a_src[:dw], s2r_dst)))
+        m.d.sync += [q.eq(is_alu & Mux(stall_q["s2"], held, moving)) for q in stall_q.values()]
 
         # -- S2b: sums, ACC operands (with forwarding) -------------------------------------------
         # An operand row may still be in flight: in S3 (GEMM only), in S4 (being written), or

@@ -37,6 +37,7 @@ from pathlib import Path
 from ... import progress
 from ...config import Config
 from ..buffers import KINDS
+from ..tensor import STALL_GROUPS
 from . import Board
 from .clocks import clock_for
 
@@ -144,14 +145,21 @@ def _yosys_script(board: Board) -> str:
     if board.family == "ecp5":  # an iCE40 at 12-20 MHz has no use for them, and no room
         lines += ["# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
                   f"setattr -set keep 1 {copies}"]
+    if board.family == "ecp5":
+        stalls = f"{mod.rsplit('.', 1)[0]}/w:stall_* %ci1 t:$dff %i"
+        lines += ["# one ALU hazard stall register per group of stages it holds: not merged (tensor.py)",
+                  f"select -assert-count {len(STALL_GROUPS)} {stalls}", f"setattr -set keep 1 {stalls}"]
     if board.family == "ecp5" and clock_for(board) is not None:
         resets = "top/w:unit_reset_* %ci1 t:$dff %i"
         lines += ["# one reset register per unit of the board, placed near it: not merged (soc.py)",
                   f"select -assert-count 3 {resets}", f"setattr -set keep 1 {resets}"]
     if board.wgt_slices > 1:
         addr = f"{mod.rsplit('.', 1)[0]}/w:wgt_addr_* %ci1 t:$dff %i"
+        writes = "top.core.datapath.load.loader/w:wgt_wr_addr_* top.core.datapath.load.loader/w:wgt_wr_data_* %u %ci1 t:$dff %i"
         lines += ["# one WGT read address register per slice of the buffer: not merged (tensor.py)",
-                  f"select -assert-count {board.wgt_slices} {addr}", f"setattr -set keep 1 {addr}"]
+                  f"select -assert-count {board.wgt_slices} {addr}", f"setattr -set keep 1 {addr}",
+                  "# and one write address and data register (dma.py)",
+                  f"select -assert-count {2 * board.wgt_slices} {writes}", f"setattr -set keep 1 {writes}"]
     if not board.lut_lanes:
         return "\n".join([*lines, "# all GEMM multipliers may use DSP blocks"])
     # The multipliers feeding the registered products of the last `lut_lanes` lanes.
