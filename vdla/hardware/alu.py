@@ -33,8 +33,8 @@ SINGLE_MULTIPLIER_BITS = 16
 
 
 def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
-    """op(a, b) for one lane, a cycle later; `a`, `b` are `width`-bit raw values (the
-    registers go into `m`), the result is `width` bits."""
+    """op(a, b) for one lane, a cycle later; `a`, `b` are `width`-bit raw values, `op` a
+    register (the registers go into `m`), the result is `width` bits."""
     a, b = a.as_signed(), b.as_signed()
     sbits = width.bit_length()  # log2(width) + 1
     amount = b[:sbits].as_signed()
@@ -66,8 +66,13 @@ def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
 
 
 class TensorAlu(wiring.Component):
-    #: Clock cycles from operands (`a`, `b`, `op`) to `out`.
+    """The ALU over all lanes. `op` is an instruction's, held while it runs: it is taken a
+    cycle ahead of the operands (`OP_LEAD`)."""
+
+    #: Clock cycles from operands (`a`, `b`) to `out`.
     LATENCY = 1
+    #: Clock cycles `op` must be ahead of the operands it applies to.
+    OP_LEAD = 1
 
     def __init__(self, config: Config) -> None:
         self.config = c = config
@@ -78,7 +83,11 @@ class TensorAlu(wiring.Component):
         m = Module()
         w = self.config.acc_width
         lanes = len(self.a) // w
+        # Each lane decodes its own registered copy of `op` (kept apart by the board build):
+        # the decode of one copy reaching every lane's multiplexers was an ECP5 critical path.
+        ops = [Signal.like(self.op, name=f"op_{k}", reset_less=True) for k in range(lanes)]
+        m.d.sync += [copy.eq(self.op) for copy in ops]
         m.d.comb += self.out.eq(
-            Cat(*(alu_lane(m, self.op, self.a.word_select(k, w), self.b.word_select(k, w), w) for k in range(lanes)))
+            Cat(*(alu_lane(m, ops[k], self.a.word_select(k, w), self.b.word_select(k, w), w) for k in range(lanes)))
         )
         return m

@@ -242,9 +242,15 @@ class TensorPipeline(wiring.Component):
         # registered, so S2b's multiplexers select with flip-flops. What reaches S4 next comes
         # from S3 (GEMM) or S3x (ALU).
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
+        # The instruction is held while it runs and its first iteration reaches S2r six
+        # cycles after `start`, so from there on the wide multiplexers select with registered
+        # copies of its fields, not with decode logic on the instruction register.
+        alu_q, use_imm_q, reset_q = data_reg(1, "alu_q"), data_reg(1, "use_imm_q"), data_reg(1, "reset_q")
+        imm = data_reg(signed(c.acc_width), "imm_q")
+        m.d.sync += [alu_q.eq(is_alu), use_imm_q.eq(a.use_imm), reset_q.eq(g.reset), imm.eq(a.imm)]
         s3_valid, s3_dst = Signal(), data_reg(dw, "s3_dst")
         s3x_valid, s3x_dst = Signal(), data_reg(dw, "s3x_dst")
-        pre4_valid, pre4_dst = Mux(is_alu, s3x_valid, s3_valid), Mux(is_alu, s3x_dst, s3_dst)
+        pre4_valid, pre4_dst = Mux(alu_q, s3x_valid, s3_valid), Mux(alu_q, s3x_dst, s3_dst)
         s4_valid, s4_dst, s4_value = Signal(), data_reg(dw, "s4_dst"), data_reg(acc_bits, "s4_value")
         w_valid, w_dst, w_value = Signal(), data_reg(dw, "w_dst"), data_reg(acc_bits, "w_value")  # S4's write a cycle ago
         w2_value = data_reg(acc_bits, "w2_value")  # S4's write two cycles ago
@@ -253,7 +259,7 @@ class TensorPipeline(wiring.Component):
         def matches(row: Signal, name: str) -> Signal:
             """Registered: will `row` (in S2r now) be in S3 (GEMM), S4, W (W2) when it reaches S2b?"""
             flags = data_reg(4 if early else 3, f"fwd_{name}")
-            m.d.sync += flags.eq(Cat(~is_alu & s2b_valid & (s2b_dst == row), pre4_valid & (pre4_dst == row),
+            m.d.sync += flags.eq(Cat(~alu_q & s2b_valid & (s2b_dst == row), pre4_valid & (pre4_dst == row),
                                      s4_valid & (s4_dst == row), w_valid & (w_dst == row))[: len(flags)])
             return flags
 
@@ -268,30 +274,29 @@ class TensorPipeline(wiring.Component):
         s3_a, s3_b, s3_sum = data_reg(acc_bits, "s3_a"), data_reg(acc_bits, "s3_b"), data_reg(acc_bits, "s3_sum")
 
         m.submodules.gemm = gemm = GemmArray(c)
-        imm = Signal(signed(c.acc_width))
-        m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data), imm.eq(a.imm)]
+        m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data)]
         m.d.sync += [
             s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),
             s3_a.eq(newest(dst_flags, acc_dst_q, 0)),
             # S3 holds a GEMM result only in GEMM instructions, which have no src operand
-            s3_b.eq(Mux(a.use_imm, imm.as_unsigned().replicate(lanes), newest(src_flags, acc_src_q, 1))),
+            s3_b.eq(Mux(use_imm_q, imm.as_unsigned().replicate(lanes), newest(src_flags, acc_src_q, 1))),
             s3_sum.eq(gemm.sums),
         ]
 
         # -- S3, S3x: result ----------------------------------------------------------------------
         m.submodules.alu = alu = TensorAlu(c)
-        assert TensorAlu.LATENCY == 1  # S3 -> S3x
+        assert TensorAlu.LATENCY == 1  # S3 -> S3x; `op` is the held instruction's
         m.d.comb += [alu.op.eq(a.alu_opcode), alu.a.eq(s3_a), alu.b.eq(s3_b)]
         w = c.acc_width
         accumulated = Cat(*((s3_a.word_select(n, w) + s3_sum.word_select(n, w))[:w] for n in range(lanes)))
-        m.d.comb += gemm_result.eq(Mux(g.reset, 0, accumulated))
+        m.d.comb += gemm_result.eq(Mux(reset_q, 0, accumulated))
         m.d.sync += [
-            s3x_valid.eq(s3_valid & is_alu), s3x_dst.eq(s3_dst),
-            s4_valid.eq(pre4_valid), s4_dst.eq(pre4_dst), s4_value.eq(Mux(is_alu, alu.out, gemm_result)),
+            s3x_valid.eq(s3_valid & alu_q), s3x_dst.eq(s3_dst),
+            s4_valid.eq(pre4_valid), s4_dst.eq(pre4_dst), s4_value.eq(Mux(alu_q, alu.out, gemm_result)),
         ]
         m.d.comb += [
-            self.gemm_iter.eq(s3_valid & ~is_alu & ~g.reset),
-            self.alu_iter.eq(s3_valid & is_alu),
+            self.gemm_iter.eq(s3_valid & ~alu_q & ~reset_q),
+            self.alu_iter.eq(s3_valid & alu_q),
         ]
 
         # -- S4: writes ------------------------------------------------------------------------------

@@ -147,8 +147,11 @@ def _yosys_script(board: Board) -> str:
                   f"setattr -set keep 1 {copies}"]
     if board.family == "ecp5":
         stalls = f"{mod.rsplit('.', 1)[0]}/w:stall_* %ci1 t:$dff %i"
+        ops = f"{mod.rsplit('.', 1)[0]}.alu/w:op_* %ci1 t:$dff %i"
         lines += ["# one ALU hazard stall register per group of stages it holds: not merged (tensor.py)",
-                  f"select -assert-count {len(STALL_GROUPS)} {stalls}", f"setattr -set keep 1 {stalls}"]
+                  f"select -assert-count {len(STALL_GROUPS)} {stalls}", f"setattr -set keep 1 {stalls}",
+                  "# one ALU op register per lane: not merged (alu.py)",
+                  f"select -assert-count {c.batch * c.block_out} {ops}", f"setattr -set keep 1 {ops}"]
     if board.family == "ecp5" and clock_for(board) is not None:
         resets = "top/w:unit_reset_* %ci1 t:$dff %i"
         lines += ["# one reset register per unit of the board, placed near it: not merged (soc.py)",
