@@ -40,6 +40,7 @@ from ..buffers import KINDS
 from ..tensor import STALL_GROUPS
 from . import Board
 from .clocks import clock_for
+from .soc import BoardTop
 
 __all__ = ["build", "prepare", "source_hash", "tool", "tool_versions", "BuildError", "VTA_GOPS", "write_reports",
            "markdown", "REPORT_FILES"]
@@ -155,7 +156,7 @@ def _yosys_script(board: Board) -> str:
     if board.family == "ecp5" and clock_for(board) is not None:
         resets = "top/w:unit_reset_* %ci1 t:$dff %i"
         lines += ["# one reset register per unit of the board, placed near it: not merged (soc.py)",
-                  f"select -assert-count 3 {resets}", f"setattr -set keep 1 {resets}"]
+                  f"select -assert-count {len(BoardTop.RESET_UNITS)} {resets}", f"setattr -set keep 1 {resets}"]
     if board.wgt_slices > 1:
         addr = f"{mod.rsplit('.', 1)[0]}/w:wgt_addr_* %ci1 t:$dff %i"
         writes = "top.core.datapath.load.loader/w:wgt_wr_addr_* top.core.datapath.load.loader/w:wgt_wr_data_* %u %ci1 t:$dff %i"

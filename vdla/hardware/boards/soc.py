@@ -212,11 +212,15 @@ class BoardTop(Elaboratable):
                 regs[COUNTER_BASE + 4 * k] = getattr(core.counters, name)
         return regs
 
+    #: The units that get a reset register of their own on a board with a reset request.
+    RESET_UNITS = ("core", "bridge", "arbiter")
+
     def elaborate(self, platform) -> Module:
         m = Module()
         hold = self.clock(m, platform) if platform is not None and self.clock is not None else None
 
         def add(name: str, unit):
+            assert name in self.RESET_UNITS, name
             if hold is None:
                 m.submodules[name] = unit
                 return unit
