@@ -48,6 +48,7 @@ def test_tensor_alu_matches_the_golden_alu(op):
 
     async def bench(ctx):
         ctx.set(dut.op, int(op))
+        await ctx.tick().repeat(TensorAlu.OP_LEAD)  # the op is held, and taken a cycle ahead
         for a, b in cases:
             ctx.set(dut.a, _pack(a, w))
             ctx.set(dut.b, _pack(b, w))

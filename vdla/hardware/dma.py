@@ -33,7 +33,8 @@ from amaranth.lib.wiring import In, Out
 
 from .. import isa
 from ..config import Config
-from .interfaces import ADDR_WIDTH, read_master, sram_write
+from .interfaces import ADDR_WIDTH, MemCmd, read_master, sram_write
+from .skid import SkidBuffer
 
 __all__ = ["ElementReader", "Loader2D", "ReadRequest", "Target"]
 
@@ -60,10 +61,14 @@ def _pick(m: Module, index, values: Sequence, width: int) -> Signal:
 class ElementReader(wiring.Component):
     """Read elements of one of `sizes` bytes over a `bus_width`-bit read port, as chunks.
 
-    ``size`` (an index into `sizes`) must stay put while the reader has requests in flight."""
+    ``size`` (an index into `sizes`) must stay put while the reader has requests in flight.
+    With ``cmd_register`` the memory commands leave through a `SkidBuffer` (a cycle more per
+    command): their address and beat count come out of adders and the element-size
+    multiplexers, which should not share a cycle with the route to a far memory."""
 
     def __init__(self, sizes: int | Sequence[int], bus_width: int, rows_in_flight: int = 2,
-                 count_width: int = 32) -> None:
+                 count_width: int = 32, cmd_register: bool = False) -> None:
+        self.cmd_register = cmd_register
         self.sizes = (sizes,) if isinstance(sizes, int) else tuple(sizes)
         self.count_width = count_width  # bits of the requests' counts that can be set
         self.bus_bytes = bus_width // 8
@@ -87,6 +92,10 @@ class ElementReader(wiring.Component):
         m = Module()
         B, logB = self.bus_bytes, log2(self.bus_bytes)
         req, cmd, beat, out = self.req, self.mem.cmd, self.mem.data, self.out
+        if self.cmd_register:
+            m.submodules.cmd_register = skid = SkidBuffer(MemCmd)
+            wiring.connect(m, skid.o, wiring.flipped(self.mem.cmd))
+            cmd = skid.i
         # Chunks per element (1 for elements no wider than the bus).
         per_elem = [max(1, e // B) for e in self.sizes]
         if all(e >= B for e in self.sizes):
@@ -200,7 +209,8 @@ class Loader2D(wiring.Component):
         self.io_registers = io_registers
         self.bus_bytes = config.bus_bytes
         x_size_bits = isa.amaranth_layout(config, "mem")["x_size"].shape.width
-        self.reader = ElementReader([t.elem_bytes for t in self.targets], config.bus_width, count_width=x_size_bits)
+        self.reader = ElementReader([t.elem_bytes for t in self.targets], config.bus_width, count_width=x_size_bits,
+                                    cmd_register=io_registers)
         super().__init__({
             "start": In(1),
             "insn": In(isa.amaranth_layout(config, "mem")),
