@@ -90,10 +90,15 @@ class Compute(wiring.Component):
         acc_rp_dst, acc_rp_src = acc_mem.read_port(), acc_mem.read_port()
         connect_read_port(m, tensor.acc_rd_dst, acc_rp_dst)
         connect_read_port(m, tensor.acc_rd_src, acc_rp_src)
+        # Which loader port writes comes from a register: the instruction is held while it runs
+        # and its first row arrives from memory cycles after it starts; decoding the instruction
+        # register into the select of the ACC write data's multiplexers was a 45F critical path.
+        acc8_q = Signal(name="acc8_q")
+        m.d.sync += acc8_q.eq(mtype == isa.Mem.ACC_8BIT)
         with m.If(tensor.acc_wr.en):  # once the core has halted (an index past ACC among the causes), no more
             m.d.comb += [acc_wp.en.eq((~self.halt).replicate(len(acc_wp.en))), acc_wp.addr.eq(tensor.acc_wr.addr),
                          acc_wp.data.eq(tensor.acc_wr.data)]
-        with m.Elif(mtype == isa.Mem.ACC_8BIT):
+        with m.Elif(acc8_q):
             acc8 = loader.acc8_wr
             per_lane = lanes // len(acc8.en)
             m.d.comb += [
