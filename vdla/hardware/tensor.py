@@ -244,10 +244,12 @@ class TensorPipeline(wiring.Component):
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
         # The instruction is held while it runs and its first iteration reaches S2r six
         # cycles after `start`, so from there on the wide multiplexers select with registered
-        # copies of its fields, not with decode logic on the instruction register.
+        # copies of its fields, not with decode logic on the instruction register (the
+        # immediate needs none: it is the instruction register's bits, sign-extended).
         alu_q, use_imm_q, reset_q = data_reg(1, "alu_q"), data_reg(1, "use_imm_q"), data_reg(1, "reset_q")
-        imm = data_reg(signed(c.acc_width), "imm_q")
-        m.d.sync += [alu_q.eq(is_alu), use_imm_q.eq(a.use_imm), reset_q.eq(g.reset), imm.eq(a.imm)]
+        m.d.sync += [alu_q.eq(is_alu), use_imm_q.eq(a.use_imm), reset_q.eq(g.reset)]
+        imm = Signal(signed(c.acc_width))
+        m.d.comb += imm.eq(a.imm)
         s3_valid, s3_dst = Signal(), data_reg(dw, "s3_dst")
         s3x_valid, s3x_dst = Signal(), data_reg(dw, "s3x_dst")
         pre4_valid, pre4_dst = Mux(alu_q, s3x_valid, s3_valid), Mux(alu_q, s3x_dst, s3_dst)

