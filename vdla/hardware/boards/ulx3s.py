@@ -34,7 +34,7 @@ CONFIG_85F = Config(
 CONFIG_45F = Config(
     name="ulx3s-45f", batch=1, block_in=8, block_out=8,
     uop_buff_size=4 << 10, inp_buff_size=8 << 10, wgt_buff_size=32 << 10, acc_buff_size=16 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=55.0,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=75.0,
 )
 
 #: 1x4x4 on the 25F (28 MULT18X18D, 56 DP16KD).
