@@ -73,19 +73,17 @@ PARTS: dict[str, Part] = {
 #: (their features are nearly collinear, so three boards pin them exactly but do not validate them).
 #: iCE40: the same per-bit costs, the fixed part solved from the iCEBreaker (its LCs count LUT+FF).
 LUT_COEFFS: dict[str, tuple[float, float, float, float]] = {
-    "ecp5": (3170.3, 80.0, 1.451, 51.82),
-    "ice40": (3490.9, 80.0, 1.451, 51.82),
+    "ecp5": (5555.0, 80.0, 1.894, 40.07),
+    "ice40": (3866.4, 80.0, 1.894, 40.07),
 }
 #: fmax model per family: MHz = f0 - slope * log2(GEMM output lanes): wider rows spread the design
 #: over more of the die and its block RAMs (longer routes). ECP5: the line with the smallest worst
-#: relative error over the three ULX3S reports of the pipelined board arbiter and the per-unit
-#: resets (within 5.2 % of each: the 45F closes above the line, the 25F and 85F below it; their
-#: critical paths are the tensor ALU's operand into its result register and the compute stage's
-#: ACC addresses into the ALU's hazard stall, mostly routing); iCE40: the slope scaled by the
-#: families' f0 ratio, f0 solved from the iCEBreaker.
+#: relative error over the three committed ULX3S reports (within 6.7 % of each: the 45F closes
+#: as high as the 25F, 77.3 against 77.5 MHz, the 85F far below; their critical paths are mostly
+#: routing); iCE40: the slope scaled by the families' f0 ratio, f0 solved from the iCEBreaker.
 FMAX_COEFFS: dict[str, tuple[float, float]] = {
-    "ecp5": (105.5, 11.23),
-    "ice40": (23.77, 2.53),
+    "ecp5": (103.9, 10.6),
+    "ice40": (23.53, 2.401),
 }
 
 
