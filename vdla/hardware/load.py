@@ -17,7 +17,7 @@ from .. import isa
 from ..config import Config
 from .dma import Loader2D, Target
 from .errors import ErrorCode
-from .interfaces import read_master, sram_write, token
+from .interfaces import read_master, token
 from .stage import run_stage, stage_status
 from .tokens import TokenPorts
 
@@ -36,8 +36,9 @@ class Load(wiring.Component):
             "g2l": In(token()),
             "l2g": Out(token()),
             "mem": Out(read_master(c.bus_width)),
-            "inp_wr": Out(sram_write(c.log_inp_depth, inp.row_bits, inp.lanes(c.bus_bytes))),
-            "wgt_wr": Out(sram_write(c.log_wgt_depth, wgt.row_bits, wgt.lanes(c.bus_bytes), wgt_slices)),
+            # the loader's SRAM write ports, passed through
+            "inp_wr": self.loader.signature.members["inp_wr"],
+            "wgt_wr": self.loader.signature.members["wgt_wr"],
             "inp_elem": Out(1),
             "wgt_elem": Out(1),
             **stage_status(),

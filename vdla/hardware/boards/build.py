@@ -130,13 +130,27 @@ def _no_collision(board: Board) -> str:
             + " %u" * (len(names) - 1) + " %i")
 
 
+def _dffs(module: str, *wires: str) -> str:
+    """A Yosys selection: the flip-flops driving the `wires` (name patterns) of `module`."""
+    names = " ".join(f"{module}/w:{w}" for w in wires) + " %u" * (len(wires) - 1)
+    return f"{names} %ci1 t:$dff %i"
+
+
+def _keep_apart(why: str, source: str, count: int, dffs: str) -> list[str]:
+    """Yosys commands: `dffs` are `count` register copies (made in `source`), kept apart (Yosys
+    would merge equal registers)."""
+    return [f"# {why}: not merged ({source})", f"select -assert-count {count} {dffs}", f"setattr -set keep 1 {dffs}"]
+
+
 def _yosys_script(board: Board) -> str:
-    """Yosys commands run after reading the design: buffer collisions, the GEMM array's INP
-    register copies and the WGT address copies, then GEMM lanes in LUTs."""
+    """Yosys commands run after reading the design: buffer collisions, the register copies kept
+    apart (GEMM INP, ALU stall and opcode, unit resets, WGT addresses and writes), then GEMM
+    lanes in LUTs."""
     c = board.config
-    mod = "top.core.datapath.compute.tensor.gemm"
+    tensor = "top.core.datapath.compute.tensor"
+    mod = f"{tensor}.gemm"
     # `proc` first, so the registers are cells the input-cone selections can walk through.
-    copies = f"{mod}/w:inp_q_* %ci1 t:$dff %i"
+    copies = _dffs(mod, "inp_q_*")
     lines = [
         "# buffer read/write collisions cannot happen (see build._no_collision)", _no_collision(board),
         "hierarchy -top top",
@@ -146,23 +160,17 @@ def _yosys_script(board: Board) -> str:
     if board.family == "ecp5":  # an iCE40 at 12-20 MHz has no use for them, and no room
         lines += ["# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
                   f"setattr -set keep 1 {copies}"]
-    if board.family == "ecp5":
-        stalls = f"{mod.rsplit('.', 1)[0]}/w:stall_* %ci1 t:$dff %i"
-        ops = f"{mod.rsplit('.', 1)[0]}.alu/w:op_* %ci1 t:$dff %i"
-        lines += ["# one ALU hazard stall register per group of stages it holds: not merged (tensor.py)",
-                  f"select -assert-count {len(STALL_GROUPS)} {stalls}", f"setattr -set keep 1 {stalls}",
-                  "# one ALU op register per lane: not merged (alu.py)",
-                  f"select -assert-count {c.batch * c.block_out} {ops}", f"setattr -set keep 1 {ops}"]
+        lines += _keep_apart("one ALU hazard stall register per group of stages it holds", "tensor.py",
+                             len(STALL_GROUPS), _dffs(tensor, "stall_*"))
+        lines += _keep_apart("one ALU op register per lane", "alu.py", c.batch * c.block_out, _dffs(f"{tensor}.alu", "op_*"))
     if board.family == "ecp5" and clock_for(board) is not None:
-        resets = "top/w:unit_reset_* %ci1 t:$dff %i"
-        lines += ["# one reset register per unit of the board, placed near it: not merged (soc.py)",
-                  f"select -assert-count {len(BoardTop.RESET_UNITS)} {resets}", f"setattr -set keep 1 {resets}"]
+        lines += _keep_apart("one reset register per unit of the board, placed near it", "soc.py",
+                             len(BoardTop.RESET_UNITS), _dffs("top", "unit_reset_*"))
     if board.wgt_slices > 1:
-        addr = f"{mod.rsplit('.', 1)[0]}/w:wgt_addr_* %ci1 t:$dff %i"
-        writes = "top.core.datapath.load.loader/w:wgt_wr_addr_* top.core.datapath.load.loader/w:wgt_wr_data_* %u %ci1 t:$dff %i"
-        lines += ["# one WGT read address register per slice of the buffer: not merged (tensor.py)",
-                  f"select -assert-count {board.wgt_slices} {addr}", f"setattr -set keep 1 {addr}",
-                  "# and one write address and data register (dma.py)",
+        lines += _keep_apart("one WGT read address register per slice of the buffer", "tensor.py",
+                             board.wgt_slices, _dffs(tensor, "wgt_addr_*"))
+        writes = _dffs("top.core.datapath.load.loader", "wgt_wr_addr_*", "wgt_wr_data_*")
+        lines += ["# and one write address and data register (dma.py)",
                   f"select -assert-count {2 * board.wgt_slices} {writes}", f"setattr -set keep 1 {writes}"]
     if not board.lut_lanes:
         return "\n".join([*lines, "# all GEMM multipliers may use DSP blocks"])
