@@ -54,6 +54,9 @@ class Board:
     #: ``wgt_slices``): on a large part the buffer's block RAMs spread over the die.
     wgt_slices: int = 1
     seed: int = 1
+    #: Extra nextpnr options for a part whose routing needs them (e.g. the placer's maximum density,
+    #: ``("--placer-heap-beta", "0.7")``); part of the flow settings, so of the source hash.
+    pnr_options: tuple[str, ...] = ()
     #: Why `vdla synth all` (and so `nox -s bitstreams`) leaves the board out ("": it builds with the
     #: rest); ``vdla synth NAME`` still builds it.
     blocked: str = ""

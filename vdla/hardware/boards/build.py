@@ -200,9 +200,12 @@ def prepare(board: Board, build_dir: str | Path) -> dict[str, str]:
 
 
 def _flow_settings(board: Board) -> dict:
-    return {"seed": board.seed, "family": board.family, "constraint_mhz": _constraint(board),
-            "lut_lanes": board.lut_lanes, "pack": "--compress" if board.family == "ecp5" else "",
-            "router": "router2" if board.family == "ecp5" else "router1"}
+    settings = {"seed": board.seed, "family": board.family, "constraint_mhz": _constraint(board),
+                "lut_lanes": board.lut_lanes, "pack": "--compress" if board.family == "ecp5" else "",
+                "router": "router2" if board.family == "ecp5" else "router1"}
+    if board.pnr_options:  # only where set, so the other boards' source hashes stay as they were
+        settings["pnr_options"] = list(board.pnr_options)
+    return settings
 
 
 def _constraint(board: Board) -> float:
@@ -247,6 +250,7 @@ def _nextpnr_args(board: Board, *, route: bool = True) -> list[str]:
         # router2 clears congestion far faster than nextpnr-ecp5's default router1: router1 had
         # 249,000 arcs left after 17 minutes on the 85F's 1x16x16 top.
         args += ["--router", "router2"]
+    args += board.pnr_options
     if not route:
         args.append("--no-route")
     return args
