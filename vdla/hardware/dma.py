@@ -306,11 +306,15 @@ class Loader2D(wiring.Component):
             if t.slices == 1:
                 out += [port.addr.eq(addr_next), port.data.eq(data_next)]
             else:  # separate registers, which the board build keeps apart (Yosys would merge them)
-                w = len(port.data) // t.slices
+                # Each slice registers the bus word once and fans it out to its own block RAMs: a
+                # register per replica (2048 flip-flops on the 85F's WGT buffer) left router2
+                # short of wires around the block RAMs.
+                w, copies = len(port.data) // t.slices, lanes // t.slices
+                assert len(bits) * copies == w, (t.name, len(bits), copies, w)
                 for k in range(t.slices):
-                    a, d = Signal.like(addr_next, name=f"{t.name}_wr_addr_{k}"), Signal(w, name=f"{t.name}_wr_data_{k}")
-                    out += [a.eq(addr_next), d.eq(data_next)]
-                    m.d.comb += [port.addr[k].eq(a), port.data[k * w:(k + 1) * w].eq(d)]
+                    a, d = Signal.like(addr_next, name=f"{t.name}_wr_addr_{k}"), Signal(len(bits), name=f"{t.name}_wr_data_{k}")
+                    out += [a.eq(addr_next), d.eq(Mux(pad, 0, bits))]
+                    m.d.comb += [port.addr[k].eq(a), port.data[k * w:(k + 1) * w].eq(d.replicate(copies))]
 
         with m.If(active & (y_left == 0)):  # y_size = 0 and no padding: nothing to write
             m.d.sync += active.eq(0)
