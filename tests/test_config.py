@@ -285,6 +285,7 @@ BAD = [
     # NaN fails `clock_mhz <= 0` and is currently accepted.
     ("clock_nan", lambda: Config(clock_mhz=float("nan")), "clock_mhz"),
     ("acc_read_register_int", lambda: Config.from_dict({"acc_read_register": 1}), "acc_read_register"),
+    ("operand_read_register_str", lambda: Config.from_dict({"operand_read_register": "yes"}), "operand_read_register"),
     ("timing_not_timing", lambda: Config(timing={"dram_latency": 1}), "timing"),
     ("timing_negative_dram_latency", lambda: Config.from_dict({"timing": {"dram_latency": -1}}), "timing.dram_latency"),
     ("timing_direct", lambda: Timing(dram_latency=-1), "timing.dram_latency"),

@@ -130,6 +130,11 @@ class Config:
     #: multiplexers (the read moves a stage earlier; no cycle is added). Costs three ACC
     #: rows of flip-flops (two read registers, one more forwarding source).
     acc_read_register: bool = True
+    #: Register the INP/WGT block RAMs' read data once more before the GEMM array's lane
+    #: copies (a large part, where a block RAM's slow output crosses the die to the far
+    #: lanes). Adds a stage to the tensor pipeline: GEMM and ALU instructions take one
+    #: cycle more each (`Timing.gemm_latency` and `alu_latency` are without it).
+    operand_read_register: bool = False
     timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
@@ -171,8 +176,9 @@ class Config:
         v = self.clock_mhz
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"clock_mhz must be a positive number, got {self.clock_mhz!r}")
-        if not isinstance(self.acc_read_register, bool):
-            raise ConfigError(f"acc_read_register must be true or false, got {self.acc_read_register!r}")
+        for name in ("acc_read_register", "operand_read_register"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.timing, Timing):
             raise ConfigError(f"timing must be a Timing, got {type(self.timing).__name__}")
 

@@ -79,6 +79,22 @@ def test_random_programs_wgt_slices(name, slices, seed):
     assert rtl.counters == gold.counters
 
 
+@pytest.mark.parametrize(("name", "slices", "seed"), [("small", n, seed) for n in (1, 2, 4) for seed in range(4)]
+                         + [("batch2", 8, 0), ("batch2", 1, 1)])
+def test_random_programs_operand_read_register(name, slices, seed):
+    """The INP/WGT read data registered once more (`Config.operand_read_register`, one INP
+    copy per WGT slice): the same DRAM and counters as the golden simulator."""
+    c = PRESETS[name].replace(operand_read_register=True)
+    case = random_program(c, seed)
+    fsim = Device("fsim", config=c, dram_size=DRAM)
+    pysim = Device("pysim", config=c, dram_size=DRAM, wgt_slices=slices)
+    ref, gold = case.run(fsim)
+    got, rtl = case.run(pysim)
+    assert gold.counters["gemm_counter"] > 0, f"{name} seed {seed}: no GEMM, nothing read from INP/WGT"
+    assert np.array_equal(ref, got), f"{name} slices {slices} seed {seed}: {_first_diff(ref, got, case.out_range[0])}"
+    assert rtl.counters == gold.counters
+
+
 @pytest.mark.parametrize(("name", "slices"), [("small", 3), ("small", 8), ("default", 32), ("batch2", 0)])
 def test_wgt_slices_that_do_not_divide_are_refused(name, slices):
     from vdla.hardware.core import Core
@@ -386,13 +402,21 @@ def test_alu_waits_only_for_a_row_still_in_flight(same_row):
     assert r_rate == pytest.approx(expected, abs=0.01) and g_rate == r_rate
 
 
-@pytest.mark.parametrize("acc_read_register", [True, False], ids=["acc-read-register", "no-acc-read-register"])
+READ_REGISTERS = {  # the tensor pipeline's optional read registers
+    "acc-read-register": {"acc_read_register": True},
+    "no-acc-read-register": {"acc_read_register": False},
+    "operand-read-register": {"operand_read_register": True},
+    "both-read-registers": {"acc_read_register": False, "operand_read_register": True},
+}
+
+
+@pytest.mark.parametrize("registers", sorted(READ_REGISTERS))
 @pytest.mark.parametrize("distance", range(1, 7))
-def test_rows_revisited_at_every_forwarding_distance(distance, acc_read_register):
+def test_rows_revisited_at_every_forwarding_distance(distance, registers):
     """GEMM and ALU loops that come back to a row `distance` uop-iterations later (and an
     ALU that reads a row written `distance - 1` iterations before): every forwarding source
     of the tensor pipeline, and the ALU's stall, against fsim."""
-    c = PRESETS["small"].replace(acc_read_register=acc_read_register)
+    c = PRESETS["small"].replace(**READ_REGISTERS[registers])
     rng = np.random.default_rng(distance)
     rows = {Mem.INP: c.inp_elem_bytes, Mem.WGT: c.wgt_elem_bytes, Mem.ACC: c.acc_elem_bytes}
     data = {mem: rng.integers(-100, 100, 8 * n, dtype=np.int8) for mem, n in rows.items()}
@@ -415,3 +439,30 @@ def test_rows_revisited_at_every_forwarding_distance(distance, acc_read_register
         dev.run(s.finish())
         out.append(res.read(np.int8))
     assert np.array_equal(out[0], out[1]), _first_diff(out[0], out[1], 0)
+
+
+@pytest.mark.parametrize("same_row", [False, True], ids=["distinct-rows", "same-row"])
+def test_operand_read_register_costs_one_cycle_per_instruction(same_row):
+    """`Config.operand_read_register`'s stage: a GEMM and an ALU instruction each keep
+    compute busy one cycle longer on the RTL, and the golden cycle model
+    (`pipeline_latency`) says the same; the results do not change."""
+    base = PRESETS["small"]
+    rng = np.random.default_rng(5)
+    data_inp = rng.integers(-100, 100, 16 * base.inp_elem_bytes, dtype=np.int8)
+    data_wgt = rng.integers(-100, 100, 16 * base.wgt_elem_bytes, dtype=np.int8)
+    data_acc = rng.integers(-1000, 1000, 16 * base.acc_elem_bytes // 4, dtype=np.int32)
+    busy, outs = {}, {}
+    for extra in (False, True):
+        c = base.replace(operand_read_register=extra)
+        for backend, dev in zip(("fsim", "pysim"), _devices(c)):
+            inp = dev.array(data_inp)
+            gemm = dev.run(_gemm_program(c, inp, dev.array(data_wgt), 32, same_row))
+            out = dev.alloc(16 * c.out_elem_bytes)
+            alu = dev.run(_alu_program(c, dev.array(data_acc), out, 32, same_row))
+            busy[extra, backend] = (gemm.modules["compute"].busy, alu.modules["compute"].busy)
+            outs[extra, backend] = (inp.read(np.int8), out.read(np.int8))
+    for backend in ("fsim", "pysim"):
+        grew = tuple(b - a for a, b in zip(busy[False, backend], busy[True, backend]))
+        assert grew == (1, 1), f"{backend}: compute busy (GEMM, ALU) {busy[False, backend]} -> {busy[True, backend]}"
+        for without, with_ in zip(outs[False, backend], outs[True, backend]):
+            assert np.array_equal(without, with_), f"{backend}: the extra register changed a result"

@@ -60,13 +60,16 @@ def test_tensor_alu_matches_the_golden_alu(op):
     _clocked(dut, bench)
 
 
-@pytest.mark.parametrize("name", ["small", "batch2"])
-def test_gemm_array_matches_numpy(name):
+@pytest.mark.parametrize(("name", "read_register", "inp_groups"),
+                         [("small", False, 1), ("batch2", False, 1), ("small", True, 2), ("batch2", True, 4)])
+def test_gemm_array_matches_numpy(name, read_register, inp_groups):
     """Operands go in every cycle; each cycle's sums belong to the operands of two cycles
-    before (the operands and the products are registered)."""
-    c = PRESETS[name]
+    before (the operands and the products are registered), three with
+    `Config.operand_read_register` (each INP copy feeding its own group of lanes)."""
+    c = PRESETS[name].replace(operand_read_register=read_register)
+    delay = 2 + read_register
     rng = np.random.default_rng(7)
-    dut = GemmArray(c)
+    dut = GemmArray(c, inp_groups=inp_groups)
     trials = []
     for trial in range(10):
         inp = rng.integers(-128, 128, (c.batch, c.block_in))
@@ -76,16 +79,22 @@ def test_gemm_array_matches_numpy(name):
         trials.append((inp, wgt))
 
     async def bench(ctx):
-        for trial, (inp, wgt) in enumerate([*trials, trials[-1]]):
+        for trial, (inp, wgt) in enumerate([*trials, *[trials[-1]] * (delay - 1)]):
             ctx.set(dut.inp, _pack(inp, c.inp_width))
             ctx.set(dut.wgt, _pack(wgt, c.wgt_width))
             await ctx.tick()
-            if trial:  # the operands set before the previous tick
+            if trial >= delay - 1:  # the operands set `delay` - 1 ticks before the last
                 got = _unpack(ctx.get(dut.sums), c.acc_width, c.batch * c.block_out).reshape(c.batch, c.block_out)
-                inp, wgt = trials[trial - 1]
-                assert np.array_equal(got, inp @ wgt.T), f"trial {trial - 1}"
+                inp, wgt = trials[trial - delay + 1]
+                assert np.array_equal(got, inp @ wgt.T), f"trial {trial - delay + 1}"
 
     _clocked(dut, bench)
+
+
+@pytest.mark.parametrize("groups", [0, 3, 8])
+def test_gemm_array_refuses_inp_groups_that_do_not_divide_block_out(groups):
+    with pytest.raises(ValueError, match=f"inp_groups={groups} must divide block_out \\(4\\)"):
+        GemmArray(PRESETS["small"], inp_groups=groups)
 
 
 def test_token_queue_counts_and_saturates():

@@ -13,6 +13,13 @@ Every INP element meets all BLOCK_OUT weight rows, so one INP register would dri
 BLOCK_OUT multipliers spread over the DSP columns and the LUT lanes: each output lane
 gets its own copy (``inp_q_{o}``), which the board build keeps apart (Yosys would merge
 identical registers; `vdla.hardware.boards.build` marks these ``keep``).
+
+With ``Config.operand_read_register`` the operands are registered once more as they leave
+the block RAMs (``sums`` then belongs to the operands of three cycles before): a block
+RAM's output is slow (5.8 ns on ECP5), and the 85F's critical path was that output routed
+across the die to a far lane's INP copy. The INP word gets ``inp_groups`` copies of that
+first register (``inp_r_{g}``), each feeding the lane copies of ``block_out / inp_groups``
+consecutive lanes: the lanes a WGT column slice feeds, so each copy sits near its slice.
 """
 
 from __future__ import annotations
@@ -34,8 +41,11 @@ def adder_tree(terms: list[Value]) -> Value:
 
 
 class GemmArray(wiring.Component):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, inp_groups: int = 1) -> None:
         self.config = c = config
+        if inp_groups < 1 or c.block_out % inp_groups:
+            raise ValueError(f"inp_groups={inp_groups} must divide block_out ({c.block_out})")
+        self.inp_groups = inp_groups
         super().__init__({
             "inp": In(unsigned(8 * c.inp_elem_bytes)),
             "wgt": In(unsigned(8 * c.wgt_elem_bytes)),
@@ -45,12 +55,17 @@ class GemmArray(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         c = self.config
+        wgt_in, inp_in = self.wgt, [self.inp] * self.inp_groups
+        if c.operand_read_register:
+            wgt_in = Signal.like(self.wgt, name="wgt_r", reset_less=True)
+            inp_in = [Signal.like(self.inp, name=f"inp_r_{g}", reset_less=True) for g in range(self.inp_groups)]
+            m.d.sync += [wgt_in.eq(self.wgt), *(r.eq(self.inp) for r in inp_in)]
         wgt = Signal.like(self.wgt, name="wgt_q", reset_less=True)
-        m.d.sync += wgt.eq(self.wgt)
+        m.d.sync += wgt.eq(wgt_in)
         copies = []
         for o in range(c.block_out):
             copies.append(Signal.like(self.inp, name=f"inp_q_{o}", reset_less=True))
-            m.d.sync += copies[o].eq(self.inp)
+            m.d.sync += copies[o].eq(inp_in[o * self.inp_groups // c.block_out])
         lanes = []
         for b in range(c.batch):
             for o in range(c.block_out):

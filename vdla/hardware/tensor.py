@@ -11,6 +11,9 @@ kept as running sums, no multipliers). Stages:
 - S1a: the INP[src] and WGT[wgt] addresses are registered, WGT's once per column slice of
   the buffer (``wgt_slices``: each copy drives only its slice's block RAMs, which on a large
   part sit across the die from each other);
+- S1b (only with ``Config.operand_read_register``): INP/WGT arrive and are registered
+  (in the GEMM array, once more before its lane copies); the ACC side waits a stage, so
+  the two meet again in S2r;
 - S2: INP/WGT arrive and the GEMM array registers them (so the multipliers start from a
   register, not from a block RAM's slow output across the chip); the indices address
   ACC[dst], ACC[src];
@@ -62,7 +65,7 @@ from .interfaces import sram_read, sram_write
 __all__ = ["STALL_GROUPS", "TensorPipeline"]
 
 #: The stages each copy of the ALU hazard's `stall` register holds: S0's loop counters,
-#: S1 and S1q with the uop buffer's read enable, S1a with the WGT addresses, S2.
+#: S1 and S1q with the uop buffer's read enable, S1a with the WGT addresses (and S1b), S2.
 STALL_GROUPS = ("s0", "s1", "s1a", "s2")
 
 
@@ -197,12 +200,23 @@ class TensorPipeline(wiring.Component):
         else:
             m.d.comb += [self.wgt_rd.addr[n].eq(copy) for n, copy in enumerate(wgt_addr)]
 
+        # -- S1b: INP/WGT read data registered (Config.operand_read_register) -------------------
+        # The GEMM array registers the block RAMs' output once more; the ACC side waits here a
+        # cycle, under S1a's stall (the registered operands are not held: an ALU instruction,
+        # the only kind that stalls, does not use them).
+        pre2_valid, pre2_dst, pre2_src = s1a_valid, s1a_dst, s1a_src[:dw]
+        if c.operand_read_register:
+            s1b_valid, s1b_dst, s1b_src = Signal(), data_reg(dw, "s1b_dst"), data_reg(dw, "s1b_src")
+            with m.If(~stall_q["s1a"]):
+                m.d.sync += [s1b_valid.eq(s1a_valid), s1b_dst.eq(s1a_dst), s1b_src.eq(s1a_src[:dw])]
+            pre2_valid, pre2_dst, pre2_src = s1b_valid, s1b_dst, s1b_src
+
         # -- S2: INP/WGT registered -----------------------------------------------------------
         # A stall holds S2 (its INP/WGT data is not used by an ALU instruction, the only kind
         # that stalls) and sends a bubble on to S2r.
         s2_valid, s2_dst, s2_src = Signal(), data_reg(dw, "s2_dst"), data_reg(dw, "s2_src")
         with m.If(~stall_q["s2"]):
-            m.d.sync += [s2_valid.eq(s1a_valid), s2_dst.eq(s1a_dst), s2_src.eq(s1a_src[:dw])]
+            m.d.sync += [s2_valid.eq(pre2_valid), s2_dst.eq(pre2_dst), s2_src.eq(pre2_src)]
         # With Config.acc_read_register the ACC is read from S2's registers and the data is
         # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
         # flip-flops, not from a block RAM's output; without, it is read from S2r's.
@@ -231,8 +245,8 @@ class TensorPipeline(wiring.Component):
 
         s2b_valid, s2b_dst, s2b_src = Signal(), data_reg(dw, "s2b_dst"), data_reg(dw, "s2b_src")
         held = s2_valid & s2r_valid & reads(s2_dst, s2_src, s2r_dst)
-        moving = s1a_valid & ((s2_valid & reads(s1a_dst, s1a_src[:dw], s2_dst))
-                              | (s2r_valid & reads(s1a_dst, s1a_src[:dw], s2r_dst)))
+        moving = pre2_valid & ((s2_valid & reads(pre2_dst, pre2_src, s2_dst))
+                               | (s2r_valid & reads(pre2_dst, pre2_src, s2r_dst)))
         m.d.sync += [q.eq(is_alu & Mux(stall_q["s2"], held, moving)) for q in stall_q.values()]
 
         # -- S2b: sums, ACC operands (with forwarding) -------------------------------------------
@@ -242,8 +256,8 @@ class TensorPipeline(wiring.Component):
         # registered, so S2b's multiplexers select with flip-flops. What reaches S4 next comes
         # from S3 (GEMM) or S3x (ALU).
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
-        # The instruction is held while it runs and its first iteration reaches S2r six
-        # cycles after `start`, so from there on the wide multiplexers select with registered
+        # The instruction is held while it runs and its first iteration reaches S2r six (with
+        # S1b seven) cycles after `start`, so from there on the wide multiplexers select with registered
         # copies of its fields, not with decode logic on the instruction register (the
         # immediate needs none: it is the instruction register's bits, sign-extended).
         alu_q, use_imm_q, reset_q = data_reg(1, "alu_q"), data_reg(1, "use_imm_q"), data_reg(1, "reset_q")
@@ -275,7 +289,8 @@ class TensorPipeline(wiring.Component):
         dst_flags, src_flags = matches(s2r_dst, "dst"), matches(s2r_src, "src")
         s3_a, s3_b, s3_sum = data_reg(acc_bits, "s3_a"), data_reg(acc_bits, "s3_b"), data_reg(acc_bits, "s3_sum")
 
-        m.submodules.gemm = gemm = GemmArray(c)
+        # With the extra operand register, one INP copy per WGT column slice (see GemmArray).
+        m.submodules.gemm = gemm = GemmArray(c, inp_groups=self.wgt_slices if c.operand_read_register else 1)
         m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data)]
         m.d.sync += [
             s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),
@@ -312,6 +327,8 @@ class TensorPipeline(wiring.Component):
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
         drained = ~run & ~s1_valid & ~s1q_valid & ~s1a_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s3x_valid & ~s4_valid
+        if c.operand_read_register:
+            drained &= ~pre2_valid  # S1b
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)

@@ -10,7 +10,8 @@ The model, with parameters from `Config.timing` (all in core clock cycles):
   one SRAM write cycle; `dma_tail` cycles drain the datapath at the end.
 - GEMM: one uop-iteration per cycle (II = 1) plus `gemm_latency` to drain the pipeline.
 - ALU: `alu_ii_tensor` (tensor operand) or `alu_ii_imm` (immediate) cycles per
-  uop-iteration, plus `alu_latency`; an iteration that reads a row an earlier one writes
+  uop-iteration, plus `alu_latency`; `Config.operand_read_register` adds a stage, and a
+  cycle, to both latencies (`pipeline_latency`); an iteration that reads a row an earlier one writes
   issues no sooner than `alu_raw_distance` cycles after it (the ALU's result is registered
   twice before write-back), and the iterations after it wait with it (`alu_stall_cycles`).
 - Every instruction pays `insn_overhead` for decode and issue; a NOP or FINISH only that.
@@ -35,7 +36,7 @@ import numpy as np
 from ..config import Config
 from ..isa import INSN_BYTES
 
-__all__ = ["dma_cycles", "gemm_cycles", "alu_window", "alu_stall_cycles", "alu_cycles", "fetch_ready"]
+__all__ = ["dma_cycles", "pipeline_latency", "gemm_cycles", "alu_window", "alu_stall_cycles", "alu_cycles", "fetch_ready"]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -53,9 +54,15 @@ def dma_cycles(config: Config, rows: int, row_bytes: int, pad_elems: int = 0, wr
     return cycles
 
 
+def pipeline_latency(config: Config, op: str) -> int:
+    """Cycles the tensor pipeline takes to drain after its last issue, `op` "gemm" or "alu":
+    the Timing's latency, plus the stage `Config.operand_read_register` adds."""
+    return getattr(config.timing, f"{op}_latency") + int(config.operand_read_register)
+
+
 def gemm_cycles(config: Config, uop_iters: int) -> int:
     t = config.timing
-    return t.insn_overhead + (uop_iters + t.gemm_latency if uop_iters else 0)
+    return t.insn_overhead + (uop_iters + pipeline_latency(config, "gemm") if uop_iters else 0)
 
 
 def _alu_ii(config: Config, use_imm: bool) -> int:
@@ -92,7 +99,8 @@ def alu_stall_cycles(config: Config, use_imm: bool, hits: Sequence[np.ndarray]) 
 def alu_cycles(config: Config, uop_iters: int, use_imm: bool, stalls: int = 0) -> int:
     """`stalls`: `alu_stall_cycles` of the instruction."""
     t = config.timing
-    return t.insn_overhead + (uop_iters * _alu_ii(config, use_imm) + stalls + t.alu_latency if uop_iters else 0)
+    latency = pipeline_latency(config, "alu")
+    return t.insn_overhead + (uop_iters * _alu_ii(config, use_imm) + stalls + latency if uop_iters else 0)
 
 
 def fetch_ready(config: Config, index: int) -> int:

@@ -160,6 +160,9 @@ def _yosys_script(board: Board) -> str:
     if board.family == "ecp5":  # an iCE40 at 12-20 MHz has no use for them, and no room
         lines += ["# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
                   f"setattr -set keep 1 {copies}"]
+        if c.operand_read_register and board.wgt_slices > 1:
+            lines += _keep_apart("one INP read register per WGT column slice, feeding that slice's lanes", "gemm.py",
+                                 board.wgt_slices, _dffs(mod, "inp_r_*"))
         lines += _keep_apart("one ALU hazard stall register per group of stages it holds", "tensor.py",
                              len(STALL_GROUPS), _dffs(tensor, "stall_*"))
         lines += _keep_apart("one ALU op register per lane", "alu.py", c.batch * c.block_out, _dffs(f"{tensor}.alu", "op_*"))

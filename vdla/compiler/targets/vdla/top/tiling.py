@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .....simulator.timing import pipeline_latency
 from ..env import Env, VDLAError
 from .common import Knobs
 
@@ -41,7 +42,7 @@ def conv_cost(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], stride:
     tco, th, tw, tci = k.tile_co, k.tile_h, k.tile_w, k.tile_ci
     ih, iw = (th - 1) * sh + kh, (tw - 1) * sw + kw
     load = tci * _dma_cycles(c, ih, iw * c.inp_elem_bytes) + _dma_cycles(c, tco, tci * kh * kw * c.wgt_elem_bytes)
-    gemm = tco * th * tw * tci * kh * kw + c.timing.gemm_latency + 2 * c.timing.insn_overhead
+    gemm = tco * th * tw * tci * kh * kw + pipeline_latency(c, "gemm") + 2 * c.timing.insn_overhead
     chunks = cb // tci
     tiles = nb * (ob // tco) * (oh // th) * (ow // tw)
     tail = tco * th * tw * 5 + _dma_cycles(c, tco, th * tw * c.out_elem_bytes)
