@@ -28,8 +28,6 @@ CONFIG_85F = Config(
     name="ulx3s-85f", batch=1, block_in=16, block_out=16,
     uop_buff_size=8 << 10, inp_buff_size=16 << 10, wgt_buff_size=128 << 10, acc_buff_size=64 << 10,
     bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=50.0,
-    # the INP/WGT block RAMs' outputs registered before they cross the die to the lanes
-    operand_read_register=True,
 )
 
 #: 1x8x8 on the 45F (72 MULT18X18D, 108 DP16KD).
