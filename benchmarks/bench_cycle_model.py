@@ -7,7 +7,7 @@ cycle counts and the golden model's error; the target is within 5%.
 
 Programs: the blocked matmul and the ALU-only example at small sizes, and random valid
 programs (`vdla.fuzz.randprog`), on the small and default configs and on small with the
-85F's extra operand register (`Config.operand_read_register`, one more pipeline stage).
+extra operand register (`Config.operand_read_register`, one more pipeline stage).
 
 Run: python benchmarks/bench_cycle_model.py [--random 8]
 """

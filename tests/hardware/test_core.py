@@ -62,34 +62,25 @@ def test_random_programs_batch2(seed):
     _check_random("batch2", seed)
 
 
-@pytest.mark.parametrize(("name", "slices", "seed"), [("small", n, seed) for n in (2, 4) for seed in range(4)]
-                         + [("batch2", 8, 0)])
-def test_random_programs_wgt_slices(name, slices, seed):
-    """The WGT buffer cut into column slices (a board build's option), each read at its own
-    address register copy: the same DRAM and counters as the golden simulator."""
-    c = PRESETS[name]
+#: (preset, WGT slices, Config.operand_read_register, seed): the board build's options
+SLICED_OR_REGISTERED = ([("small", n, False, seed) for n in (2, 4) for seed in range(4)] + [("batch2", 8, False, 0)]
+                        + [("small", n, True, seed) for n in (1, 2, 4) for seed in range(4)]
+                        + [("batch2", 8, True, 0), ("batch2", 1, True, 1)])
+
+
+@pytest.mark.parametrize(("name", "slices", "operand_read_register", "seed"), SLICED_OR_REGISTERED)
+def test_random_programs_wgt_slices_and_operand_read_register(name, slices, operand_read_register, seed):
+    """The WGT buffer cut into column slices, each read at its own address register copy,
+    and/or the INP/WGT read data registered once more (`Config.operand_read_register`, one
+    INP copy per slice): the same DRAM and counters as the golden simulator."""
+    c = PRESETS[name].replace(operand_read_register=operand_read_register)
     case = random_program(c, seed)
     fsim = Device("fsim", config=c, dram_size=DRAM)
     pysim = Device("pysim", config=c, dram_size=DRAM, wgt_slices=slices)
     ref, gold = case.run(fsim)
     got, rtl = case.run(pysim)
-    assert len(pysim.backend.sim.core.buffers["wgt"]) == slices
-    assert gold.counters["gemm_counter"] > 0, f"{name} seed {seed}: no GEMM, nothing read from WGT"
-    assert np.array_equal(ref, got), f"{name} slices {slices} seed {seed}: {_first_diff(ref, got, case.out_range[0])}"
-    assert rtl.counters == gold.counters
-
-
-@pytest.mark.parametrize(("name", "slices", "seed"), [("small", n, seed) for n in (1, 2, 4) for seed in range(4)]
-                         + [("batch2", 8, 0), ("batch2", 1, 1)])
-def test_random_programs_operand_read_register(name, slices, seed):
-    """The INP/WGT read data registered once more (`Config.operand_read_register`, one INP
-    copy per WGT slice): the same DRAM and counters as the golden simulator."""
-    c = PRESETS[name].replace(operand_read_register=True)
-    case = random_program(c, seed)
-    fsim = Device("fsim", config=c, dram_size=DRAM)
-    pysim = Device("pysim", config=c, dram_size=DRAM, wgt_slices=slices)
-    ref, gold = case.run(fsim)
-    got, rtl = case.run(pysim)
+    if slices > 1:
+        assert len(pysim.backend.sim.core.buffers["wgt"]) == slices
     assert gold.counters["gemm_counter"] > 0, f"{name} seed {seed}: no GEMM, nothing read from INP/WGT"
     assert np.array_equal(ref, got), f"{name} slices {slices} seed {seed}: {_first_diff(ref, got, case.out_range[0])}"
     assert rtl.counters == gold.counters

@@ -328,7 +328,7 @@ class TensorPipeline(wiring.Component):
         active = Signal()
         drained = ~run & ~s1_valid & ~s1q_valid & ~s1a_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s3x_valid & ~s4_valid
         if c.operand_read_register:
-            drained &= ~pre2_valid  # S1b
+            drained &= ~s1b_valid
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)
