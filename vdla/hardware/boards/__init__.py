@@ -53,6 +53,10 @@ class Board:
     #: Column slices of the WGT buffer, each with its own read address register (`Core`'s
     #: ``wgt_slices``): on a large part the buffer's block RAMs spread over the die.
     wgt_slices: int = 1
+    #: Move the read registers that follow the buffers into the block RAMs' own output
+    #: registers after synthesis (ECP5 only, `vdla.hardware.boards.outreg`): the paths then
+    #: start at the register's clock-to-out instead of the block RAM's.
+    bram_output_registers: bool = False
     seed: int = 1
     #: Extra nextpnr options for a part whose routing needs them (e.g. the placer's maximum density,
     #: ``("--placer-heap-beta", "0.7")``); part of the flow settings, so of the source hash.

