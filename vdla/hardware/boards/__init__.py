@@ -57,6 +57,8 @@ class Board:
     #: registers after synthesis (ECP5 only, `vdla.hardware.boards.outreg`): the paths then
     #: start at the register's clock-to-out instead of the block RAM's.
     bram_output_registers: bool = False
+    #: Likewise the GEMM/ALU product registers into the MULT18X18Ds' output registers.
+    dsp_output_registers: bool = False
     seed: int = 1
     #: Extra nextpnr options for a part whose routing needs them (e.g. the placer's maximum density,
     #: ``("--placer-heap-beta", "0.7")``); part of the flow settings, so of the source hash.

