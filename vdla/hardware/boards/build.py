@@ -164,7 +164,9 @@ def _yosys_script(board: Board) -> str:
     if board.family == "ecp5":  # an iCE40 at 12-20 MHz has no use for them, and no room
         lines += ["# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
                   f"setattr -set keep 1 {copies}"]
-        if c.operand_read_register and board.wgt_slices > 1:
+        # With the block RAMs' output registers the copies merge instead, into the INP buffer's
+        # own register (`.outreg`), whose 1 ns clock-to-out then drives every lane's copy.
+        if c.operand_read_register and board.wgt_slices > 1 and not board.bram_output_registers:
             lines += _keep_apart("one INP read register per WGT column slice, feeding that slice's lanes", "gemm.py",
                                  board.wgt_slices, _dffs(mod, "inp_r_*"))
         lines += _keep_apart("one ALU hazard stall register per group of stages it holds", "tensor.py",
