@@ -10,8 +10,9 @@
   the host) against the same graph run as torch eager calls with the same weights (floor:
   at most 2x torch's latency).
 
-Both sides are timed with CUDA events on the same GPU, after a warm-up; every vdla result is
-checked against torch's. The GPU's model is printed first. Without a GPU (or without torch)
+Both sides are timed with CUDA events on the same GPU, after a warm-up, as the fastest of five
+rounds of at least 50 ms each (short kernels otherwise time the GPU's clocks rising from idle);
+every vdla result is checked against torch's. The GPU's model is printed first. Without a GPU (or without torch)
 the script says so and exits 0; ``--build-only`` builds every kernel and assembles its PTX with
 ptxas for the GPU architecture given (``--arch sm_90``), which needs no GPU.
 Run ``python benchmarks/bench_gpu.py`` (``--sizes 1024 4096 --layers C2 C9 --repeat 20 --json``).
@@ -56,16 +57,36 @@ def build_conv(name: str, arch: str) -> Any:
     return build(schedules.schedule_conv2d_nchw(y), [x, w, y], target=f"cuda -arch={arch}", name=name)
 
 
+#: Each side's time: the fastest of ROUNDS rounds, each of at least MIN_ROUND_MS (a short kernel
+#: then runs thousands of times, after the GPU's clocks have risen from idle).
+ROUNDS, MIN_ROUND_MS = 5, 50.0
+
+
 def torch_time(torch: Any, fn: Any, repeat: int) -> float:
+    """Seconds per ``fn()`` by CUDA events: ``repeat`` calls a round, doubled until a round lasts
+    MIN_ROUND_MS; the fastest of ROUNDS rounds (the same rule as :func:`vdla_time`)."""
     fn()
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeat):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) / 1e3 / repeat
+    best, n = math.inf, repeat
+    for _ in range(ROUNDS):
+        while True:
+            start.record()
+            for _ in range(n):
+                fn()
+            stop.record()
+            stop.synchronize()
+            ms = start.elapsed_time(stop)
+            if ms >= MIN_ROUND_MS or n >= 1 << 16:
+                break
+            n *= 2
+        best = min(best, ms / 1e3 / n)
+    return best
+
+
+def vdla_time(f: Any, args: tuple, repeat: int) -> float:
+    """Seconds per call of the built function `f` (its kernels, by CUDA events), as :func:`torch_time` times."""
+    return min(f.time_evaluator(number=repeat, repeat=ROUNDS, min_repeat_ms=MIN_ROUND_MS)(*args).results)
 
 
 def bench_matmul(torch: Any, n: int, arch: str, repeat: int) -> dict[str, Any]:
@@ -79,7 +100,7 @@ def bench_matmul(torch: Any, n: int, arch: str, repeat: int) -> dict[str, Any]:
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     want = torch.matmul(ta, tb).cpu().numpy()
     err = float(np.abs(dc.numpy() - want).max() / np.abs(want).max())
-    t_vdla = f.time_evaluator(number=repeat)(da, db, dc).mean
+    t_vdla = vdla_time(f, (da, db, dc), repeat)
     t_torch = torch_time(torch, lambda: torch.matmul(ta, tb), repeat)
     flop = 2.0 * n**3
     return {"bench": f"matmul {n}", "vdla_gflops": flop / t_vdla / 1e9, "cublas_gflops": flop / t_torch / 1e9,
@@ -105,7 +126,7 @@ def bench_conv(torch: Any, name: str, arch: str, repeat: int) -> dict[str, Any]:
 
     want = run().cpu().numpy()
     err = float(np.abs(dy.numpy() - want).max() / max(np.abs(want).max(), 1e-6))
-    t_vdla = f.time_evaluator(number=repeat)(dx, dw, dy).mean
+    t_vdla = vdla_time(f, (dx, dw, dy), repeat)
     t_torch = torch_time(torch, run, repeat)
     flop = 2.0 * layer.macs()
     return {"bench": f"conv {name}", "vdla_gflops": flop / t_vdla / 1e9, "cudnn_gflops": flop / t_torch / 1e9,
@@ -174,7 +195,11 @@ def bench_resnet18(torch: Any, arch: str, repeat: int) -> dict[str, Any]:
         t_torch = torch_time(torch, lambda: tg(tx), repeat)
     err = float(np.abs(out - want).max() / max(np.abs(want).max(), 1e-6))
     dev = runtime.get_device(0)
-    t_vdla = dev.time(lambda: m.run({name: dx}, sync=False), repeat)
+    t_vdla, n = math.inf, repeat  # the same rule: rounds of at least MIN_ROUND_MS, the fastest
+    for _ in range(ROUNDS):
+        while (t := dev.time(lambda: m.run({name: dx}, sync=False), n)) * n * 1e3 < MIN_ROUND_MS:
+            n *= 2
+        t_vdla = min(t_vdla, t)
     return {"bench": "resnet18 e2e", "vdla_ms": t_vdla * 1e3, "torch_ms": t_torch * 1e3, "ratio": t_torch / t_vdla,
             "rel_err": err, "compile_s": compile_s,
             "numpy_nodes": [ly.node for ly in m.layers if ly.target != "cuda"]}  # fmt: skip

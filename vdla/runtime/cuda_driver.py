@@ -9,7 +9,8 @@ with no driver or no GPU it raises :class:`NoCudaDevice` ("no CUDA device: ...")
 (``cuModuleLoadData``: the driver JIT-compiles it for the GPU present), allocates memory,
 copies, launches (``cuLaunchKernel``) and times with CUDA events. :class:`DeviceArray` is
 an array in GPU memory (``to_device(x)``, ``.numpy()``). A kernel that faults is reported
-with its name and the driver's error.
+with its name and the driver's error; CUDA cannot recover from a fault within the process, so
+every later use of that GPU raises an error that says so and names the kernel.
 """
 
 from __future__ import annotations
@@ -110,11 +111,15 @@ class CudaDevice:
             drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.handle), "attribute")  # fmt: skip
         self.arch = f"sm_{major}{minor}"
         self._modules: dict[int, Any] = {}
+        #: Why this GPU can no longer be used in this process ("" while it can).
+        self.lost = ""
 
     def __repr__(self) -> str:
         return f"<CudaDevice {self.index}: {self.name} ({self.arch})>"
 
     def activate(self) -> None:
+        if self.lost:
+            raise CudaError(self.lost)
         _check(_driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
 
     # ------------------------------------------------------------------ modules
@@ -157,20 +162,16 @@ class CudaDevice:
     def synchronize(self, what: str = "") -> None:
         """Wait for the GPU; a kernel fault is reported naming ``what`` (the kernel).
 
-        A fault (an illegal address, say) leaves the context unusable, so it is reset before
-        the error is raised: later launches start afresh (earlier device arrays are lost)."""
+        A fault (an illegal address, say) is sticky: CUDA keeps the context, and every later
+        call in this process, failing, and no reset brings it back (the driver's documented
+        rule: the process must end). So the device is marked lost, and each later use raises
+        an error that names the kernel that faulted instead of the driver's bare code."""
         try:
             _check(_driver().cuCtxSynchronize(), f"kernel {what!r} failed on {self.name}" if what else "cuCtxSynchronize")
-        except CudaError:
-            self.reset()
+        except CudaError as err:
+            self.lost = (f"{self.name} is unusable in this process since {err}; CUDA cannot recover a context "
+                         "after a fault: start a new process")  # fmt: skip
             raise
-
-    def reset(self) -> None:
-        drv = _driver()
-        self._modules.clear()
-        drv.cuDevicePrimaryCtxRelease(self.handle)
-        drv.cuDevicePrimaryCtxReset(self.handle)
-        self.context = _check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
 
     def time(self, fn: Any, number: int = 10) -> float:
         """Mean seconds of ``fn()`` (which launches work) over ``number`` runs, by CUDA events."""

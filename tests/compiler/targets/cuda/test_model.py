@@ -57,7 +57,9 @@ def test_cli_unknown_target(capsys: pytest.CaptureFixture[str]) -> None:
 def test_resnet18_on_the_gpu() -> None:
     res = run_cuda_job("resnet18", reduced=True)
     assert res.ok, res.table()
-    assert all(ly.seconds > 0 for ly in res.model.layers)
+    # every kernel and host node timed; a view (a reshape of GPU memory) launches nothing
+    assert all(ly.seconds > 0 for ly in res.model.layers if ly.target != "view")
+    assert any(ly.target == "cuda" for ly in res.model.layers)
 
 
 # ---------------------------------------------------------------------------- grouped convolutions
