@@ -144,3 +144,17 @@ def test_matmul_tiles_must_divide() -> None:
         S.schedule_matmul(C, S.MatmulTiles(bm=64, bn=64, bk=2, tm=4, tn=4, vec=4))
     with pytest.raises(ValueError, match=r"the A tile \(256 elements\) does not split over 256 threads x 4"):
         S.schedule_matmul(C, S.MatmulTiles(bm=64, bn=64, bk=4, tm=4, tn=4, vec=4))
+
+
+@pytest.mark.parametrize(("ic", "oc", "size", "k", "stride", "pad", "tuned"),
+                         [(64, 128, 56, 3, 2, 1, True), (256, 512, 14, 1, 2, 0, True), (64, 128, 56, 3, 1, 1, False),
+                          (3, 8, 9, 3, 1, 1, False)],
+                         ids=["resnet-C4-padded", "resnet-C11-unpadded", "same-kernel-other-output", "untuned"])
+def test_a_convolution_takes_its_tuned_tiles_by_kernel_and_output_shape(ic, oc, size, k, stride, pad, tuned):
+    from vdla.compiler.targets.cuda.schedules.conv2d import TUNED_TILES, tiles_for
+
+    x = te.placeholder((1, ic, size, size), name="x")
+    w = te.placeholder((oc, ic, k, k), name="w")
+    y = topi.conv2d_nchw(x, w, stride, pad)
+    out = (size + 2 * pad - k) // stride + 1
+    assert tiles_for(y) == (TUNED_TILES[(oc, ic, k, k, out, out)] if tuned else S.Conv2dTiles())

@@ -41,9 +41,38 @@ class Conv2dTiles:
     min_blocks: int = 256  # halve bf (down to tz) until the grid has this many blocks (a GPU has ~130 SMs)
 
 
-def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], tiles: Conv2dTiles = Conv2dTiles()) -> Schedule:
-    """Shared-memory tiled direct convolution; ``outs`` may be the conv or a fused consumer (bias, relu)."""
-    return _schedule_direct(as_list(outs), tiles, "conv2d_nchw")
+#: Tiles per workload (kernel shape OC, IC, KH, KW and output size OH, OW) where another choice
+#: beat the defaults: the best of 42 per ResNet-18 layer in benchmarks/sweep_gpu_conv_tiles.py
+#: on an H200 (docs/tuning/sweep_gpu_conv_tiles_h200.json; TVM keeps such choices in a log).
+TUNED_TILES: dict[tuple[int, ...], Conv2dTiles] = {
+    (64, 64, 3, 3, 56, 56): Conv2dTiles(bf=16, tz=4, ty=8, tx=8, rx=2, bk=8, min_blocks=128),  # C2: 0.49 -> 0.53
+    (64, 64, 1, 1, 56, 56): Conv2dTiles(bf=32, tz=2, ty=4, tx=4, rx=4, bk=16, min_blocks=32),  # C3: 0.35 -> 0.37
+    (128, 64, 3, 3, 28, 28): Conv2dTiles(bf=16, tz=8, ty=8, tx=4, rx=1, bk=8, min_blocks=128),  # C4: 0.30 -> 0.52
+    (128, 64, 1, 1, 28, 28): Conv2dTiles(bf=64, tz=8, ty=2, tx=8, rx=4, bk=32, min_blocks=256),  # C5: 0.40 -> 0.41
+    (128, 128, 3, 3, 28, 28): Conv2dTiles(bf=16, tz=4, ty=8, tx=8, rx=2, bk=8, min_blocks=128),  # C6: 0.57 -> 0.64
+    (256, 128, 1, 1, 14, 14): Conv2dTiles(bf=16, tz=4, ty=4, tx=8, rx=2, bk=4, min_blocks=32),  # C8: 0.38 -> 0.41
+    (512, 256, 1, 1, 7, 7): Conv2dTiles(bf=16, tz=8, ty=8, tx=4, rx=1, bk=8, min_blocks=128),  # C11: 0.38 -> 0.52
+    (512, 512, 3, 3, 7, 7): Conv2dTiles(bf=64, tz=4, ty=8, tx=16, rx=2, bk=8, min_blocks=128),  # C12: 0.81 -> 0.94
+}
+
+
+def tiles_for(conv: te.Tensor) -> Conv2dTiles:
+    """The tiles for `conv` (a conv2d_nchw output): its TUNED_TILES entry, else the defaults."""
+    _, _, oh, ow = const_shape(conv)
+    return TUNED_TILES.get((*const_shape(_data_and_kernel(conv)[1]), oh, ow), Conv2dTiles())
+
+
+def _data_and_kernel(conv: te.Tensor) -> tuple[te.Tensor, te.Tensor]:
+    """The convolution's (padded) input and its kernel."""
+    dp, kernel = conv.op.input_tensors()[:2]
+    return (kernel, dp) if kernel.op.tag and "pad" in kernel.op.tag else (dp, kernel)
+
+
+def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], tiles: Conv2dTiles | None = None) -> Schedule:
+    """Shared-memory tiled direct convolution; ``outs`` may be the conv or a fused consumer (bias, relu).
+    ``tiles``: the knobs (default: :func:`tiles_for` the convolution)."""
+    outs = as_list(outs)
+    return _schedule_direct(outs, tiles or tiles_for(find_tagged(outs, "conv2d_nchw").output(0)), "conv2d_nchw")
 
 
 def schedule_conv2d_transpose_nchw(outs: te.Tensor | Sequence[te.Tensor],
@@ -59,9 +88,7 @@ def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Sch
     conv = find_tagged(outs, tag).output(0)
     s = te.create_schedule([t.op for t in outs])
     traverse_inline(s, outs, lambda op: None)
-    dp, kernel = conv.op.input_tensors()[:2]
-    if kernel.op.tag and "pad" in kernel.op.tag:
-        dp, kernel = kernel, dp
+    dp, kernel = _data_and_kernel(conv)
     _, oc, oh, ow = const_shape(out)
     c = int(conv.op.reduce_axis[0].dom.extent.value)
     bf, ty_n = divisor_at_most(oc, tiles.bf), divisor_at_most(oh, tiles.ty)
