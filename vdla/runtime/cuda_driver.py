@@ -111,6 +111,7 @@ class CudaDevice:
             drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.handle), "attribute")  # fmt: skip
         self.arch = f"sm_{major}{minor}"
         self._modules: dict[int, Any] = {}
+        self._functions: dict[tuple[int, str], Any] = {}
         #: Why this GPU can no longer be used in this process ("" while it can).
         self.lost = ""
 
@@ -133,7 +134,13 @@ class CudaDevice:
         return mod
 
     def function(self, module: Any, name: str) -> Any:
-        return _check(_driver().cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
+        """The kernel `name` of a loaded module (looked up once)."""
+        key = (id(module), name)  # the module object lives on in self._modules
+        func = self._functions.get(key)
+        if func is None:
+            func = self._functions[key] = _check(_driver().cuModuleGetFunction(module, name.encode()),
+                                                 f"cuModuleGetFunction({name})")
+        return func
 
     # ------------------------------------------------------------------ memory
     def alloc(self, nbytes: int) -> int:

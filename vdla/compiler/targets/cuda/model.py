@@ -88,6 +88,9 @@ class GpuModel:
         self.compile_s = compile_s
         self._consts: dict[str, Any] | None = None
         self._consts_dev: Any = None
+        # each kernel's output, allocated on the first run and reused by the next ones: a
+        # cuMemAlloc/cuMemFree per layer and run would wait for the GPU (cuMemFree synchronises)
+        self._outs: dict[str, Any] = {}
 
     @property
     def kernels(self) -> int:
@@ -106,6 +109,7 @@ class GpuModel:
             # weights go to the GPU once, not per run
             self._consts = {k: to_device(np.ascontiguousarray(v)) for k, v in self.graph.consts.items()}
             self._consts_dev = dev
+            self._outs = {}
         env: dict[str, Any] = dict(self._consts)
         # vdla.nd arrays: a GPU one's memory as it is, any other as its host values
         for k, v in inputs.items():
@@ -115,7 +119,9 @@ class GpuModel:
             if ly.target == "cuda":
                 xs = [env[a] if isinstance(env[a], DeviceArray) else to_device(np.ascontiguousarray(env[a]))
                       for a in ly.args]  # fmt: skip
-                y = DeviceArray(dev, ly.out_shape, ly.out_dtype)
+                y = self._outs.get(ly.node)
+                if y is None:
+                    y = self._outs[ly.node] = DeviceArray(dev, ly.out_shape, ly.out_dtype)
                 ly.func._run((*xs, y), sync)
                 if time_layers:
                     ly.seconds = ly.func.time_evaluator(number=5)(*xs, y).mean
