@@ -166,11 +166,10 @@ def _yosys_script(board: Board) -> str:
         lines += ["# one INP register per GEMM output lane, placed near its multipliers: not merged (gemm.py)",
                   f"setattr -set keep 1 {copies}"]
         # With the block RAMs' output registers the copies merge instead, into the INP buffer's
-        # own register (`.outreg`), whose 1 ns clock-to-out then drives every lane's copy.
-        # With the multipliers' input registers as well, the lane copies move into the DSPs,
-        # and the per-slice copies are again what keeps the INP word's fan-out short.
-        if c.operand_read_register and board.wgt_slices > 1 and (
-                not board.bram_output_registers or board.dsp_input_registers):
+        # own register (`.outreg`), whose 1 ns clock-to-out then drives every lane's copy (an
+        # 85F build keeping them apart with the multipliers' input registers routed slower:
+        # 54.8 against 63.5 MHz at 75, 179 router iterations against 36).
+        if c.operand_read_register and board.wgt_slices > 1 and not board.bram_output_registers:
             lines += _keep_apart("one INP read register per WGT column slice, feeding that slice's lanes", "gemm.py",
                                  board.wgt_slices, _dffs(mod, "inp_r_*"))
         lines += _keep_apart("one ALU hazard stall register per group of stages it holds", "tensor.py",
