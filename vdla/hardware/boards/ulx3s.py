@@ -27,7 +27,10 @@ def _platform(size: str):
 CONFIG_85F = Config(
     name="ulx3s-85f", batch=1, block_in=16, block_out=16,
     uop_buff_size=8 << 10, inp_buff_size=16 << 10, wgt_buff_size=128 << 10, acc_buff_size=64 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=50.0,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=60.0,
+    # the INP/WGT reads registered once more (inside the block RAMs, `Board.bram_output_registers`),
+    # so that a read's route across the die has a cycle of its own
+    operand_read_register=True,
 )
 
 #: 1x8x8 on the 45F (72 MULT18X18D, 108 DP16KD).
@@ -49,6 +52,8 @@ ULX3S_85F = Board(
     family="ecp5", platform=_platform("85F"), config=CONFIG_85F, memory="bram", mem_size=64 << 10,
     # the WGT buffer's block RAMs spread over the die: four read-address copies (and no more block RAM)
     lut_lanes=10, wgt_slices=4,
+    # the read, operand (and product) registers inside the block RAMs and multipliers (`.outreg`)
+    bram_output_registers=True, dsp_input_registers=True,
 )
 ULX3S_45F = Board(
     name="ulx3s-45f", description="ULX3S with LFE5U-45F: 1x8x8 GEMM, 40 DSP + 24 LUT MACs, 64 KiB memory",
