@@ -219,6 +219,30 @@ def test_operand_and_product_registers_share_the_multipliers_clock_enables():
     assert conn["CE0"] == ["1"] and conn["CE1"] == [CE] and "CE2" not in conn
 
 
+@pytest.mark.parametrize("consumer", ["mul2", "amul"], ids=["producer-first", "consumer-first"])
+def test_a_register_between_two_multipliers_moves_into_one_of_them(consumer):
+    """mul's product register `ff0` feeds `consumer`'s operand A and nothing else: it can become
+    either multiplier's register but not both. The blocks go in name order, so the first takes
+    it and the other is left as it was."""
+    netlist = _multiplier()
+    cells = netlist["modules"]["top"]["cells"]
+    del cells["ff1"]
+    cells["mul"]["connections"].pop("P1")
+    cells[consumer] = {"type": "MULT18X18D", "parameters": {}, "attributes": {},
+                       "port_directions": {"A0": "input", "B0": "input", "P0": "output"},
+                       "connections": {"A0": [Q0], "B0": ["1"], "P0": [OTHER]}}
+    done = absorb_output_registers(netlist, block_rams=False, multipliers=True, multiplier_inputs=True)
+    assert "ff0" not in cells
+    if consumer == "mul2":
+        assert [(d.cell, d.kind) for d in done] == [("mul", "multiplier_output")]
+        assert cells["mul"]["connections"]["P0"] == [Q0] and cells[consumer]["connections"]["A0"] == [Q0]
+        assert "REG_INPUTA_CLK" not in cells[consumer]["parameters"]
+    else:
+        assert [(d.cell, d.kind) for d in done] == [("amul", "multiplier_input")]
+        assert cells["mul"]["connections"]["P0"] == [DO0] and cells[consumer]["connections"]["A0"] == [DO0]
+        assert "REG_OUTPUT_CLK" not in cells["mul"]["parameters"]
+
+
 def test_the_step_is_idempotent():
     netlist = _netlist()
     assert absorb_output_registers(netlist)

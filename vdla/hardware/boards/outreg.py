@@ -125,8 +125,8 @@ def _flip_flops(cells: dict, conn: dict, pins: list[str], clock: list | None, si
         if not bits or not isinstance(bits[0], int) or not sinks.get(bits[0]):
             continue  # unused output bit: registered or not, nothing reads it
         s = sinks[bits[0]]
-        if len(s) != 1 or s[0][1] != "DI" or bits[0] in ports:
-            return None
+        if len(s) != 1 or s[0][1] != "DI" or bits[0] in ports or s[0][0] not in cells:
+            return None  # (not in cells: gone into another multiplier's input register already)
         timing = _ff_timing(cells[s[0][0]])
         if timing is None:
             return None
