@@ -12,8 +12,8 @@
 
 Both sides are timed with CUDA events on the same GPU, after a warm-up, as the fastest of five
 rounds of at least 50 ms each (short kernels otherwise time the GPU's clocks rising from idle);
-every vdla result is checked against torch's. The GPU's model is printed first. Without a GPU (or without torch)
-the script says so and exits 0; ``--build-only`` builds every kernel and assembles its PTX with
+every vdla result is checked against torch's. The GPU's model is printed first. Without a GPU
+(or without torch) the script says so and exits 0; ``--build-only`` builds every kernel and assembles its PTX with
 ptxas for the GPU architecture given (``--arch sm_90``), which needs no GPU.
 Run ``python benchmarks/bench_gpu.py`` (``--sizes 1024 4096 --layers C2 C9 --repeat 20 --json``).
 """
@@ -62,26 +62,33 @@ def build_conv(name: str, arch: str) -> Any:
 ROUNDS, MIN_ROUND_MS = 5, 50.0
 
 
+def fastest_round(seconds_per_call: Any, repeat: int) -> float:
+    """The fastest of ROUNDS rounds of ``seconds_per_call(n)`` (seconds per call over ``n`` calls),
+    ``n`` starting at ``repeat`` and doubled until a round lasts MIN_ROUND_MS (as vdla's
+    ``time_evaluator(number, repeat, min_repeat_ms)`` times its side)."""
+    best, n = math.inf, repeat
+    for _ in range(ROUNDS):
+        while (t := seconds_per_call(n)) * n * 1e3 < MIN_ROUND_MS and n < 1 << 16:
+            n *= 2
+        best = min(best, t)
+    return best
+
+
 def torch_time(torch: Any, fn: Any, repeat: int) -> float:
-    """Seconds per ``fn()`` by CUDA events: ``repeat`` calls a round, doubled until a round lasts
-    MIN_ROUND_MS; the fastest of ROUNDS rounds (the same rule as :func:`vdla_time`)."""
+    """Seconds per ``fn()`` by CUDA events, after a warm-up call (:func:`fastest_round`)."""
     fn()
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best, n = math.inf, repeat
-    for _ in range(ROUNDS):
-        while True:
-            start.record()
-            for _ in range(n):
-                fn()
-            stop.record()
-            stop.synchronize()
-            ms = start.elapsed_time(stop)
-            if ms >= MIN_ROUND_MS or n >= 1 << 16:
-                break
-            n *= 2
-        best = min(best, ms / 1e3 / n)
-    return best
+
+    def seconds_per_call(n: int) -> float:
+        start.record()
+        for _ in range(n):
+            fn()
+        stop.record()
+        stop.synchronize()
+        return start.elapsed_time(stop) / 1e3 / n
+
+    return fastest_round(seconds_per_call, repeat)
 
 
 def vdla_time(f: Any, args: tuple, repeat: int) -> float:
@@ -195,11 +202,7 @@ def bench_resnet18(torch: Any, arch: str, repeat: int) -> dict[str, Any]:
         t_torch = torch_time(torch, lambda: tg(tx), repeat)
     err = float(np.abs(out - want).max() / max(np.abs(want).max(), 1e-6))
     dev = runtime.get_device(0)
-    t_vdla, n = math.inf, repeat  # the same rule: rounds of at least MIN_ROUND_MS, the fastest
-    for _ in range(ROUNDS):
-        while (t := dev.time(lambda: m.run({name: dx}, sync=False), n)) * n * 1e3 < MIN_ROUND_MS:
-            n *= 2
-        t_vdla = min(t_vdla, t)
+    t_vdla = fastest_round(lambda n: dev.time(lambda: m.run({name: dx}, sync=False), n), repeat)
     return {"bench": "resnet18 e2e", "vdla_ms": t_vdla * 1e3, "torch_ms": t_torch * 1e3, "ratio": t_torch / t_vdla,
             "rel_err": err, "compile_s": compile_s,
             "numpy_nodes": [ly.node for ly in m.layers if ly.target != "cuda"]}  # fmt: skip

@@ -169,10 +169,11 @@ class CudaDevice:
     def synchronize(self, what: str = "") -> None:
         """Wait for the GPU; a kernel fault is reported naming ``what`` (the kernel).
 
-        A fault (an illegal address, say) is sticky: CUDA keeps the context, and every later
-        call in this process, failing, and no reset brings it back (the driver's documented
-        rule: the process must end). So the device is marked lost, and each later use raises
-        an error that names the kernel that faulted instead of the driver's bare code."""
+        A fault (an illegal address, say) is sticky: every later call in this process fails,
+        and no reset brings the context back (a primary-context reset and retain answered
+        ILLEGAL_ADDRESS on an H200; the driver's rule is that the process must end). So the
+        device is marked lost, and each later use raises an error that names the kernel that
+        faulted instead of the driver's bare code."""
         try:
             _check(_driver().cuCtxSynchronize(), f"kernel {what!r} failed on {self.name}" if what else "cuCtxSynchronize")
         except CudaError as err:

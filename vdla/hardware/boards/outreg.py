@@ -112,14 +112,23 @@ def _ff_timing(ff: dict, *, allow_keep: bool = False) -> tuple[int, str] | None:
     return None  # an inverted enable: the hard block's enable has no inversion to match
 
 
+def _shared_timing(moved: dict[str, str], timings: list[tuple[int, str]],
+                   clock: list | None = None) -> tuple[dict[str, str], list, str] | None:
+    """`moved` (pin -> flip-flop) with its flip-flops' one clock net and one enable, if they
+    share them (and the clock is `clock`, where given); None if nothing moves or they differ."""
+    clocks, enables = {c for c, _ in timings}, {e for _, e in timings}
+    if not moved or len(enables) != 1 or len(clocks) != 1 or (clock is not None and [*clocks] != clock):
+        return None
+    return moved, [clocks.pop()], enables.pop()
+
+
 def _flip_flops(cells: dict, conn: dict, pins: list[str], clock: list | None, sinks: dict,
                 ports: set[int]) -> tuple[dict[str, str], list, str] | None:
     """The flip-flops the data `pins` (of a cell with connections `conn`) feed, if they can
     move into it: pin -> flip-flop cell, their clock net, their enable ("1" or a net bit);
     None where they cannot. `clock`: the net they must share (None: any one net)."""
     moved: dict[str, str] = {}
-    clocks: set = set()
-    enables: set = set()
+    timings: list[tuple[int, str]] = []
     for pin in pins:
         bits = conn.get(pin, [])
         if not bits or not isinstance(bits[0], int) or not sinks.get(bits[0]):
@@ -130,12 +139,9 @@ def _flip_flops(cells: dict, conn: dict, pins: list[str], clock: list | None, si
         timing = _ff_timing(cells[s[0][0]])
         if timing is None:
             return None
-        clocks.add(timing[0])
-        enables.add(timing[1])
+        timings.append(timing)
         moved[pin] = s[0][0]
-    if not moved or len(enables) != 1 or len(clocks) != 1 or (clock is not None and [*clocks] != clock):
-        return None
-    return moved, [clocks.pop()], enables.pop()
+    return _shared_timing(moved, timings, clock)
 
 
 def _take(cells: dict, cell: dict, moved: dict[str, str]) -> None:
@@ -190,8 +196,7 @@ def _operand(cells: dict, name: str, operand: str, sinks: dict, drivers: dict,
     ``keep`` copy may move: inside its multiplier it stays apart from the others."""
     conn = cells[name]["connections"]
     moved: dict[str, str] = {}
-    clocks: set = set()
-    enables: set = set()
+    timings: list[tuple[int, str]] = []
     for pin in (f"{operand}{i}" for i in range(_DO_BITS)):
         bits = conn.get(pin, [])
         if not bits or not isinstance(bits[0], int):
@@ -203,12 +208,9 @@ def _operand(cells: dict, name: str, operand: str, sinks: dict, drivers: dict,
         timing = _ff_timing(cells[ff], allow_keep=True)
         if timing is None:
             return None
-        clocks.add(timing[0])
-        enables.add(timing[1])
+        timings.append(timing)
         moved[pin] = ff
-    if not moved or len(enables) != 1 or len(clocks) != 1:
-        return None
-    return moved, [clocks.pop()], enables.pop()
+    return _shared_timing(moved, timings)
 
 
 def _multiplier(cells: dict, name: str, sinks: dict, drivers: dict, ports: set[int], *,

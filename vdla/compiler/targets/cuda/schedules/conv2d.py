@@ -30,8 +30,9 @@ class Conv2dTiles:
     Each is clipped to a divisor of the shape."""
 
     # The defaults: the one tile choice with the best geometric mean over ResNet-18's C2-C12 on an
-    # H200 among 41 swept (benchmarks/sweep_gpu_conv_tiles.py): 0.61 of cuDNN against 0.51 for
-    # the previous defaults (bf 16, tz 4, tx 8, bk 8, min_blocks 128) in the same run.
+    # H200 among those swept (benchmarks/sweep_gpu_conv_tiles.py): 0.48 of cuDNN against 0.42 for
+    # the previous defaults (bf 16, tz 4, tx 8, bk 8, min_blocks 128) in the same run
+    # (docs/tuning/sweep_gpu_conv_tiles_h200.json).
     bf: int = 64
     tz: int = 8
     ty: int = 8
