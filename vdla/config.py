@@ -135,6 +135,10 @@ class Config:
     #: lanes). Adds a stage to the tensor pipeline: GEMM and ALU instructions take one
     #: cycle more each (`Timing.gemm_latency` and `alu_latency` are without it).
     operand_read_register: bool = False
+    #: Register the GEMM adder tree's partial sums halfway down (a large part, where a far
+    #: multiplier's product and the whole tree do not fit in one clock period). Adds a stage
+    #: to the tensor pipeline as `operand_read_register` does (`tensor_stages`).
+    gemm_sum_register: bool = False
     timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
@@ -176,7 +180,7 @@ class Config:
         v = self.clock_mhz
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"clock_mhz must be a positive number, got {self.clock_mhz!r}")
-        for name in ("acc_read_register", "operand_read_register"):
+        for name in ("acc_read_register", "operand_read_register", "gemm_sum_register"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.timing, Timing):
@@ -286,6 +290,12 @@ class Config:
     @property
     def bus_bytes(self) -> int:
         return self.bus_width // 8
+
+    @property
+    def tensor_stages(self) -> int:
+        """The stages the optional registers add to the tensor pipeline (each delays GEMM's sums
+        a cycle, and the ACC side waits with them): `operand_read_register`, `gemm_sum_register`."""
+        return int(self.operand_read_register) + int(self.gemm_sum_register)
 
     @property
     def macs_per_cycle(self) -> int:

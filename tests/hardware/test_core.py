@@ -62,18 +62,24 @@ def test_random_programs_batch2(seed):
     _check_random("batch2", seed)
 
 
-#: (preset, WGT slices, Config.operand_read_register, seed): the board build's options
-SLICED_OR_REGISTERED = ([("small", n, False, seed) for n in (2, 4) for seed in range(4)] + [("batch2", 8, False, 0)]
-                        + [("small", n, True, seed) for n in (1, 2, 4) for seed in range(4)]
-                        + [("batch2", 8, True, 0), ("batch2", 1, True, 1)])
+#: (preset, WGT slices, Config.operand_read_register, Config.gemm_sum_register, seed): the board
+#: build's options
+SLICED_OR_REGISTERED = ([("small", n, False, False, seed) for n in (2, 4) for seed in range(4)]
+                        + [("batch2", 8, False, False, 0)]
+                        + [("small", n, True, False, seed) for n in (1, 2, 4) for seed in range(4)]
+                        + [("batch2", 8, True, False, 0), ("batch2", 1, True, False, 1)]
+                        + [("small", 1, False, True, seed) for seed in range(3)]
+                        + [("small", 4, True, True, seed) for seed in range(4)] + [("batch2", 8, True, True, 2)])
 
 
-@pytest.mark.parametrize(("name", "slices", "operand_read_register", "seed"), SLICED_OR_REGISTERED)
-def test_random_programs_wgt_slices_and_operand_read_register(name, slices, operand_read_register, seed):
+@pytest.mark.parametrize(("name", "slices", "operand_read_register", "gemm_sum_register", "seed"), SLICED_OR_REGISTERED)
+def test_random_programs_wgt_slices_and_tensor_registers(name, slices, operand_read_register, gemm_sum_register,
+                                                         seed):
     """The WGT buffer cut into column slices, each read at its own address register copy,
     and/or the INP/WGT read data registered once more (`Config.operand_read_register`, one
-    INP copy per slice): the same DRAM and counters as the golden simulator."""
-    c = PRESETS[name].replace(operand_read_register=operand_read_register)
+    INP copy per slice), and/or the GEMM adder tree's partial sums registered
+    (`Config.gemm_sum_register`): the same DRAM and counters as the golden simulator."""
+    c = PRESETS[name].replace(operand_read_register=operand_read_register, gemm_sum_register=gemm_sum_register)
     case = random_program(c, seed)
     fsim = Device("fsim", config=c, dram_size=DRAM)
     pysim = Device("pysim", config=c, dram_size=DRAM, wgt_slices=slices)

@@ -60,14 +60,17 @@ def test_tensor_alu_matches_the_golden_alu(op):
     _clocked(dut, bench)
 
 
-@pytest.mark.parametrize(("name", "read_register", "inp_groups"),
-                         [("small", False, 1), ("batch2", False, 1), ("small", True, 2), ("batch2", True, 4)])
-def test_gemm_array_matches_numpy(name, read_register, inp_groups):
+@pytest.mark.parametrize(("name", "read_register", "sum_register", "inp_groups"),
+                         [("small", False, False, 1), ("batch2", False, False, 1), ("small", True, False, 2),
+                          ("batch2", True, False, 4), ("small", False, True, 1), ("default", True, True, 4),
+                          ("batch2", False, True, 1)])
+def test_gemm_array_matches_numpy(name, read_register, sum_register, inp_groups):
     """Operands go in every cycle; each cycle's sums belong to the operands of two cycles
-    before (the operands and the products are registered), three with
-    `Config.operand_read_register` (each INP copy feeding its own group of lanes)."""
-    c = PRESETS[name].replace(operand_read_register=read_register)
-    delay = 2 + read_register
+    before (the operands and the products are registered), one more with
+    `Config.operand_read_register` (each INP copy feeding its own group of lanes) and one
+    more with `Config.gemm_sum_register` (the adder tree's partial sums)."""
+    c = PRESETS[name].replace(operand_read_register=read_register, gemm_sum_register=sum_register)
+    delay = 2 + read_register + sum_register
     rng = np.random.default_rng(7)
     dut = GemmArray(c, inp_groups=inp_groups)
     trials = []

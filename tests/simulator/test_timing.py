@@ -61,13 +61,15 @@ def _stalls(c: Config, uops: int, io: int, ii: int, tensor: bool) -> int:
     return issue[-1] - (len(rows) - 1) * step
 
 
-@pytest.mark.parametrize("operand_read_register", [False, True], ids=["", "operand-read-register"])
+@pytest.mark.parametrize("registers", [(), ("operand_read_register",), ("gemm_sum_register",),
+                                       ("operand_read_register", "gemm_sum_register")],
+                         ids=["", "operand-read-register", "gemm-sum-register", "both"])
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 @pytest.mark.parametrize("n_iters", [(1, 1, 1), (5, 3, 2), (1, 17, 4)])
-def test_gemm_and_alu_cycles(preset, n_iters, operand_read_register):
-    c = PRESETS[preset].replace(operand_read_register=operand_read_register)
-    # the extra stage drains one cycle later: both latencies grow by one
-    extra = int(operand_read_register)
+def test_gemm_and_alu_cycles(preset, n_iters, registers):
+    c = PRESETS[preset].replace(**{r: True for r in registers})
+    # each extra stage drains one cycle later: both latencies grow by one per stage
+    extra = len(registers)
     t = c.timing.replace(gemm_latency=c.timing.gemm_latency + extra, alu_latency=c.timing.alu_latency + extra)
     uops, io, ii = n_iters
     p = Prog(c)

@@ -12,8 +12,9 @@ Ports (see `vdla.hardware.interfaces` for the memory-request protocol):
 - ``fetch_mem``, ``load_mem``, ``compute_mem``: read masters; ``store_mem``: write master.
   One port per stage, as VTA's HLS design has; a bus wrapper arbitrates them.
 - control: pulse ``start`` with ``insn_addr`` (byte address, 16-byte aligned) and
-  ``insn_count``; ignored while ``running``. Start clears ``done`` and ``error`` and
-  resets every queue and stage (the buffers keep their contents).
+  ``insn_count``; ignored while ``running``. Start clears ``done`` and ``error``, the next
+  cycle resets every queue and stage (the buffers keep their contents), and the one after
+  launches fetch, which takes ``insn_addr`` and ``insn_count`` then: hold them till launch.
 - status: ``running``; ``done`` (set when FINISH completes, or when an error has stopped
   the core and every stage has finished the instruction it was executing; stays set
   until the next start); ``error`` with ``error_code`` (`vdla.hardware.errors.ErrorCode`:
@@ -109,9 +110,13 @@ class Core(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         c = self.config
-        begin = Signal()  # resets the datapath for one cycle
-        dp = Module()  # the datapath, under `begin` reset
-        m.submodules.datapath = ResetInserter(begin)(dp)
+        begin = Signal()  # a start taken: the control registers' reset
+        # The datapath's reset, `begin` registered: a flip-flop, not start's logic, drives a net
+        # that spans the die (on the 85F that logic's route into the load unit's write enables
+        # was the critical path). The datapath is held halted through that cycle.
+        clear = Signal()
+        dp = Module()  # the datapath, under `clear` reset
+        m.submodules.datapath = ResetInserter(clear)(dp)
 
         dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width, io_registers=self.io_registers)
         dp.submodules.load = load = Load(c, io_registers=self.io_registers, wgt_slices=self.wgt_slices)
@@ -185,17 +190,18 @@ class Core(wiring.Component):
         halt = Signal()
         m.d.comb += self.error.eq(halt)
         for unit in (fetch, *stages.values()):
-            dp.d.comb += unit.halt.eq(halt)
+            dp.d.comb += unit.halt.eq(halt | clear)
         m.d.comb += [fetch.insn_addr.eq(self.insn_addr), fetch.insn_count.eq(self.insn_count)]
         launching = Signal()
         m.d.comb += [begin.eq(self.start & ~self.running), fetch.launch.eq(launching)]
-        m.d.sync += launching.eq(begin)
+        m.d.sync += [clear.eq(begin), launching.eq(clear)]
         with m.If(begin):
             m.d.sync += [self.running.eq(1), self.done.eq(0), halt.eq(0), self.error_code.eq(0),
                          self.error_index.eq(0)]
         # The first error stops the core: fetch's (an encoding it rejects) or a stage's (an index
         # past a buffer, with the index of the instruction that stage holds).
-        with m.If(~halt):
+        # (Not while `clear`: the datapath still holds the last run's state.)
+        with m.If(~halt & ~clear):
             with m.If(fetch.error):
                 m.d.sync += [halt.eq(1), self.error_code.eq(fetch.error_code),
                              self.error_index.eq(fetch.error_index)]
@@ -206,7 +212,7 @@ class Core(wiring.Component):
         quiet = ~fetch.busy
         for e in executing:
             quiet = quiet & ~e
-        with m.If(self.running & ((compute.finish & ~halt) | (halt & quiet & ~launching))):
+        with m.If(self.running & ~clear & ((compute.finish & ~halt) | (halt & quiet & ~launching))):
             m.d.sync += [self.running.eq(0), self.done.eq(1)]
 
         # -- counters ----------------------------------------------------------------------------
@@ -228,7 +234,7 @@ class Core(wiring.Component):
             field = getattr(cnt, name)
             with m.If(begin):
                 m.d.sync += field.eq(0)
-            with m.Elif(self.running & ev):
+            with m.Elif(self.running & ~clear & ev):  # counted from launch: `clear` belongs to no run
                 m.d.sync += field.eq(field + 1)
         return m
 

@@ -20,6 +20,11 @@ RAM's output is slow (5.8 ns on ECP5), and the 85F's critical path was that outp
 across the die to a far lane's INP copy. The INP word gets ``inp_groups`` copies of that
 first register (``inp_r_{g}``), each feeding the lane copies of ``block_out / inp_groups``
 consecutive lanes: the lanes a WGT column slice feeds, so each copy sits near its slice.
+
+With ``Config.gemm_sum_register`` the adder tree is cut halfway: each group of
+``2**ceil(log2(block_in) / 2)`` products is summed into a register (``part_{b}_{o}_{g}``)
+and the rest of the tree sums those (``sums`` a cycle later again). On the 85F the products
+of multipliers spread over the DSP rows, summed whole in one period, were a critical path.
 """
 
 from __future__ import annotations
@@ -75,6 +80,15 @@ class GemmArray(wiring.Component):
                     m.d.sync += p.eq(copies[o].word_select(b * c.block_in + k, c.inp_width).as_signed()
                                      * wgt.word_select(o * c.block_in + k, c.wgt_width).as_signed())
                     products.append(p)
+                if c.gemm_sum_register:
+                    group = 1 << -(-(c.block_in.bit_length() - 1) // 2)  # 2**ceil(log2(block_in) / 2)
+                    parts = []
+                    for g in range(0, c.block_in, group):
+                        part = Signal(signed(len(products[0]) + group.bit_length() - 1), name=f"part_{b}_{o}_{g // group}",
+                                      reset_less=True)
+                        m.d.sync += part.eq(adder_tree(products[g:g + group]))
+                        parts.append(part)
+                    products = parts
                 lane = Signal(signed(c.acc_width), name=f"sum_{b}_{o}")  # sign-extends or wraps
                 m.d.comb += lane.eq(adder_tree(products))
                 lanes.append(lane)

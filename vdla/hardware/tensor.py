@@ -13,7 +13,8 @@ kept as running sums, no multipliers). Stages:
   part sit across the die from each other);
 - S1b (only with ``Config.operand_read_register``): INP/WGT arrive and are registered
   (in the GEMM array, once more before its lane copies); the ACC side waits a stage, so
-  the two meet again in S2r;
+  the two meet again in S2r; S1c (only with ``Config.gemm_sum_register``): the ACC side
+  waits one more, while the GEMM array registers its partial sums between S2r and S2b;
 - S2: INP/WGT arrive and the GEMM array registers them (so the multipliers start from a
   register, not from a block RAM's slow output across the chip); the indices address
   ACC[dst], ACC[src];
@@ -65,7 +66,7 @@ from .interfaces import sram_read, sram_write
 __all__ = ["STALL_GROUPS", "TensorPipeline"]
 
 #: The stages each copy of the ALU hazard's `stall` register holds: S0's loop counters,
-#: S1 and S1q with the uop buffer's read enable, S1a with the WGT addresses (and S1b), S2.
+#: S1 and S1q with the uop buffer's read enable, S1a with the WGT addresses (and S1b, S1c), S2.
 STALL_GROUPS = ("s0", "s1", "s1a", "s2")
 
 
@@ -204,12 +205,15 @@ class TensorPipeline(wiring.Component):
         # The GEMM array registers the block RAMs' output once more; the ACC side waits here a
         # cycle, under S1a's stall (the registered operands are not held: an ALU instruction,
         # the only kind that stalls, does not use them).
+        # Likewise S1c, for the GEMM adder tree's partial sums (Config.gemm_sum_register).
         pre2_valid, pre2_dst, pre2_src = s1a_valid, s1a_dst, s1a_src[:dw]
-        if c.operand_read_register:
-            s1b_valid, s1b_dst, s1b_src = Signal(), data_reg(dw, "s1b_dst"), data_reg(dw, "s1b_src")
+        waits = []
+        for stage in ("s1b", "s1c")[:c.tensor_stages]:
+            valid, dst, src = Signal(name=f"{stage}_valid"), data_reg(dw, f"{stage}_dst"), data_reg(dw, f"{stage}_src")
             with m.If(~stall_q["s1a"]):
-                m.d.sync += [s1b_valid.eq(s1a_valid), s1b_dst.eq(s1a_dst), s1b_src.eq(s1a_src[:dw])]
-            pre2_valid, pre2_dst, pre2_src = s1b_valid, s1b_dst, s1b_src
+                m.d.sync += [valid.eq(pre2_valid), dst.eq(pre2_dst), src.eq(pre2_src)]
+            pre2_valid, pre2_dst, pre2_src = valid, dst, src
+            waits.append(valid)
 
         # -- S2: INP/WGT registered -----------------------------------------------------------
         # A stall holds S2 (its INP/WGT data is not used by an ALU instruction, the only kind
@@ -256,8 +260,8 @@ class TensorPipeline(wiring.Component):
         # registered, so S2b's multiplexers select with flip-flops. What reaches S4 next comes
         # from S3 (GEMM) or S3x (ALU).
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
-        # The instruction is held while it runs and its first iteration reaches S2r six (with
-        # S1b seven) cycles after `start`, so from there on the wide multiplexers select with registered
+        # The instruction is held while it runs and its first iteration reaches S2r six (plus
+        # one per S1b/S1c) cycles after `start`, so from there on the wide multiplexers select with registered
         # copies of its fields, not with decode logic on the instruction register (the
         # immediate needs none: it is the instruction register's bits, sign-extended).
         alu_q, use_imm_q, reset_q = data_reg(1, "alu_q"), data_reg(1, "use_imm_q"), data_reg(1, "reset_q")
@@ -327,8 +331,8 @@ class TensorPipeline(wiring.Component):
         # -- completion ---------------------------------------------------------------------------
         active = Signal()
         drained = ~run & ~s1_valid & ~s1q_valid & ~s1a_valid & ~s2_valid & ~s2r_valid & ~s2b_valid & ~s3_valid & ~s3x_valid & ~s4_valid
-        if c.operand_read_register:
-            drained &= ~s1b_valid
+        for valid in waits:
+            drained &= ~valid
         m.d.comb += self.busy.eq(active | self.start)
         with m.If(self.start):
             m.d.sync += active.eq(1)

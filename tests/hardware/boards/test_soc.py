@@ -56,6 +56,14 @@ def test_boards_fit_their_parts_on_paper():
         board("de10-nano")
 
 
+def test_led_signals_are_checked():
+    from vdla.hardware.boards.soc import LEDS
+
+    assert all(set(b.leds) <= set(LEDS) for b in BOARDS.values())
+    with pytest.raises(ValueError, match=r"unknown LED signals \['blink'\]"):
+        board("icebreaker").top(simulate=True, leds=("running", "blink"))
+
+
 def _matmul_on_fsim_and_board(name: str, link, m: int, n: int, k: int, shift: int, seed: int, high: int = 128):
     """C = clip((A @ W^T) >> shift) with blocked_matmul's program, once on fsim and once on the
     simulated board through `link`. Returns {kind: (C, device, report, c_buf)} and the numpy C."""

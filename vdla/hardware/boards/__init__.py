@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...config import Config
-from .soc import COUNTER_BASE, REGISTERS, BoardTop, config_id
+from .soc import COUNTER_BASE, LEDS, REGISTERS, BoardTop, config_id
 
 __all__ = ["Board", "BOARDS", "board", "board_config", "BoardTop", "REGISTERS", "COUNTER_BASE", "config_id"]
 
@@ -45,6 +45,8 @@ class Board:
     lut_lanes: int = 0
     #: Counters given a register (None: all of them).
     counters: tuple[str, ...] | None = None
+    #: What the LEDs show, in order (`vdla.hardware.boards.soc.LEDS`).
+    leds: tuple[str, ...] = LEDS
     #: The stages' run-time index checks (`vdla.hardware.core.Core`'s ``range_checks``).
     range_checks: bool = True
     #: Fetch's instruction register and the DMA engines' SRAM write registers (`Core`'s
@@ -97,7 +99,7 @@ class Board:
         from .clocks import clock_for
 
         args = dict(mem_size=self.mem_size, memory=self.memory, spram_blocks=self.spram_blocks,
-                    clk_hz=self.clk_mhz * 1e6, baud=self.baud, counters=self.counters, range_checks=self.range_checks,
+                    clk_hz=self.clk_mhz * 1e6, baud=self.baud, counters=self.counters, leds=self.leds, range_checks=self.range_checks,
                     io_registers=self.io_registers, wgt_slices=self.wgt_slices,
                     clock=None if simulate else clock_for(self), simulate=simulate)
         args.update(kw)

@@ -18,7 +18,7 @@ memory: a deadlock).
   memory's address comes straight from the arbiter's choice, and the next read goes out in
   the cycle its reader takes the word before it.
 - `PipelinedArbiter` (the ULX3S parts): every input of the memory comes from a flip-flop,
-  the core's commands and write beats come through skid buffers (`vdla.hardware.skid`), the
+  the core's commands, write beats and read words come through skid buffers (`vdla.hardware.skid`), the
   bridge's request is registered as it arrives, and reads are issued up to four ahead into
   a small queue that the reader drains, so a reader's ``ready`` never reaches the memory's
   address in one cycle. Each of these was the critical path of a ULX3S build in turn.
@@ -26,7 +26,7 @@ memory: a deadlock).
 
 from __future__ import annotations
 
-from amaranth import Array, Cat, Module, Signal
+from amaranth import Array, Cat, Module, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -191,6 +191,15 @@ class PipelinedArbiter(_Arbiter):
             return skid.o
 
         cmd = {name: through_skid(f"{name}_cmd", getattr(self, name).cmd, MemCmd) for name in (*self.READERS, "store")}
+        # The words go back through skid buffers too: a reader's `ready` and the logic behind it
+        # (its DMA's address and count updates) stay on its side of the die (on the 85F, Yosys
+        # shared the accept condition between the two, and the path crossed the die twice).
+        words = {}
+        for name in self.READERS:
+            m.submodules[f"{name}_data"] = skid = SkidBuffer(unsigned(bw))
+            port = getattr(self, name).data
+            m.d.comb += [port.valid.eq(skid.o.valid), port.payload.eq(skid.o.payload), skid.o.ready.eq(port.ready)]
+            words[name] = skid.i
         store_data = through_skid("store_data", self.store.data, write_beat(bw))
         store_resp = self.store.resp
 
@@ -233,10 +242,10 @@ class PipelinedArbiter(_Arbiter):
         with m.Switch(owner):
             for i, name in enumerate(self.READERS):
                 with m.Case(i):
-                    data = getattr(self, name).data
+                    data = words[name]
                     m.d.comb += [data.valid.eq(reading & (count != 0)), take.eq(data.valid & data.ready)]
         for name in self.READERS:
-            m.d.comb += getattr(self, name).data.payload.eq(queue[head])
+            m.d.comb += words[name].payload.eq(queue[head])
         with m.If(take):
             m.d.sync += head.eq(head + 1)
         m.d.sync += count.eq(count + arrive - take)

@@ -8,6 +8,10 @@ of its own: one reset net from the synchroniser to every flip-flop crossed the 8
 twice on its way (its critical path), so `vdla.hardware.boards.soc.BoardTop` holds each unit
 in reset through a register of its own instead. `ecp5_pll_params` finds exact dividers
 (VCO 400..800 MHz), as ``ecppll`` does.
+
+On an iCE40 an SB_PLL40_PAD makes the clock from the 12 MHz oscillator's pad
+(`ice40_pll_params`, as ``icepll`` does); that small a part keeps one reset for the domain,
+held until the PLL has locked and the block RAMs have woken (`ICE40_BRAM_WAKE_S`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from amaranth import ClockDomain, ClockSignal, Instance, Module, Signal
 from amaranth.lib import io
 from amaranth.lib.cdc import FFSynchronizer
 
-__all__ = ["clock_for", "ecp5_pll_params"]
+__all__ = ["clock_for", "ecp5_pll_params", "ice40_pll_params"]
 
 
 def ecp5_pll_params(fin_mhz: float, fout_mhz: float) -> dict[str, int]:
@@ -68,13 +72,71 @@ def _ecp5_pll(fin_mhz: float, fout_mhz: float):
     return make
 
 
+def ice40_pll_params(fin_mhz: float, fout_mhz: float) -> dict[str, int]:
+    """DIVR, DIVF, DIVQ, FILTER_RANGE for fout = fin * (DIVF+1) / ((DIVR+1) * 2**DIVQ) on an
+    iCE40 SB_PLL40 (phase detector 10..133 MHz, VCO 533..1066 MHz, as ``icepll`` checks)."""
+    best = None
+    for divr in range(16):
+        pfd = fin_mhz / (divr + 1)
+        if not 10 <= pfd <= 133:
+            continue
+        for divf in range(128):
+            vco = pfd * (divf + 1)
+            if not 533 <= vco <= 1066:
+                continue
+            for divq in range(1, 7):
+                if abs(vco / 2 ** divq - fout_mhz) < 1e-6 and (best is None or divr < best[0]):
+                    best = (divr, divf, divq, pfd)
+    if best is None:
+        raise ValueError(f"no exact iCE40 PLL setting makes {fout_mhz} MHz from {fin_mhz} MHz")
+    divr, divf, divq, pfd = best
+    # The loop filter's range follows the phase detector's frequency (iCE40 sysCLOCK guide).
+    filter_range = next(k for k, top in enumerate((17, 26, 44, 66, 101), start=1) if pfd < top) if pfd < 101 else 6
+    return {"DIVR": divr, "DIVF": divf, "DIVQ": divq, "FILTER_RANGE": filter_range}
+
+
+#: iCE40 block RAMs read as zeros for about 3 us after configuration: the domain stays in reset
+#: this long after the PLL locks (Amaranth's own iCE40 default domain waits likewise).
+ICE40_BRAM_WAKE_S = 10e-6
+
+
+def _ice40_pll(fin_mhz: float, fout_mhz: float):
+    p = ice40_pll_params(fin_mhz, fout_mhz)
+
+    def make(m: Module, platform) -> None:
+        m.domains.sync = sync = ClockDomain("sync")
+        m.domains.por = por = ClockDomain("por", reset_less=True, local=True)
+        platform.add_clock_constraint(sync.clk, fout_mhz * 1e6)
+        locked = Signal()
+        # The oscillator's pin is the PLL's own pad on the UP5K: the _PAD variant takes it raw.
+        m.submodules.pll = Instance(
+            "SB_PLL40_PAD", p_FEEDBACK_PATH="SIMPLE", p_DIVR=p["DIVR"], p_DIVF=p["DIVF"], p_DIVQ=p["DIVQ"],
+            p_FILTER_RANGE=p["FILTER_RANGE"],
+            i_PACKAGEPIN=platform.request(platform.default_clk, dir="-").io, i_RESETB=1, i_BYPASS=0,
+            o_PLLOUTGLOBAL=sync.clk, o_LOCK=locked,
+        )
+        m.d.comb += por.clk.eq(sync.clk)
+        locked_por = Signal()
+        m.submodules.lock_sync = FFSynchronizer(locked, locked_por, o_domain="por", init=0)
+        wake = int(ICE40_BRAM_WAKE_S * fout_mhz * 1e6)
+        timer, ready = Signal(range(wake + 1)), Signal()
+        with m.If(~locked_por):
+            m.d.por += [timer.eq(0), ready.eq(0)]
+        with m.Elif(timer == wake):
+            m.d.por += ready.eq(1)
+        with m.Else():
+            m.d.por += timer.eq(timer + 1)
+        m.d.comb += sync.rst.eq(~ready)
+
+    return make
+
+
 def clock_for(board):
     """The clock-domain maker for `board` (None: the platform's default clock)."""
     if board.family == "ecp5":
         fin = 25.0
         return None if board.clk_mhz == fin else _ecp5_pll(fin, board.clk_mhz)
     if board.family == "ice40":
-        if board.clk_mhz != 12.0:
-            raise ValueError("iCEBreaker boards run the core from the 12 MHz oscillator")
-        return None
+        fin = 12.0
+        return None if board.clk_mhz == fin else _ice40_pll(fin, board.clk_mhz)
     raise ValueError(f"unknown FPGA family {board.family!r}")

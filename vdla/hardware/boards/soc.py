@@ -47,11 +47,14 @@ from ..uart import divisor_for
 from .arbiter import MemoryArbiter, PipelinedArbiter, ram_signature
 
 __all__ = [
-    "REGISTERS", "COUNTER_BASE", "config_id", "ram_signature", "BlockRam", "Spram", "MemoryArbiter", "PipelinedArbiter", "BoardTop",
+    "REGISTERS", "COUNTER_BASE", "LEDS", "config_id", "ram_signature", "BlockRam", "Spram", "MemoryArbiter", "PipelinedArbiter", "BoardTop",
 ]
 
 #: Control register byte offsets of the board (`vdla.hardware.regmap`, counters included).
 REGISTERS = registers(BOARD)
+#: What the board's LEDs can show, in the default order: a heartbeat (the clock runs, about
+#: 1 Hz), and the core's running, done and error.
+LEDS = ("heartbeat", "running", "done", "error")
 REG_ADDR_WIDTH = 8
 STATUS_DONE, STATUS_RUNNING, STATUS_ERROR = (1 << STATUS_BITS[b] for b in ("done", "running", "error"))
 
@@ -155,8 +158,8 @@ class BoardTop(Elaboratable):
     ``clock``: called as ``clock(m, platform)`` to create the ``sync`` domain on a board
     (None: the platform's default clock); it returns None (the domain has its own reset) or
     a reset request, from which each unit (core, bridge, arbiter) gets a reset register of
-    its own (``unit_reset_<name>``, kept apart by the build), so no one reset net spans the die; ``leds``: drive the board's LEDs (heartbeat,
-    running, done, error). ``simulate`` models SPRAM with `Memory` for the simulator.
+    its own (``unit_reset_<name>``, kept apart by the build), so no one reset net spans the die; ``leds``: what the board's LEDs
+    show, in order (of `LEDS`: a heartbeat, running, done, error; as many as it has). ``simulate`` models SPRAM with `Memory` for the simulator.
     ``range_checks``, ``io_registers`` and ``wgt_slices`` go to `Core` (off: no room on the part
     for the stages' index checks, or for the registers on the memory's paths; slices: the WGT
     buffer cut in columns, each with its own read address register); ``io_registers`` also
@@ -165,7 +168,7 @@ class BoardTop(Elaboratable):
 
     def __init__(self, config: Config, *, mem_size: int = 64 << 10, memory: str = "bram", spram_blocks: int = 4,
                  clk_hz: float = 25e6, baud: int = 115200, divisor: int | None = None, max_block: int = 256,
-                 counters: tuple[str, ...] | None = None, clock=None, leds: bool = True, simulate: bool = False,
+                 counters: tuple[str, ...] | None = None, clock=None, leds: tuple[str, ...] = LEDS, simulate: bool = False,
                  idle_cycles: int | None = None, range_checks: bool = True,
                  io_registers: bool = True, wgt_slices: int = 1) -> None:
         if memory not in ("bram", "spram"):
@@ -183,7 +186,10 @@ class BoardTop(Elaboratable):
         unknown = set(self.counters) - set(COUNTER_NAMES)
         if unknown:
             raise ValueError(f"unknown counters {sorted(unknown)}; the core has {COUNTER_NAMES}")
-        self.clock, self.leds = clock, leds
+        unknown = set(leds) - set(LEDS)
+        if unknown:
+            raise ValueError(f"unknown LED signals {sorted(unknown)}; the top shows {LEDS}")
+        self.clock, self.leds = clock, tuple(leds)
         self.io_registers = io_registers
         self.ram_bits = ceil_log2(self.mem_size)
         # 16-byte instructions fill the memory at most
@@ -280,10 +286,12 @@ class BoardTop(Elaboratable):
             m.submodules.uart_tx = tx_buf = io.Buffer("o", uart.tx)
             m.d.comb += [self.rx.eq(rx_buf.i), tx_buf.o.eq(self.tx)]
             if self.leds:
-                beat = Signal(max(1, ceil_log2(int(self.clk_hz))))
-                m.d.sync += beat.eq(beat + 1)
-                shown = [beat[-1], core.running, core.done, core.error]
-                for i, value in enumerate(shown):
+                status = {"running": core.running, "done": core.done, "error": core.error}
+                if "heartbeat" in self.leds:
+                    beat = Signal(max(1, ceil_log2(int(self.clk_hz))))
+                    m.d.sync += beat.eq(beat + 1)
+                    status["heartbeat"] = beat[-1]
+                for i, value in enumerate(status[name] for name in self.leds):
                     try:
                         led = platform.request("led", i, dir="-")
                     except ResourceError:  # fewer LEDs on this board
