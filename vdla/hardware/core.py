@@ -187,27 +187,34 @@ class Core(wiring.Component):
         wiring.connect(m, wiring.flipped(self.store_mem), store.mem)
 
         # -- control ---------------------------------------------------------------------------
-        halt = Signal()
+        halt = Signal()  # an error stopped the run
+        # The units' halt: `halt`, and the `clear` cycle too (the datapath still holds the last
+        # run's state then). A flip-flop of its own: `halt | clear` in logic went into the ACC
+        # write multiplexers' select logic, a 45F critical path.
+        stop = Signal()
         m.d.comb += self.error.eq(halt)
         for unit in (fetch, *stages.values()):
-            dp.d.comb += unit.halt.eq(halt | clear)
+            dp.d.comb += unit.halt.eq(stop)
         m.d.comb += [fetch.insn_addr.eq(self.insn_addr), fetch.insn_count.eq(self.insn_count)]
         launching = Signal()
         m.d.comb += [begin.eq(self.start & ~self.running), fetch.launch.eq(launching)]
         m.d.sync += [clear.eq(begin), launching.eq(clear)]
         with m.If(begin):
-            m.d.sync += [self.running.eq(1), self.done.eq(0), halt.eq(0), self.error_code.eq(0),
+            m.d.sync += [self.running.eq(1), self.done.eq(0), halt.eq(0), stop.eq(1), self.error_code.eq(0),
                          self.error_index.eq(0)]
+        with m.If(clear):
+            m.d.sync += stop.eq(0)
         # The first error stops the core: fetch's (an encoding it rejects) or a stage's (an index
-        # past a buffer, with the index of the instruction that stage holds).
-        # (Not while `clear`: the datapath still holds the last run's state.)
+        # past a buffer, with the index of the instruction that stage holds). Not while `clear`:
+        # the datapath still holds the last run's state.
         with m.If(~halt & ~clear):
             with m.If(fetch.error):
-                m.d.sync += [halt.eq(1), self.error_code.eq(fetch.error_code),
+                m.d.sync += [halt.eq(1), stop.eq(1), self.error_code.eq(fetch.error_code),
                              self.error_index.eq(fetch.error_index)]
             for name, stage in stages.items() if self.range_checks else ():
                 with m.Elif(stage.error != ErrorCode.NONE):
-                    m.d.sync += [halt.eq(1), self.error_code.eq(stage.error), self.error_index.eq(index[name])]
+                    m.d.sync += [halt.eq(1), stop.eq(1), self.error_code.eq(stage.error),
+                                 self.error_index.eq(index[name])]
         executing = [stage.status.state == State.EXEC for stage in stages.values()]
         quiet = ~fetch.busy
         for e in executing:
