@@ -27,10 +27,11 @@ def _platform(size: str):
 CONFIG_85F = Config(
     name="ulx3s-85f", batch=1, block_in=16, block_out=16,
     uop_buff_size=8 << 10, inp_buff_size=16 << 10, wgt_buff_size=128 << 10, acc_buff_size=64 << 10,
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=60.0,
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=65.0,
     # the INP/WGT reads registered once more (inside the block RAMs, `Board.bram_output_registers`),
-    # so that a read's route across the die has a cycle of its own
-    operand_read_register=True,
+    # so that a read's route across the die has a cycle of its own; the GEMM adder tree cut by a
+    # register halfway (the far DSP lanes' products and the whole tree did not fit in a period)
+    operand_read_register=True, gemm_sum_register=True,
 )
 
 #: 1x8x8 on the 45F (72 MULT18X18D, 108 DP16KD).
