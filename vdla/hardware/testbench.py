@@ -180,6 +180,7 @@ class CoreSim:
         ctx.set(core.start, 1)
         await ctx.tick()
         ctx.set(core.start, 0)
+        await ctx.tick()  # the core's `clear` cycle (the datapath resets): the run's cycles count from the next
 
         def word(addr: int, who: str) -> int:
             if addr < 0 or addr + B > size:
