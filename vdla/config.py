@@ -139,6 +139,11 @@ class Config:
     #: multiplier's product and the whole tree do not fit in one clock period). Adds a stage
     #: to the tensor pipeline as `operand_read_register` does (`tensor_stages`).
     gemm_sum_register: bool = False
+    #: Copy the INP word once more, into one register per group of GEMM lanes, between its
+    #: read register and the lanes' own copies (a large part, where one register drove the
+    #: multipliers of every lane across the die). WGT is read a cycle later to match. Adds a
+    #: stage to the tensor pipeline as `operand_read_register` does (`tensor_stages`).
+    inp_fanout_register: bool = False
     timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
@@ -180,7 +185,7 @@ class Config:
         v = self.clock_mhz
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"clock_mhz must be a positive number, got {self.clock_mhz!r}")
-        for name in ("acc_read_register", "operand_read_register", "gemm_sum_register"):
+        for name in ("acc_read_register", "operand_read_register", "gemm_sum_register", "inp_fanout_register"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.timing, Timing):
@@ -294,8 +299,9 @@ class Config:
     @property
     def tensor_stages(self) -> int:
         """The stages the optional registers add to the tensor pipeline (each delays GEMM's sums
-        a cycle, and the ACC side waits with them): `operand_read_register`, `gemm_sum_register`."""
-        return int(self.operand_read_register) + int(self.gemm_sum_register)
+        a cycle, and the ACC side waits with them): `operand_read_register`, `gemm_sum_register`,
+        `inp_fanout_register`."""
+        return int(self.operand_read_register) + int(self.gemm_sum_register) + int(self.inp_fanout_register)
 
     @property
     def macs_per_cycle(self) -> int:

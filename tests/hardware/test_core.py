@@ -62,24 +62,31 @@ def test_random_programs_batch2(seed):
     _check_random("batch2", seed)
 
 
-#: (preset, WGT slices, Config.operand_read_register, Config.gemm_sum_register, seed): the board
-#: build's options
-SLICED_OR_REGISTERED = ([("small", n, False, False, seed) for n in (2, 4) for seed in range(4)]
-                        + [("batch2", 8, False, False, 0)]
-                        + [("small", n, True, False, seed) for n in (1, 2, 4) for seed in range(4)]
-                        + [("batch2", 8, True, False, 0), ("batch2", 1, True, False, 1)]
-                        + [("small", 1, False, True, seed) for seed in range(3)]
-                        + [("small", 4, True, True, seed) for seed in range(4)] + [("batch2", 8, True, True, 2)])
+#: (preset, WGT slices, Config.operand_read_register, Config.gemm_sum_register,
+#: Config.inp_fanout_register, seed): the board build's options
+SLICED_OR_REGISTERED = ([("small", n, False, False, False, seed) for n in (2, 4) for seed in range(4)]
+                        + [("batch2", 8, False, False, False, 0)]
+                        + [("small", n, True, False, False, seed) for n in (1, 2, 4) for seed in range(4)]
+                        + [("batch2", 8, True, False, False, 0), ("batch2", 1, True, False, False, 1)]
+                        + [("small", 1, False, True, False, seed) for seed in range(3)]
+                        + [("small", 4, True, True, False, seed) for seed in range(4)]
+                        + [("batch2", 8, True, True, False, 2)]
+                        + [("small", n, True, True, True, seed) for n in (1, 4) for seed in range(3)]
+                        + [("small", 2, False, False, True, 5), ("batch2", 8, True, True, True, 3)])
 
 
-@pytest.mark.parametrize(("name", "slices", "operand_read_register", "gemm_sum_register", "seed"), SLICED_OR_REGISTERED)
+@pytest.mark.parametrize(("name", "slices", "operand_read_register", "gemm_sum_register", "inp_fanout_register", "seed"),
+                         SLICED_OR_REGISTERED)
 def test_random_programs_wgt_slices_and_tensor_registers(name, slices, operand_read_register, gemm_sum_register,
-                                                         seed):
+                                                         inp_fanout_register, seed):
     """The WGT buffer cut into column slices, each read at its own address register copy,
     and/or the INP/WGT read data registered once more (`Config.operand_read_register`, one
     INP copy per slice), and/or the GEMM adder tree's partial sums registered
-    (`Config.gemm_sum_register`): the same DRAM and counters as the golden simulator."""
-    c = PRESETS[name].replace(operand_read_register=operand_read_register, gemm_sum_register=gemm_sum_register)
+    (`Config.gemm_sum_register`), and/or the INP word copied per slice after its read
+    register (`Config.inp_fanout_register`, WGT read a cycle later): the same DRAM and
+    counters as the golden simulator."""
+    c = PRESETS[name].replace(operand_read_register=operand_read_register, gemm_sum_register=gemm_sum_register,
+                              inp_fanout_register=inp_fanout_register)
     case = random_program(c, seed)
     fsim = Device("fsim", config=c, dram_size=DRAM)
     pysim = Device("pysim", config=c, dram_size=DRAM, wgt_slices=slices)

@@ -60,17 +60,21 @@ def test_tensor_alu_matches_the_golden_alu(op):
     _clocked(dut, bench)
 
 
-@pytest.mark.parametrize(("name", "read_register", "sum_register", "inp_groups"),
-                         [("small", False, False, 1), ("batch2", False, False, 1), ("small", True, False, 2),
-                          ("batch2", True, False, 4), ("small", False, True, 1), ("default", True, True, 4),
-                          ("batch2", False, True, 1)])
-def test_gemm_array_matches_numpy(name, read_register, sum_register, inp_groups):
+@pytest.mark.parametrize(("name", "read_register", "sum_register", "fanout", "inp_groups"),
+                         [("small", False, False, False, 1), ("batch2", False, False, False, 1),
+                          ("small", True, False, False, 2), ("batch2", True, False, False, 4),
+                          ("small", False, True, False, 1), ("default", True, True, False, 4),
+                          ("batch2", False, True, False, 1), ("small", False, False, True, 2),
+                          ("batch2", True, False, True, 4), ("default", True, True, True, 4)])
+def test_gemm_array_matches_numpy(name, read_register, sum_register, fanout, inp_groups):
     """Operands go in every cycle; each cycle's sums belong to the operands of two cycles
     before (the operands and the products are registered), one more with
-    `Config.operand_read_register` (each INP copy feeding its own group of lanes) and one
-    more with `Config.gemm_sum_register` (the adder tree's partial sums)."""
-    c = PRESETS[name].replace(operand_read_register=read_register, gemm_sum_register=sum_register)
-    delay = 2 + read_register + sum_register
+    `Config.operand_read_register` (each INP copy feeding its own group of lanes), one
+    more with `Config.gemm_sum_register` (the adder tree's partial sums) and one more with
+    `Config.inp_fanout_register` (the INP group copies), where WGT comes a cycle after INP."""
+    c = PRESETS[name].replace(operand_read_register=read_register, gemm_sum_register=sum_register,
+                              inp_fanout_register=fanout)
+    delay = 2 + read_register + sum_register + fanout
     rng = np.random.default_rng(7)
     dut = GemmArray(c, inp_groups=inp_groups)
     trials = []
@@ -80,16 +84,21 @@ def test_gemm_array_matches_numpy(name, read_register, sum_register, inp_groups)
         if trial == 0:
             inp[:], wgt[:] = -128, -128  # the largest sums
         trials.append((inp, wgt))
+    # what goes in at each tick: the INP of trial t with the WGT of trial t - fanout
+    feed = [*trials, *[trials[-1]] * delay]
+    wgts = [trials[0][1]] * fanout + [w for _, w in feed]
 
     async def bench(ctx):
-        for trial, (inp, wgt) in enumerate([*trials, *[trials[-1]] * (delay - 1)]):
+        for tick, ((inp, _), wgt) in enumerate(zip(feed, wgts)):
             ctx.set(dut.inp, _pack(inp, c.inp_width))
             ctx.set(dut.wgt, _pack(wgt, c.wgt_width))
             await ctx.tick()
-            if trial >= delay - 1:  # the operands set `delay` - 1 ticks before the last
+            trial = tick - delay + 1  # the INP set `delay` - 1 ticks before the last
+            if 0 <= trial < len(trials):
                 got = _unpack(ctx.get(dut.sums), c.acc_width, c.batch * c.block_out).reshape(c.batch, c.block_out)
-                inp, wgt = trials[trial - delay + 1]
-                assert np.array_equal(got, inp @ wgt.T), f"trial {trial - delay + 1}"
+                inp, wgt = trials[trial]
+                assert np.array_equal(got, inp @ wgt.T), f"trial {trial}"
+        assert trial >= len(trials) - 1, "not every trial was checked"
 
     _clocked(dut, bench)
 

@@ -62,8 +62,9 @@ def _stalls(c: Config, uops: int, io: int, ii: int, tensor: bool) -> int:
 
 
 @pytest.mark.parametrize("registers", [(), ("operand_read_register",), ("gemm_sum_register",),
-                                       ("operand_read_register", "gemm_sum_register")],
-                         ids=["", "operand-read-register", "gemm-sum-register", "both"])
+                                       ("operand_read_register", "gemm_sum_register"), ("inp_fanout_register",),
+                                       ("operand_read_register", "gemm_sum_register", "inp_fanout_register")],
+                         ids=["", "operand-read-register", "gemm-sum-register", "both", "inp-fanout-register", "all"])
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 @pytest.mark.parametrize("n_iters", [(1, 1, 1), (5, 3, 2), (1, 17, 4)])
 def test_gemm_and_alu_cycles(preset, n_iters, registers):

@@ -21,6 +21,13 @@ across the die to a far lane's INP copy. The INP word gets ``inp_groups`` copies
 first register (``inp_r_{g}``), each feeding the lane copies of ``block_out / inp_groups``
 consecutive lanes: the lanes a WGT column slice feeds, so each copy sits near its slice.
 
+With ``Config.inp_fanout_register`` the INP word is registered once more after that
+(``sums`` a cycle later again), into ``inp_groups`` copies (``inp_f_{g}``) that then feed
+the lane copies, while ``inp_r`` is a single register (on the ECP5 builds the block RAM's
+own output register): on the 85F one register driving all lanes' multiplier inputs was
+the critical path, 13-16 ns of route. ``wgt`` is not registered again: it belongs to the
+``inp`` of the cycle before (the tensor pipeline reads the WGT buffer a cycle later).
+
 With ``Config.gemm_sum_register`` the adder tree is cut halfway: each group of
 ``2**ceil(log2(block_in) / 2)`` products is summed into a register (``part_{b}_{o}_{g}``)
 and the rest of the tree sums those (``sums`` a cycle later again). On the 85F the products
@@ -62,9 +69,15 @@ class GemmArray(wiring.Component):
         c = self.config
         wgt_in, inp_in = self.wgt, [self.inp] * self.inp_groups
         if c.operand_read_register:
+            # with the fan-out register, the group copies come after this one
+            copies = 1 if c.inp_fanout_register else self.inp_groups
             wgt_in = Signal.like(self.wgt, name="wgt_r", reset_less=True)
-            inp_in = [Signal.like(self.inp, name=f"inp_r_{g}", reset_less=True) for g in range(self.inp_groups)]
+            inp_in = [Signal.like(self.inp, name=f"inp_r_{g}", reset_less=True) for g in range(copies)]
             m.d.sync += [wgt_in.eq(self.wgt), *(r.eq(self.inp) for r in inp_in)]
+        if c.inp_fanout_register:  # WGT needs no register here: the tensor pipeline reads it a cycle later
+            groups = [Signal.like(self.inp, name=f"inp_f_{g}", reset_less=True) for g in range(self.inp_groups)]
+            m.d.sync += [f.eq(inp_in[0]) for f in groups]
+            inp_in = groups
         wgt = Signal.like(self.wgt, name="wgt_q", reset_less=True)
         m.d.sync += wgt.eq(wgt_in)
         copies = []

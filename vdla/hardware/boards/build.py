@@ -169,9 +169,15 @@ def _yosys_script(board: Board) -> str:
         # own register (`.outreg`), whose 1 ns clock-to-out then drives every lane's copy (an
         # 85F build keeping them apart with the multipliers' input registers routed slower:
         # 54.8 against 63.5 MHz at 75, 179 router iterations against 36).
-        if c.operand_read_register and board.wgt_slices > 1 and not board.bram_output_registers:
+        if c.operand_read_register and board.wgt_slices > 1 and not board.bram_output_registers \
+                and not c.inp_fanout_register:
             lines += _keep_apart("one INP read register per WGT column slice, feeding that slice's lanes", "gemm.py",
                                  board.wgt_slices, _dffs(mod, "inp_r_*"))
+        # `Config.inp_fanout_register`'s copies come after that register instead (which then is
+        # one, in the block RAM with its output registers)
+        if c.inp_fanout_register and board.wgt_slices > 1:
+            lines += _keep_apart("one INP fan-out register per WGT column slice, feeding that slice's lanes",
+                                 "gemm.py", board.wgt_slices, _dffs(mod, "inp_f_*"))
         lines += _keep_apart("one ALU hazard stall register per group of stages it holds", "tensor.py",
                              len(STALL_GROUPS), _dffs(tensor, "stall_*"))
         lines += _keep_apart("one ALU op register per lane", "alu.py", c.batch * c.block_out, _dffs(f"{tensor}.alu", "op_*"))
