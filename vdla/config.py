@@ -144,6 +144,11 @@ class Config:
     #: multipliers of every lane across the die). WGT is read a cycle later to match. Adds a
     #: stage to the tensor pipeline as `operand_read_register` does (`tensor_stages`).
     inp_fanout_register: bool = False
+    #: Register the tensor ALU's MIN/MAX compare (one bit per lane, with the operand it may
+    #: pick) and pick in the ALU's second stage (a large part, where the compare's carry chain
+    #: and its fan-out to every result bit did not fit in a period). No cycle is added; costs
+    #: an accumulator row of flip-flops.
+    alu_compare_register: bool = False
     timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
@@ -185,7 +190,8 @@ class Config:
         v = self.clock_mhz
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"clock_mhz must be a positive number, got {self.clock_mhz!r}")
-        for name in ("acc_read_register", "operand_read_register", "gemm_sum_register", "inp_fanout_register"):
+        for name in ("acc_read_register", "operand_read_register", "gemm_sum_register", "inp_fanout_register",
+                     "alu_compare_register"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.timing, Timing):

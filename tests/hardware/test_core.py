@@ -41,8 +41,8 @@ def _first_diff(a: np.ndarray, b: np.ndarray, base: int) -> str:
     return f"first differing byte at {base + k:#x}: golden {a[k]:#04x}, RTL {b[k]:#04x}"
 
 
-def _check_random(name: str, seed: int) -> None:
-    c = PRESETS[name]
+def _check_random(name: str, seed: int, **options) -> None:
+    c = PRESETS[name].replace(**options)
     case = random_program(c, seed)
     fsim, pysim = _devices(c)
     ref, gold = case.run(fsim)
@@ -60,6 +60,13 @@ def test_random_programs_small(seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_random_programs_batch2(seed):
     _check_random("batch2", seed)
+
+
+@pytest.mark.parametrize(("name", "seed"), [("small", seed) for seed in range(4)] + [("batch2", 4)])
+def test_random_programs_alu_compare_register(name, seed):
+    """`Config.alu_compare_register` (MIN/MAX pick in the ALU's second stage) changes neither
+    a result nor a cycle."""
+    _check_random(name, seed, alu_compare_register=True)
 
 
 #: (preset, WGT slices, Config.operand_read_register, Config.gemm_sum_register,

@@ -34,9 +34,12 @@ def _clocked(dut, bench) -> None:
     sim.run()
 
 
+@pytest.mark.parametrize("compare_register", [False, True], ids=["", "compare-register"])
 @pytest.mark.parametrize("op", list(AluOp))
-def test_tensor_alu_matches_the_golden_alu(op):
-    c = PRESETS["small"]
+def test_tensor_alu_matches_the_golden_alu(op, compare_register):
+    """Every operation on random and edge-case operands, with and without
+    `Config.alu_compare_register` (MIN/MAX pick in the second stage)."""
+    c = PRESETS["small"].replace(alu_compare_register=compare_register)
     w, lanes = c.acc_width, c.batch * c.block_out
     rng = np.random.default_rng(int(op))
     edge = np.array([0, 1, -1, 2**31 - 1, -(2**31), 31, 32, 33, -31, -32, -33, 63, 64, -64, 12345, -54321])

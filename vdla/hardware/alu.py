@@ -9,7 +9,9 @@ The result comes one clock after the operands (`TensorAlu.LATENCY`). The first s
 registers MIN/MAX/ADD/SHR's result and the three half-width partial products of MUL (one
 DSP multiplier each; a 16-bit lane's whole product on one); the second adds them and picks.
 A whole acc_width multiply, its adders and the write-back in one cycle were the ECP5 builds'
-critical path. The registers carry data only (the pipeline's valid bits say when it
+critical path. With ``Config.alu_compare_register`` MIN/MAX's compare is registered (one bit)
+with the operand it may pick, and the pick is made in the second stage: on the 85F the
+compare's 32-bit carry chain routed into the select of all 32 result bits was next. The registers carry data only (the pipeline's valid bits say when it
 counts), so they have no reset: a reset net reaching every datapath flip-flop was itself a
 critical path.
 The low acc_width bits of a product do not depend on signedness, so the halves are unsigned:
@@ -32,9 +34,11 @@ __all__ = ["TensorAlu", "alu_lane"]
 SINGLE_MULTIPLIER_BITS = 16
 
 
-def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
+def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int, *, compare_register: bool = False) -> Value:
     """op(a, b) for one lane, a cycle later; `a`, `b` are `width`-bit raw values, `op` a
-    register (the registers go into `m`), the result is `width` bits."""
+    register (the registers go into `m`), the result is `width` bits. With
+    `compare_register` (`Config.alu_compare_register`) MIN/MAX register their compare and
+    `b`, and pick in the second stage."""
     a, b = a.as_signed(), b.as_signed()
     sbits = width.bit_length()  # log2(width) + 1
     amount = b[:sbits].as_signed()
@@ -42,10 +46,18 @@ def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
     left = (a << (-amount)[:sbits])[:width]
     shifted = Mux(amount[-1], left, right[:width])
     other = Signal(width, reset_less=True)
-    m.d.sync += other.eq(
-        Mux(op == AluOp.MIN, Mux(a < b, a, b)[:width],
-            Mux(op == AluOp.MAX, Mux(a < b, b, a)[:width],
-                Mux(op == AluOp.ADD, (a + b)[:width], shifted))))
+    minmax = (op == AluOp.MIN) | (op == AluOp.MAX)
+    if compare_register:
+        # `other` takes a, and the second stage picks b where MIN/MAX say (b_q, pick_b):
+        # the compare's carry chain then ends in one flip-flop, not in the select of every bit.
+        pick_b, b_q = Signal(reset_less=True), Signal(width, reset_less=True)
+        m.d.sync += [other.eq(Mux(minmax, a[:width], Mux(op == AluOp.ADD, (a + b)[:width], shifted))), b_q.eq(b),
+                     pick_b.eq(minmax & ((a < b) == (op == AluOp.MAX)))]
+    else:
+        m.d.sync += other.eq(
+            Mux(op == AluOp.MIN, Mux(a < b, a, b)[:width],
+                Mux(op == AluOp.MAX, Mux(a < b, b, a)[:width],
+                    Mux(op == AluOp.ADD, (a + b)[:width], shifted))))
     ua, ub = a.as_unsigned(), b.as_unsigned()
     if width <= SINGLE_MULTIPLIER_BITS:  # one DSP block does it: register its product
         product = Signal(width, reset_less=True)
@@ -62,6 +74,8 @@ def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int) -> Value:
         product = (low + Cat(Const(0, h), cross_a + cross_b))[:width]
     is_mul = Signal(reset_less=True)
     m.d.sync += is_mul.eq(op == AluOp.MUL)
+    if compare_register:
+        return Mux(is_mul, product, Mux(pick_b, b_q, other))
     return Mux(is_mul, product, other)
 
 
@@ -88,6 +102,7 @@ class TensorAlu(wiring.Component):
         ops = [Signal.like(self.op, name=f"op_{k}", reset_less=True) for k in range(lanes)]
         m.d.sync += [copy.eq(self.op) for copy in ops]
         m.d.comb += self.out.eq(
-            Cat(*(alu_lane(m, ops[k], self.a.word_select(k, w), self.b.word_select(k, w), w) for k in range(lanes)))
+            Cat(*(alu_lane(m, ops[k], self.a.word_select(k, w), self.b.word_select(k, w), w,
+                           compare_register=self.config.alu_compare_register) for k in range(lanes)))
         )
         return m
