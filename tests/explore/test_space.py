@@ -15,6 +15,7 @@ from vdla.explore.space import SpaceError, apply, expand, label, load_space, par
     (["batch=1,2", "bus_width=32"], {"batch": [1, 2], "bus_width": [32]}),
     (["clock_mhz=40.5,50"], {"clock_mhz": [40.5, 50]}),
     (["timing.gemm_latency=6, 8"], {"timing.gemm_latency": [6, 8]}),
+    (["operand_read_register=false,True"], {"operand_read_register": [False, True]}),
 ])
 def test_parse_vary(items, expected):
     assert parse_vary(items) == expected

@@ -4,7 +4,8 @@
 
 Each ``--vary NAME=V1,V2,...`` names a `Config` parameter (GEMM geometry, operand and
 accumulator widths, buffer sizes, bus width, queue depths) or a ``timing.NAME`` cycle-model
-parameter (pipeline depths, initiation intervals); values are integers, numbers or words.
+parameter (pipeline depths, initiation intervals); values are integers, numbers, true/false
+(the pipeline options: ``--vary operand_read_register=false,true``) or words.
 The space is the cartesian product of the lists. A file (``--space FILE``, JSON or TOML)
 holds the same as a mapping ``{"vary": {NAME: [V1, ...]}, "points": [{NAME: V, ...}, ...]}``:
 ``vary`` is crossed, ``points`` are added as they are.
@@ -39,6 +40,8 @@ class SpaceError(ValueError):
 
 def _value(text: str) -> Any:
     text = text.strip()
+    if text.lower() in ("true", "false"):  # the pipeline options (operand_read_register=false,true)
+        return text.lower() == "true"
     for conv in (int, float):
         try:
             return conv(text)
