@@ -53,8 +53,9 @@ def test_run_times_are_refused_in_the_report(tmp_path):
         write_reports(report, Config.load(REPORTS[0].parent / "config.json"), tmp_path, tmp_path, {})
 
 
+# None (and the iCEBreaker's False): the board's preset as it is
 @pytest.mark.parametrize(("name", "operand_read_register", "bram_output_registers", "dsp_input_registers", "fanout"),
-                         [("ulx3s-85f", False, False, False, False), ("ulx3s-85f", True, False, False, False),
+                         [("ulx3s-85f", None, None, None, None), ("ulx3s-85f", True, False, False, False),
                           ("ulx3s-85f", True, True, False, False), ("ulx3s-85f", True, True, True, False),
                           ("ulx3s-85f", True, True, True, True), ("ulx3s-85f", True, False, False, True),
                           ("icebreaker", False, False, False, False)],
@@ -77,8 +78,10 @@ def test_the_kept_register_copies_are_where_the_yosys_script_looks(name, operand
     prepare(b, tmp_path)
     script = _yosys_script(b)
     assert ("setattr -set keep 1" in script) == (b.family == "ecp5")
-    assert ("w:inp_r_*" in script) == (operand_read_register and not bram_output_registers and not fanout)
-    assert ("w:inp_f_*" in script) == fanout
+    c = b.config  # the 85F preset itself has the fan-out register
+    assert ("w:inp_r_*" in script) == (c.operand_read_register and not b.bram_output_registers
+                                       and not c.inp_fanout_register)
+    assert ("w:inp_f_*" in script) == c.inp_fanout_register
     commands = [line for line in script.splitlines() if not line.startswith("#")]
     (tmp_path / "check.ys").write_text("\n".join(["read_rtlil top.il", *commands]) + "\n")
     r = subprocess.run([tool("yosys"), "-q", "check.ys"], cwd=tmp_path, capture_output=True, text=True)
