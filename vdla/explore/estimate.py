@@ -73,18 +73,17 @@ PARTS: dict[str, Part] = {
 #: (their features are nearly collinear, so three boards pin them exactly but do not validate them).
 #: iCE40: the same per-bit costs, the fixed part solved from the iCEBreaker (its LCs count LUT+FF).
 LUT_COEFFS: dict[str, tuple[float, float, float, float]] = {
-    "ecp5": (5964.0, 80.0, 2.292, 35.0),
-    "ice40": (3982.6, 80.0, 2.292, 35.0),
+    "ecp5": (6894.0, 80.0, 2.746, 25.92),
+    "ice40": (4242.6, 80.0, 2.746, 25.92),
 }
 #: fmax model per family: MHz = f0 - slope * log2(GEMM output lanes): wider rows spread the design
 #: over more of the die and its block RAMs (longer routes). ECP5: the line with the smallest worst
-#: relative error over the three committed ULX3S reports (within 6.8 % of each: 82.3 MHz on the
-#: 25F, 68.9 on the 45F, 75.8 on the 85F, whose extra pipeline registers the line does not see;
-#: their critical paths are mostly routing); iCE40: the slope scaled by the families' f0 ratio,
+#: relative error over the three committed ULX3S reports (within 0.2 % of each: 82.3 MHz on the
+#: 25F, 78.8 on the 45F, 75.8 on the 85F; their critical paths are mostly routing); iCE40: the slope scaled by the families' f0 ratio,
 #: f0 solved from the iCEBreaker.
 FMAX_COEFFS: dict[str, tuple[float, float]] = {
-    "ecp5": (82.7, 3.02),
-    "ice40": (22.6, 0.825),
+    "ecp5": (88.6, 3.23),
+    "ice40": (22.59, 0.824),
 }
 
 

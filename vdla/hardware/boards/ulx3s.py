@@ -40,9 +40,10 @@ CONFIG_85F = Config(
 CONFIG_45F = Config(
     name="ulx3s-45f", batch=1, block_in=8, block_out=8,
     uop_buff_size=4 << 10, inp_buff_size=8 << 10, wgt_buff_size=32 << 10, acc_buff_size=16 << 10,
-    # 65 MHz: with this gateware, 45F builds at 75 routed 56-75.0 MHz (none passed), at 71.875 71.6
-    # and at 70 68.5 (README, timing closure)
-    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=65.0,
+    # 70 MHz with the 85F's tensor-pipeline options (78.8 routed); builds at 75 routed 72.3 and 72.1
+    # (seeds 1, 3; README, timing closure)
+    bus_width=64, cmd_queue_depth=512, dep_queue_depth=512, clock_mhz=70.0,
+    operand_read_register=True, inp_fanout_register=True, alu_compare_register=True,
 )
 
 #: 1x4x4 on the 25F (28 MULT18X18D, 56 DP16KD).
@@ -65,7 +66,7 @@ ULX3S_85F = Board(
 ULX3S_45F = Board(
     name="ulx3s-45f", description="ULX3S with LFE5U-45F: 1x8x8 GEMM, 40 DSP + 24 LUT MACs, 64 KiB memory",
     family="ecp5", platform=_platform("45F"), config=CONFIG_45F, memory="bram", mem_size=64 << 10,
-    lut_lanes=3,
+    lut_lanes=3, wgt_slices=2, bram_output_registers=True, dsp_input_registers=True,
 )
 ULX3S_25F = Board(
     name="ulx3s-25f", description="ULX3S with LFE5U-25F: 1x4x4 GEMM, 12 DSP + 4 LUT MACs, 32 KiB memory",
