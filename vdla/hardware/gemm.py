@@ -70,9 +70,9 @@ class GemmArray(wiring.Component):
         wgt_in, inp_in = self.wgt, [self.inp] * self.inp_groups
         if c.operand_read_register:
             # with the fan-out register, the group copies come after this one
-            copies = 1 if c.inp_fanout_register else self.inp_groups
+            read_copies = 1 if c.inp_fanout_register else self.inp_groups
             wgt_in = Signal.like(self.wgt, name="wgt_r", reset_less=True)
-            inp_in = [Signal.like(self.inp, name=f"inp_r_{g}", reset_less=True) for g in range(copies)]
+            inp_in = [Signal.like(self.inp, name=f"inp_r_{g}", reset_less=True) for g in range(read_copies)]
             m.d.sync += [wgt_in.eq(self.wgt), *(r.eq(self.inp) for r in inp_in)]
         if c.inp_fanout_register:  # WGT needs no register here: the tensor pipeline reads it a cycle later
             groups = [Signal.like(self.inp, name=f"inp_f_{g}", reset_less=True) for g in range(self.inp_groups)]
