@@ -190,8 +190,8 @@ class Config:
         v = self.clock_mhz
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ConfigError(f"clock_mhz must be a positive number, got {self.clock_mhz!r}")
-        for name in ("acc_read_register", "operand_read_register", "gemm_sum_register", "inp_fanout_register",
-                     "alu_compare_register"):
+        # the pipeline options: every field declared bool
+        for name in (f.name for f in dataclasses.fields(self) if f.type in (bool, "bool")):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.timing, Timing):

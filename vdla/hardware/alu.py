@@ -11,9 +11,9 @@ DSP multiplier each; a 16-bit lane's whole product on one); the second adds them
 A whole acc_width multiply, its adders and the write-back in one cycle were the ECP5 builds'
 critical path. With ``Config.alu_compare_register`` MIN/MAX's compare is registered (one bit)
 with the operand it may pick, and the pick is made in the second stage: on the 85F the
-compare's 32-bit carry chain routed into the select of all 32 result bits was next. The registers carry data only (the pipeline's valid bits say when it
-counts), so they have no reset: a reset net reaching every datapath flip-flop was itself a
-critical path.
+compare's 32-bit carry chain routed into the select of all 32 result bits was next. The
+registers carry data only (the pipeline's valid bits say when it counts), so they have no
+reset: a reset net reaching every datapath flip-flop was itself a critical path.
 The low acc_width bits of a product do not depend on signedness, so the halves are unsigned:
 ``a*b mod 2**w = lo(a)*lo(b) + ((hi(a)*lo(b) + lo(a)*hi(b)) mod 2**(w-h)) * 2**h``.
 """
@@ -46,8 +46,8 @@ def alu_lane(m: Module, op: Value, a: Value, b: Value, width: int, *, compare_re
     left = (a << (-amount)[:sbits])[:width]
     shifted = Mux(amount[-1], left, right[:width])
     other = Signal(width, reset_less=True)
-    minmax = (op == AluOp.MIN) | (op == AluOp.MAX)
     if compare_register:
+        minmax = (op == AluOp.MIN) | (op == AluOp.MAX)
         # `other` takes a, and the second stage picks b where MIN/MAX say (b_q, pick_b):
         # the compare's carry chain then ends in one flip-flop, not in the select of every bit.
         pick_b, b_q = Signal(reset_less=True), Signal(width, reset_less=True)
