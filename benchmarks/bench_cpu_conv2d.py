@@ -50,11 +50,11 @@ from bench_cpu_matmul import best_time, threads  # noqa: E402
 from bench_cpu_peak import computed_peak, measure_clock_ghz  # noqa: E402
 
 from vdla.compiler import build, te, topi  # noqa: E402
-from vdla.compiler.autotvm.cli import layer_task  # noqa: E402
 from vdla.compiler.autotvm.record import load_from_file  # noqa: E402
+from vdla.compiler.autotvm.tuning import layer_task  # noqa: E402
 from vdla.compiler.targets.llvm import jit, schedules  # noqa: E402
-from vdla.compiler.targets.vdla.resnet import RESNET18 as LAYERS  # noqa: E402  (the C1-C12 table)
-from vdla.compiler.targets.vdla.resnet import ConvLayer as Layer  # noqa: E402
+from vdla.compiler.topi.workloads import RESNET18 as LAYERS  # noqa: E402  (the C1-C12 table)
+from vdla.compiler.topi.workloads import ConvLayer as Layer  # noqa: E402
 
 # ---------------------------------------------------------------------------- numpy reference
 

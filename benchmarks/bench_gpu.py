@@ -32,7 +32,7 @@ import numpy as np
 from vdla.compiler import build, te, topi
 from vdla.compiler.targets.cuda import runtime, schedules
 from vdla.compiler.targets.cuda.ptxas import assemble, find_ptxas
-from vdla.compiler.targets.vdla.resnet import RESNET18
+from vdla.compiler.topi.workloads import RESNET18
 
 LAYERS = {layer.name: layer for layer in RESNET18[1:]}  # C2..C12
 
@@ -180,20 +180,20 @@ def torch_graph(torch: Any, graph: Any, consts: dict[str, Any]) -> Any:
 def bench_resnet18(torch: Any, arch: str, repeat: int) -> dict[str, Any]:
     """ResNet-18 (224x224, batch 1, fp32) end to end: the cuda graph executor vs torch eager."""
     from vdla.compiler.graph import models
-    from vdla.compiler.graph.job import load_model
+    from vdla.compiler.graph.executor import compile_model
     from vdla.compiler.graph.passes import simplify
-    from vdla.compiler.targets.cuda.model import compile_model
+    from vdla.compiler.graph.zoo import load_model
 
     spec = load_model("resnet18")
     g = simplify(spec.graph)
     t0 = time.perf_counter()
-    m = compile_model(g, f"cuda -arch={arch}")
+    m = compile_model(g, target=f"cuda -arch={arch}")
     compile_s = time.perf_counter() - t0
     x = models.sample_input(g, 0)
     xin = next(iter(x.values()))
     dx = runtime.to_device(xin)
     name = next(iter(x))
-    out = m.run({name: dx})[0]
+    out = m.run({name: dx}).outputs[0]
     consts = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in g.consts.items()}
     tg = torch_graph(torch, g, consts)
     tx = torch.from_numpy(xin).cuda()
@@ -205,7 +205,7 @@ def bench_resnet18(torch: Any, arch: str, repeat: int) -> dict[str, Any]:
     t_vdla = fastest_round(lambda n: dev.time(lambda: m.run({name: dx}, sync=False), n), repeat)
     return {"bench": "resnet18 e2e", "vdla_ms": t_vdla * 1e3, "torch_ms": t_torch * 1e3, "ratio": t_torch / t_vdla,
             "rel_err": err, "compile_s": compile_s,
-            "numpy_nodes": [ly.node for ly in m.layers if ly.target != "cuda"]}  # fmt: skip
+            "numpy_nodes": [n for n, k in m.kernels.items() if k.target != "cuda"]}  # fmt: skip
 
 
 def build_only(args: argparse.Namespace) -> int:
@@ -223,17 +223,18 @@ def build_only(args: argparse.Namespace) -> int:
         print(f"{what:<14} {time.perf_counter() - t0:5.2f} s  grid {tuple(int(str(g)) for g in k.grid)} "
               f"block {k.block}  shared {k.shared_bytes} B  {', '.join(regs)}  ptxas {args.arch} ok")  # fmt: skip
     if args.e2e:
-        from vdla.compiler.graph.job import load_model
+        from vdla.compiler.graph.executor import compile_model
         from vdla.compiler.graph.passes import simplify
-        from vdla.compiler.targets.cuda.model import compile_model
+        from vdla.compiler.graph.zoo import load_model
 
-        m = compile_model(simplify(load_model("resnet18").graph), f"cuda -arch={args.arch}")
-        ptx = {id(ly.func): ly.func.ptx for ly in m.layers if ly.func is not None}
+        m = compile_model(simplify(load_model("resnet18").graph), target=f"cuda -arch={args.arch}")
+        ptx = {id(k.kernel.func): k.kernel.func.ptx for k in m.kernels.values() if k.target == "cuda"}
         for text in ptx.values():
             assemble(text, args.arch)
-        print(f"resnet18 e2e   {m.compile_s:5.2f} s  {sum(ly.target == 'cuda' for ly in m.layers)} of {len(m.layers)} "
-              f"nodes on the GPU, {len(ptx)} functions, ptxas {args.arch} ok; on the host: "
-              f"{[ly.node for ly in m.layers if ly.target != 'cuda']}")  # fmt: skip
+        print(f"resnet18 e2e   {m.info['compile_s']:5.2f} s  "
+              f"{sum(k.target == 'cuda' for k in m.kernels.values())} of {len(m.kernels)} "
+              f"nodes on the GPU, {len(ptx)} functions, ptxas {args.arch} ok; not on the GPU: "
+              f"{[n for n, k in m.kernels.items() if k.target != 'cuda']}")  # fmt: skip
     return 0
 
 

@@ -22,7 +22,8 @@ import sys
 import time
 
 from vdla.compiler.graph import models
-from vdla.compiler.graph.job import build_model, load_model
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.zoo import load_model
 from vdla.config import preset
 from vdla.runtime import Device
 

@@ -16,7 +16,9 @@ import json
 import sys
 import time
 
-from vdla.compiler.graph.job import build_model, load_model, run_job
+from vdla.compiler.graph.build import build_model
+from vdla.compiler.graph.job import run_job
+from vdla.compiler.graph.zoo import load_model
 from vdla.config import preset
 
 FLOOR_S = 120.0

@@ -95,9 +95,9 @@ def space_table(task: Any, path: str, option: Any) -> dict[int, float | None]:
 
 def bench_layer(target: str, layer: str, trials: int, seeds: int, option: Any, tuners: tuple[str, ...] = TUNERS,
                 table: str | None = None) -> dict[str, Any]:
-    from vdla.compiler.autotvm.cli import _tuner, layer_task
     from vdla.compiler.autotvm.measure import MeasureInput, measure_batch
     from vdla.compiler.autotvm.tuner.tuner import score
+    from vdla.compiler.autotvm.tuning import layer_task, make_tuner
 
     task = layer_task(layer, target)
     tab = space_table(task, os.path.join(table, f"{layer}.json"), option) if table and target == "vdla" else None
@@ -111,7 +111,7 @@ def bench_layer(target: str, layer: str, trials: int, seeds: int, option: Any, t
     measured: dict[int, float] = {}  # index -> score of every point XGB measured (other layers' transfer data)
     for name in tuners:
         for seed in range(seeds):
-            tuner = _tuner(name, task, seed, trials)
+            tuner = make_tuner(name, task, seed, trials)
             tuner.tune(trials, option)
             curves.setdefault(name, []).append(_curve(tuner.history, trials))
             if tuner.best_flops > best_score:
@@ -165,7 +165,7 @@ def bench_transfer(rows: list[dict[str, Any]], trials: int, seeds: int, option: 
     """XGB with transfer learning, per layer: its base model trained on the points XGB measured on
     the *other* layers of the same target (their tuning logs, as ``vdla tune MODEL`` passes them);
     adds the ``xgb+transfer`` curve and trials to 95% to each row."""
-    from vdla.compiler.autotvm.cli import _tuner
+    from vdla.compiler.autotvm.tuning import make_tuner
 
     for r in rows:
         others = [rec for o in rows if o is not r and o["target"] == r["target"] for rec in o["_records"]]
@@ -174,7 +174,7 @@ def bench_transfer(rows: list[dict[str, Any]], trials: int, seeds: int, option: 
         task, top = r["_task"], r["_top"]
         curves = []
         for seed in range(seeds):
-            tuner = _tuner("xgb", task, seed, trials)
+            tuner = make_tuner("xgb", task, seed, trials)
             tuner.load_history(others)
             tuner.tune(trials, option)
             curves.append(_curve(tuner.history, trials))
@@ -212,7 +212,7 @@ def bench_model_total(model: str, trials: int, seed: int = 0, reduced: bool = Fa
 
     from vdla import preset
     from vdla.cli import main as vdla_main
-    from vdla.compiler.autotvm.cli import model_tasks, tuning_context
+    from vdla.compiler.autotvm.tuning import model_tasks, tuning_context
     from vdla.compiler.graph.job import run_job
 
     if log is None:

@@ -22,8 +22,7 @@ import numpy as np
 
 from vdla import Device, preset
 from vdla.compiler import te
-from vdla.compiler.targets.vdla import build
-from vdla.compiler.targets.vdla.resnet import OFFLOADED
+from vdla.compiler.accelerator import build
 from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,
@@ -35,6 +34,7 @@ from vdla.compiler.targets.vdla.top import (
     schedule_conv2d_packed,
     unpack_data,
 )
+from vdla.compiler.topi.workloads import OFFLOADED
 
 MEMS = ("inp", "wgt", "acc", "uop", "out")
 

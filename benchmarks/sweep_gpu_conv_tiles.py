@@ -26,7 +26,7 @@ import numpy as np
 
 from vdla.compiler import build, te, topi
 from vdla.compiler.targets.cuda import runtime, schedules
-from vdla.compiler.targets.vdla.resnet import RESNET18
+from vdla.compiler.topi.workloads import RESNET18
 
 LAYERS = {layer.name: layer for layer in RESNET18[1:]}  # C2..C12
 #: The values each knob is drawn from.

@@ -1,7 +1,7 @@
 """Your own cocotb test of the VDLA core's Verilog: copy this file and change the program.
 
 Each test below drives ``vdla_axi_top`` (the core with its AXI4 memory port and AXI4-Lite
-registers, `vdla verilog --top axi`) through `vdla.sim.AxiTopDriver`: it writes a small
+registers, `vdla verilog --top axi`) through `vdla.cocotb_kit.AxiTopDriver`: it writes a small
 int8 matrix multiply by hand with the runtime API (load INP and WGT, reset ACC, one GEMM
 over k, shift right, store), lays it out in the AXI RAM, runs it on the RTL, checks every
 byte of memory against the golden simulator and the result against numpy.
@@ -10,7 +10,7 @@ Run it (builds the core with Verilator once, ~30-70 s; later runs start at once)
 
     python examples/cocotb_test.py --config small --waves matmul.vcd
 
-or from your own pytest: ``vdla.sim.run_tests("cocotb_test.py", config="small")``.
+or from your own pytest: ``vdla.cocotb_kit.run_tests("cocotb_test.py", config="small")``.
 Needs ``pip install -e ".[sim]"`` and a C++ compiler.
 """
 
@@ -60,7 +60,7 @@ except ImportError:  # pragma: no cover - running main() without the sim extra r
     cocotb = None
 
 if cocotb is not None:
-    from vdla.sim import AxiTopDriver
+    from vdla.cocotb_kit import AxiTopDriver
 
     async def _matmul_on_rtl(dut, backpressure: bool) -> None:
         tb = AxiTopDriver(dut)  # Config and memory size come from run_tests
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="small", help="configuration preset or JSON file (default: small)")
     p.add_argument("--waves", default=None, help="write a trace of the run (FILE.vcd, or FILE.fst where supported)")
     args = p.parse_args(argv)
-    from vdla.sim import run_tests
+    from vdla.cocotb_kit import run_tests
 
     result = run_tests(__file__, config=args.config, waves=args.waves)
     print(result.summary())

@@ -17,8 +17,10 @@ import tempfile
 from pathlib import Path
 
 from vdla import preset
+from vdla.compiler.graph.build import build_model
 from vdla.compiler.graph.executor import CompiledModel
-from vdla.compiler.graph.job import build_model, load_model, run_job
+from vdla.compiler.graph.job import run_job
+from vdla.compiler.graph.zoo import load_model
 
 
 def main(argv: list[str] | None = None) -> int:

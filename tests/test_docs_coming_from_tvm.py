@@ -189,14 +189,27 @@ def test_packed_functions_by_tvm_name_after_import_vdla() -> None:
 
 #: what the page says is *not* provided: each must really be absent (or a clear error), or the page is wrong
 ABSENT = ["vdla.contrib.cc", "vdla.tir.BufferLoad", "vdla.tir.BufferStore", "vdla.tir.For", "vdla.tir.AttrStmt",
-          "vdla.tir.Call", "vdla.tir.Schedule", "vdla.te.create_prim_func", "vdla.autotvm.RPCRunner",
-          "vdla.autotvm.measure.RPCRunner"]
+          "vdla.tir.Call"]
+#: TVM's names the page says vdla does not have, which say what to use instead when used
+NOT_SUPPORTED = ["vdla.tir.Schedule", "vdla.te.create_prim_func", "vdla.autotvm.RPCRunner",
+                 "vdla.autotvm.measure.RPCRunner", "vdla.rpc.connect"]
 
 
 @pytest.mark.parametrize("path", ABSENT)
 def test_not_provided_is_absent(path: str) -> None:
     with pytest.raises((ImportError, AttributeError)):
         resolve(path)
+
+
+@pytest.mark.parametrize("path", NOT_SUPPORTED)
+def test_not_provided_says_what_to_use(path: str) -> None:
+    with pytest.raises(NotImplementedError, match="is not supported in vdla: "):
+        resolve(path)("x")
+
+
+def test_contrib_cc_says_what_to_use() -> None:
+    with pytest.raises(ImportError, match="export_library"):
+        importlib.import_module("vdla.contrib.cc")
 
 
 def test_not_provided_env_and_rpc() -> None:

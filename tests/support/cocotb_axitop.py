@@ -1,6 +1,6 @@
-"""cocotb 2.x tests of the Verilated AxiTop (run by test_verilator.py through `vdla.sim.run_tests`).
+"""cocotb 2.x tests of the Verilated AxiTop (run by test_verilator.py through `vdla.cocotb_kit.run_tests`).
 
-The host is `vdla.sim.AxiTopDriver` (cocotbext-axi: `AxiRam` on ``m_axi_*`` is the DRAM,
+The host is `vdla.cocotb_kit.AxiTopDriver` (cocotbext-axi: `AxiRam` on ``m_axi_*`` is the DRAM,
 `AxiLiteMaster` on ``s_axil_*`` drives the registers of `vdla.hardware.regmap`). The cases
 (programs with their DRAM image before and after, computed by the golden simulator in
 the pytest process) come from ``$VDLA_TB_DIR/cases.npz`` + ``cases.json``; the Config
@@ -18,11 +18,11 @@ from pathlib import Path
 import cocotb
 import numpy as np
 
+from vdla.cocotb_kit import AxiTopDriver
+from vdla.cocotb_kit.driver import DONE, ERROR
+from vdla.cocotb_kit.golden import first_difference
 from vdla.hardware.axi import MAGIC, REGISTERS, VERSION
 from vdla.hardware.errors import ErrorCode
-from vdla.sim import AxiTopDriver
-from vdla.sim.driver import DONE, ERROR
-from vdla.sim.golden import first_difference
 
 TB_DIR = Path(os.environ.get("VDLA_TB_DIR", "."))
 CASES = json.loads((TB_DIR / "cases.json").read_text())

@@ -9,7 +9,7 @@ import numpy as np
 
 from vdla import Device
 from vdla.compiler import te
-from vdla.compiler.targets.vdla import build
+from vdla.compiler.accelerator import build
 from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,

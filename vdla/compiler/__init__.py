@@ -21,7 +21,8 @@ from .driver import build, lower
 from .schedule.primitives import Schedule, ScheduleError, Stage, create_schedule
 from .targets.llvm.jit import get_num_threads, set_num_threads
 from .targets.llvm.module import ArgumentError, BuiltFunction
-from .targets.llvm.target import CrossModule, Target
+from .targets.llvm.target import CrossModule
+from .targets.target import Target
 
 __all__ = [
     "te",

@@ -12,30 +12,25 @@
     [extra passes]
     simplify
 
-``build`` lowers (unless given a lowered PrimFunc) and hands the function to its target:
-``"llvm"`` (host JIT or cross compilation, :mod:`.targets.llvm`) or ``"vdla"`` (the
+The target (a string, dict or :class:`~.targets.target.Target`) becomes one ``Target``
+(:mod:`.targets.target` parses and checks it); its back end (:func:`.targets.backend`, one
+module per target folder) gives the phase-1 passes and builds the lowered function:
+``"llvm"`` (host JIT or cross compilation, :mod:`.targets.llvm`), ``"vdla"`` (the
 accelerator's instruction stream, :mod:`.targets.vdla`) or ``"cuda"`` (PTX for a GPU,
-:mod:`.targets.cuda`). ``print_passes=True`` prints
-the IR after every step; the returned :class:`~vdla.compiler.tir.nodes.PrimFunc`
-prints as readable IR.
+:mod:`.targets.cuda`). ``print_passes=True`` prints the IR after every step; the returned
+:class:`~vdla.compiler.tir.nodes.PrimFunc` prints as readable IR.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .schedule.loop_nest import schedule_to_stmt
 from .schedule.primitives import Schedule, ScheduleError
-from .targets.cuda.target import CudaTarget, is_cuda
-from .targets.llvm.module import build_function as build_llvm
-from .targets.llvm.target import Target, TargetError
-from .targets.target import Target as AnyTarget
-from .targets.target import TargetError as AnyTargetError
-from .targets.vdla.module import build_function as build_vdla
-from .targets.vdla.passes import phase1_passes as vdla_phase1_passes
-from .targets.vdla.passes import resolve_config as vdla_config
+from .targets import Pass, backend
+from .targets.target import Target
 from .te.operation import Tensor
 from .tir.nodes import Buffer, PrimFunc, Stmt, Var
 from .tir.passes import inject_virtual_thread, simplify, storage_flatten, unroll, vectorize
@@ -43,30 +38,12 @@ from .tir.printer import stmt_str
 from .tir.visitor import free_vars, walk
 from .transform import PassContext
 
-Pass = Callable[[Stmt], Stmt]
 
-
-def _is_vdla(target: Any) -> bool:
-    if isinstance(target, AnyTarget):
-        return target.backend == "vdla"
-    return target is not None and isinstance(target, str) and target.split()[0] in ("vdla", "ext_dev", "vta")
-
-
-def _llvm_target(target: Any, target_host: Any) -> Any:
-    """The CPU target of ``target`` (a string, a vdla Target or an llvm Target)."""
-    if target is None:
-        target = AnyTarget.current() or "llvm"
-    if isinstance(target, str) and target.split() and target.split()[0] not in ("llvm", "c"):
-        try:
-            target = AnyTarget(target, target_host)
-        except AnyTargetError as err:
-            raise ValueError(str(err)) from None
-    if isinstance(target, AnyTarget):
-        target = target.llvm_string()
-    try:
-        return Target.parse(target)
-    except TargetError as err:
-        raise ValueError(str(err)) from None
+def _target(target: str | dict[str, Any] | Target, host: Any = None) -> Target:
+    """The one Target of a lower()/build() call."""
+    if isinstance(target, Target) and host is None:
+        return target
+    return Target(target, host)
 
 
 def _check_args(sch: Schedule, args: Sequence[Any]) -> list[Any]:
@@ -102,17 +79,17 @@ def lower(
     """Lower ``sch`` to a :class:`PrimFunc` whose parameters are ``args`` (in order).
 
     ``phase1_passes`` run after storage flattening (before vectorisation and virtual
-    threads), ``extra_passes`` after unrolling. ``target="vdla"`` (with an optional
-    ``config``) lowers for the VDLA accelerator (its intrinsics appear in the IR).
+    threads), ``extra_passes`` after unrolling; the target's own phase-1 passes run first.
+    ``target`` is ``"llvm"`` unless given; ``target="vdla"`` (with an optional ``config``)
+    lowers for the VDLA accelerator (its intrinsics appear in the IR).
     ``simple_mode`` is TVM's flag for printing only the loops: the printed function
     always is that, so it changes nothing."""
-    if _is_vdla(target):
-        cfg = vdla_config(config)
-        func = _lower(sch, args, name, print_passes, (), vdla_phase1_passes(cfg))
-        func.attrs["target"] = "vdla"
-        func.attrs["config"] = cfg
-        return func
-    return _lower(sch, args, name, print_passes, extra_passes, phase1_passes)
+    tgt = _target(target if target is not None else "llvm")
+    be = backend(tgt)
+    cfg = be.resolve_config(tgt, config)
+    func = _lower(sch, args, name, print_passes, extra_passes, [*be.phase1_passes(tgt, cfg), *phase1_passes])
+    func.attrs.update(be.lower_attrs(tgt, cfg))
+    return func
 
 
 def _lower(sch: Schedule, args: Sequence[Any], name: str, print_passes: bool, extra_passes: Sequence[Pass],
@@ -170,7 +147,7 @@ def _lower(sch: Schedule, args: Sequence[Any], name: str, print_passes: bool, ex
 def build(
     sch: Schedule | PrimFunc,
     args: Sequence[Any] | None = None,
-    target: str | Target | AnyTarget | CudaTarget | None = "llvm",
+    target: str | dict[str, Any] | Target | None = "llvm",
     name: str = "main",
     opt_level: int | None = None,
     config: Any = None,
@@ -185,34 +162,20 @@ def build(
     :class:`~vdla.compiler.targets.llvm.target.CrossModule` (object code and assembly);
     ``"vdla"`` compiles for the accelerator described by ``config`` (default Config) and
     returns a :class:`~vdla.compiler.targets.vdla.module.VDLAFunction`; ``"cuda"``/``"nvptx"``
-    (``"cuda -arch=sm_90"``, or a CudaTarget) emits PTX and returns a
+    (``"cuda -arch=sm_90"``) emits PTX and returns a
     :class:`~vdla.compiler.targets.cuda.module.CUDAModule`. ``target`` may be
     a :class:`vdla.target.Target` (``Target("llvm")``, ``Target("ext_dev", host="llvm")``, ``Target("cuda")``);
-    ``None`` takes the one of the enclosing ``with Target(...):``.
+    ``None`` takes the one of the enclosing ``with Target(...):`` (else ``"llvm"``); ``target_host``
+    is the host of a GPU or accelerator target (a CPU target).
     """
-    if target is None:
-        target = AnyTarget.current() or "llvm"
+    tgt = _target(target if target is not None else Target.current() or "llvm", target_host)
     if opt_level is None:  # the enclosing `with PassContext(opt_level=...)`, 3 by default
         opt_level = min(PassContext.current().opt_level, 3)
-    if _is_vdla(target):
-        cfg = vdla_config(config)
-        t0 = time.perf_counter()
-        func = _lowered(sch, args, name, target="vdla", config=cfg)
-        return build_vdla(func, cfg, lower_s=time.perf_counter() - t0)
-    if config is not None:
-        raise ValueError(f"build: config= applies to target 'vdla', not {target!r}")
-    if isinstance(target, AnyTarget) and target.backend == "cuda":
-        target = str(target)
-    if is_cuda(target):
-        from .targets.cuda.module import build_function as build_cuda
-
-        try:
-            ctgt = CudaTarget.parse(target)
-        except TargetError as err:
-            raise ValueError(str(err)) from None
-        return build_cuda(_lowered(sch, args, name), ctgt, opt_level)
-    tgt = _llvm_target(target, target_host)
-    return build_llvm(_lowered(sch, args, name), tgt, opt_level)
+    be = backend(tgt)
+    cfg = be.resolve_config(tgt, config)
+    t0 = time.perf_counter()
+    func = _lowered(sch, args, name, target=tgt, config=cfg)
+    return be.build_function(func, tgt, opt_level, config=cfg, lower_s=time.perf_counter() - t0)
 
 
 def _lowered(sch: Schedule | PrimFunc, args: Sequence[Any] | None, name: str, **kw: Any) -> PrimFunc:

@@ -5,10 +5,10 @@
   against the committed bitstream reports;
 - `sweep`: one point as a Dask task (estimate or synthesis, then the model on the golden cycle
   model), the cache, the driver and its table/JSON;
-- `plots`: latency vs LUT/DSP/BRAM with the Pareto front;
-- `cli`: the ``vdla sweep`` subcommand.
+- `plots`: latency vs LUT/DSP/BRAM with the Pareto front.
 
-It sits above the compiler and the hardware (it imports both), next to `vdla.cli`.
+It sits above the compiler and the hardware (it imports both); the ``vdla sweep`` command
+over it is `vdla.cli.sweep`.
 """
 
 from .estimate import Estimate, calibration, estimate, overflows

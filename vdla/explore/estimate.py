@@ -21,7 +21,8 @@ It is an estimate, counted from the same structure the gateware has:
 - fmax: the family's fmax, lowered per doubling of the GEMM output lanes (a wider core
   spreads over more of the die: longer routes), fitted the same way.
 
-:func:`calibration` compares the estimate with every committed report; the README quotes it.
+:func:`calibration` compares the estimate with every committed report, and
+:func:`calibration_table` prints it (``vdla sweep --calibration``); the README quotes it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ..hardware.boards import Board
 from ..hardware.buffers import KINDS, row_bits, write_lanes
 
 __all__ = ["PARTS", "Part", "Estimate", "estimate", "overflows", "lut_lanes_for", "calibration",
-           "LUT_COEFFS", "FMAX_COEFFS"]
+           "calibration_table", "LUT_COEFFS", "FMAX_COEFFS"]
 
 #: The instruction width the command queues hold (vdla.isa.INSN_BITS; a fact of the ISA).
 _INSN_BITS = 128
@@ -218,3 +219,19 @@ def calibration(root: str | Path = "bitstreams") -> list[dict[str, Any]]:
                            "error_pct": round(100 * (est.fmax_mhz - real_f) / real_f, 1)}
         rows.append(row)
     return rows
+
+
+def calibration_table(root: str = "bitstreams") -> str:
+    """The estimate next to each committed report: nextpnr / estimate (error)."""
+    rows = calibration(root)
+    if not rows:
+        return f"no {root}/*/report.json to compare with"
+    lines = [f"{'board':<12} {'LUT':>22} {'DSP':>16} {'BRAM':>16} {'fmax MHz':>22}   (nextpnr / estimate)"]
+    for r in rows:
+        cells = []
+        for k, w in (("LUT", 22), ("DSP", 16), ("BRAM", 16), ("fmax_mhz", 22)):
+            v = r[k]
+            err = "" if v["error_pct"] is None else f" ({v['error_pct']:+.1f}%)"
+            cells.append(f"{v['report']:g} / {v['estimate']:g}{err}".rjust(w))
+        lines.append(f"{r['board']:<12} " + " ".join(cells))
+    return "\n".join(lines)

@@ -104,7 +104,8 @@ def _synth_resources(board: Any, cfg: Config, lut_lanes: int, build_dir: Path) -
 
 def _run_model(cfg: Config, opts: Options) -> dict[str, Any]:
     from ..compiler.graph import models
-    from ..compiler.graph.job import build_model, load_model
+    from ..compiler.graph.build import build_model
+    from ..compiler.graph.zoo import load_model
     from ..runtime import Device
 
     spec = load_model(opts.model, reduced=opts.reduced, size=opts.size)

@@ -1,4 +1,4 @@
-"""``python -m vdla.fuzz``: the differential fuzz campaign (see :mod:`vdla.fuzz.campaign`)."""
+"""``python -m vdla.fuzz``: the differential fuzz campaign (see :mod:`vdla.fuzz.campaign`; also ``vdla fuzz``)."""
 
 import sys
 

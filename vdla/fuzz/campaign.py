@@ -1,6 +1,7 @@
 """Differential fuzzing: random valid programs on an RTL device against the golden simulator.
 
     python -m vdla.fuzz --device verilator --configs small,default --count 10000 --jobs 4
+    vdla fuzz ...                     the same (`vdla.cli.fuzz`, over `add_arguments` and `run`)
 
 Each program comes from `vdla.fuzz.randprog.random_program(config, seed)`; it runs on
 ``Device("fsim")`` and on the device under test, each from the same DRAM image. The final
@@ -38,7 +39,8 @@ from ..simulator import SimulatorError
 from .invalid import RTL_CHECKED, invalid_program
 from .randprog import random_program
 
-__all__ = ["CaseResult", "check_case", "check_invalid_case", "verdict", "first_difference", "main", "SELF_CHECKING"]
+__all__ = ["CaseResult", "FuzzError", "check_case", "check_invalid_case", "verdict", "first_difference", "add_arguments",
+           "main", "run", "SELF_CHECKING"]
 
 DRAM = 1 << 18
 #: Devices whose core checks indices itself: `RTL_CHECKED` mutations run on them unvalidated.
@@ -137,14 +139,12 @@ def _close(devices: tuple[Device, ...]) -> None:
         d.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m vdla.fuzz``: the campaign (see the module doc); ``-q`` holds for this call only."""
-    with progress.quiet(progress.is_quiet()):
-        return _main(argv)
+class FuzzError(ValueError):
+    """Arguments the campaign cannot run with (a negative count)."""
 
 
-def _main(argv: list[str] | None) -> int:
-    p = argparse.ArgumentParser(prog="python -m vdla.fuzz", description=__doc__.splitlines()[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The campaign's options, for ``python -m vdla.fuzz`` and ``vdla fuzz`` alike."""
     p.add_argument("--device", default="verilator", help="device under test (verilator, pysim)")
     p.add_argument("--configs", default="small,default", help="comma-separated presets, alternated")
     p.add_argument("--count", type=int, default=10_000, help="programs in all")
@@ -155,17 +155,37 @@ def _main(argv: list[str] | None) -> int:
                         "checks itself run on it unvalidated)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vdla.fuzz``: the campaign (see the module doc); ``-q`` holds for this call only."""
+    p = argparse.ArgumentParser(prog="python -m vdla.fuzz", description=__doc__.splitlines()[0])
+    add_arguments(p)
     args = p.parse_args(argv)
-    progress.set_quiet(args.quiet)  # main() restores the previous setting
+    try:
+        return run(args)
+    except FuzzError as e:
+        p.error(str(e))
+
+
+def run(args: argparse.Namespace) -> int:
+    """The campaign `add_arguments`' options ask for; exit status 1 if any case failed. ``-q``
+    holds for this call only; a negative count raises `FuzzError`."""
+    with progress.quiet(progress.is_quiet()):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    for name, n in (("--count", args.count), ("--invalid", args.invalid), ("--jobs", args.jobs)):
+        if n < 0:
+            raise FuzzError(f"{name} must be >= 0, got {n}")
+    progress.set_quiet(args.quiet)  # run() restores the previous setting
     configs = [c for c in args.configs.split(",") if c]
     if args.device == "verilator":
         from ..simulator.rtl import verilator
 
         for name in configs:  # build before forking, once per config
             verilator.build_library(preset(name), verbose=True)
-    for name, n in (("--count", args.count), ("--invalid", args.invalid), ("--jobs", args.jobs)):
-        if n < 0:
-            p.error(f"{name} must be >= 0, got {n}")
     work = [(args.device, configs[i % len(configs)], args.seed + i // len(configs), False, args.validate_all)
             for i in range(args.count)]
     work += [(args.device, configs[i % len(configs)], args.seed + i // len(configs), True, args.validate_all)

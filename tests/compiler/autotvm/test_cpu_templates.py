@@ -103,7 +103,7 @@ def _graph_node(model: str, op: str):  # type: ignore[no-untyped-def]
     from vdla.compiler.graph import models
     from vdla.compiler.graph.fuse import fuse
     from vdla.compiler.graph.passes import simplify
-    from vdla.compiler.targets.llvm import strategy
+    from vdla.compiler.graph.strategy import declare as strategy
 
     g = fuse(simplify(models.get(model, **dict(_reduced(model)))))
     node = next(n for n in g.topo_order() if strategy.check(n, g) is None and strategy.schedule_key(n, g) == op)
@@ -111,7 +111,7 @@ def _graph_node(model: str, op: str):  # type: ignore[no-untyped-def]
 
 
 def _reduced(model):  # type: ignore[no-untyped-def]
-    from vdla.compiler.graph.job import SETTINGS
+    from vdla.compiler.graph.zoo import SETTINGS
 
     return SETTINGS[model].reduced
 
@@ -121,13 +121,14 @@ def test_graph_compiler_takes_the_tuned_schedule(model, op) -> None:  # type: ig
     """A float CPU node (a depthwise conv with its bias and clip fused; a max pool) built by the
     llvm strategy under ApplyConfig: other loops than the hand pick's, the numpy kernels' answer."""
     from vdla.compiler.graph.ops.registry import get_op
-    from vdla.compiler.targets.llvm import strategy
+    from vdla.compiler.graph.strategy import declare as strategy
+    from vdla.compiler.graph.strategy import lower
 
     g, node = _graph_node(model, op)
     placeholders, _, out = strategy.declare(node, g)
     wl = next(p.op.attrs["workload"] for p in _producers(out) if "workload" in getattr(p.op, "attrs", {}))
     task = autotvm.task.create(wl[0], wl[1], "llvm")
-    hand = str(lower_loops(strategy.schedule(node, g, out), [*placeholders, out]))
+    hand = str(lower_loops(strategy.schedule(node, g, out, "llvm"), [*placeholders, out]))
     fb = task.fallback().index
     point = task.config_space.get(next(i for i in range(len(task.config_space) - 1, -1, -1) if i != fb))
     rng = np.random.default_rng(0)
@@ -138,8 +139,8 @@ def test_graph_compiler_takes_the_tuned_schedule(model, op) -> None:  # type: ig
     want = get_op(node.op, node.name).compute(node.attrs, [env[i] for i in node.inputs])
     with autotvm.ApplyConfig(point):
         placeholders, _, out = strategy.declare(node, g)
-        tuned = str(lower_loops(strategy.schedule(node, g, out), [*placeholders, out]))
-        kernel = strategy.lower(node, g)
+        tuned = str(lower_loops(strategy.schedule(node, g, out, "llvm"), [*placeholders, out]))
+        kernel = lower(node, g, "llvm")
     assert tuned != hand
     assert not isinstance(kernel, str), kernel
     np.testing.assert_allclose(kernel(env), want, rtol=1e-4, atol=1e-4)
@@ -157,7 +158,7 @@ def _producers(t):  # type: ignore[no-untyped-def]
 
 def test_model_tasks_cover_depthwise_and_pool() -> None:
     """``vdla tune MODEL --target llvm`` tunes every distinct CPU workload of the float model."""
-    from vdla.compiler.autotvm.cli import model_tasks
+    from vdla.compiler.autotvm.tuning import model_tasks
 
     names = [t.name for t in model_tasks("mobilenet_v1", "llvm", reduced=True)]
     assert names.count("depthwise_conv2d_nchw.x86") >= 5 and "conv2d_nchw.x86" in names

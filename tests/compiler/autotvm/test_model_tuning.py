@@ -15,8 +15,8 @@ import pytest
 
 from vdla import preset
 from vdla.compiler import autotvm
-from vdla.compiler.autotvm.cli import model_tasks, tuning_context
 from vdla.compiler.autotvm.measure import MeasureInput, measure_batch
+from vdla.compiler.autotvm.tuning import model_tasks, tuning_context
 from vdla.compiler.graph.job import run_job
 
 

@@ -120,8 +120,8 @@ def test_bad_logs_are_named_and_the_rest_used(tmp_path) -> None:  # type: ignore
 def test_xgb_never_proposes_a_point_the_template_rejects() -> None:
     """C11 on vdla: about 70% of its 480 points raise at instantiation (no tile fits the buffers);
     XGBTuner skips them without a measurement, RandomTuner (AutoTVM's) does not."""
-    from vdla.compiler.autotvm.cli import layer_task
     from vdla.compiler.autotvm.features import instantiable
+    from vdla.compiler.autotvm.tuning import layer_task
 
     task = layer_task("C11", "vdla")
     print("seed", SEED)

@@ -49,7 +49,8 @@ def test_cli_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_compiled_model_file_is_refused(tmp_path: object) -> None:
-    from vdla.compiler.graph.job import build_model, load_model
+    from vdla.compiler.graph.build import build_model
+    from vdla.compiler.graph.zoo import load_model
 
     path = f"{tmp_path}/m.vdla"
     build_model(load_model("mlp", reduced=True), Config()).save(path)

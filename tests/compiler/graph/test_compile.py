@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from vdla.compiler.graph import models, passes
-from vdla.compiler.graph.compile import compile_model
-from vdla.compiler.graph.job import load_model
+from vdla.compiler.graph.executor import compile_model
+from vdla.compiler.graph.zoo import load_model
 from vdla.config import Config
 
 

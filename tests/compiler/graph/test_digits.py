@@ -67,7 +67,8 @@ def test_digits_cnn_rejects_bad_weights():
 
 @needs_data
 def test_compiled_digits_file_still_reports_accuracy(tmp_path):
-    from vdla.compiler.graph.job import build_model, load_model
+    from vdla.compiler.graph.build import build_model
+    from vdla.compiler.graph.zoo import load_model
     from vdla.config import Config
 
     path = build_model(load_model("digits", reduced=True), Config()).save(tmp_path / "digits.vdla")

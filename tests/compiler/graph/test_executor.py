@@ -15,12 +15,14 @@ import pytest
 from support import REPO
 
 from vdla.cli import main
-from vdla.compiler.graph import compile as graph_compile
 from vdla.compiler.graph import executor, models, passes, reference
+from vdla.compiler.graph.build import build_model
 from vdla.compiler.graph.executor import CompiledModel, ModelFileError, alu_chain, compile_model
-from vdla.compiler.graph.job import build_model, load_model, run_job
+from vdla.compiler.graph.executor import compile as graph_compile
+from vdla.compiler.graph.job import run_job
 from vdla.compiler.graph.partition import PartitionPolicy
 from vdla.compiler.graph.quantize import QConfig
+from vdla.compiler.graph.zoo import load_model
 from vdla.config import Config, preset
 from vdla.runtime import Device
 from vdla.runtime.device import BACKENDS, BUILTIN_BACKENDS
@@ -37,7 +39,7 @@ def test_resnet18_reduced_every_conv_but_the_first_on_vdla_bit_exact(resnet_mode
     assert len(on) == 19  # 16 block convs + 3 downsample shortcuts
     # the float CPU nodes that map onto topi are built for llvm; the rest stay on numpy, with the reason
     assert {n for n, k in m.kernels.items() if k.target == "llvm"} == {"relu1", "maxpool", "fc"}
-    assert m.kernels["flatten"].target == "cpu" and "no topi operator" in m.kernels["flatten"].cpu_reason
+    assert m.kernels["flatten"].target == "view" and not m.kernels["flatten"].host_reason
     x = models.sample_input(m.graph, 3)
     res = m.run(x, Device("fsim", config=m.config), reference=True)
     assert all(r.exact for r in res.layers)
@@ -56,7 +58,7 @@ def test_save_load_runs_without_recompiling(resnet_model, tmp_path, monkeypatch)
     assert len(m2.functions) == len(resnet_model.functions)
     # the llvm CPU kernels are not in the file: loading rebuilds them
     assert {n: k.target for n, k in m2.kernels.items()} == {n: k.target for n, k in resnet_model.kernels.items()}
-    assert all(k.llvm is not None for k in m2.kernels.values() if k.target == "llvm")
+    assert all(k.kernel is not None for k in m2.kernels.values() if k.target == "llvm")
     x = models.sample_input(m2.graph, 4)
     a = resnet_model.run(x).outputs[0]
     b = m2.run(x).outputs[0]
@@ -64,14 +66,15 @@ def test_save_load_runs_without_recompiling(resnet_model, tmp_path, monkeypatch)
 
 
 def test_llvm_cpu_kernels_shared_and_optional(resnet_model):
-    from vdla.compiler.targets.llvm import strategy as cpu_llvm
+    from vdla.compiler.graph.strategy import kernel_cache
+    from vdla.compiler.graph.strategy.declare import signature
 
     g = resnet_model.graph
-    cache = cpu_llvm.LlvmCache()
+    cache = kernel_cache("llvm")
     k1 = cache.get(g.node("fc"), g)
     k2 = cache.get(g.node("fc"), g)
     assert len(cache) == 1 and k1.func is k2.func  # one build per signature
-    assert cpu_llvm.signature(g.node("relu1"), g) != cpu_llvm.signature(g.node("maxpool"), g)
+    assert signature(g.node("relu1"), g) != signature(g.node("maxpool"), g)
     m = compile_model(g, resnet_model.config, llvm=False)
     assert not any(k.target == "llvm" for k in m.kernels.values())
     x = models.sample_input(g, 5)
@@ -191,7 +194,7 @@ def test_main_job_output_lines():
     assert any(ln.startswith("offloaded layers: VDLA") and "speedup" in ln for ln in lines)
     assert any(ln.startswith("int8 output vs numpy int8 reference: PASS (bit-exact, every") for ln in lines)
     assert sum(" llvm " in r for r in rows) == 3  # conv1+relu, max-pool, classifier
-    assert any(ln.startswith("     flatten: not on llvm (") for ln in lines)
+    assert any(r.split()[1] == "flatten" and " view " in r for r in rows)  # a view of its input: no copy
     assert any(ln.startswith("fp32 CPU path vs onnxruntime: ") for ln in lines)
     assert lines[-1] == "result: PASS"
     total = re.search(r"compiling kernel 1/(\d+)", proc.stderr)  # progress: stderr, one line per distinct kernel

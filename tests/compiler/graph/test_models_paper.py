@@ -57,7 +57,7 @@ def test_dqn_full_size_shapes_fit_vdla():
 
 
 def _settings(name):
-    from vdla.compiler.graph.job import SETTINGS
+    from vdla.compiler.graph.zoo import SETTINGS
 
     return SETTINGS[name]
 

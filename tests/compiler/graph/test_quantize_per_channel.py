@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vdla.compiler.graph import Graph, GraphError, passes, run
-from vdla.compiler.graph.compile import compile_model
+from vdla.compiler.graph.executor import compile_model
 from vdla.compiler.graph.ops.elemwise import channel_shift_round
 from vdla.compiler.graph.partition import PartitionPolicy
 from vdla.compiler.graph.quantize import QConfig, agreement, calibrate, layer_snr, pow2_scale, quantize

@@ -33,14 +33,14 @@ pytest.importorskip("cocotbext.axi")
 from support import REPO  # noqa: E402
 
 from vdla import isa  # noqa: E402
+from vdla.cocotb_kit import run_tests  # noqa: E402
+from vdla.cocotb_kit.golden import rtl_counters  # noqa: E402
 from vdla.config import PRESETS, Config  # noqa: E402
 from vdla.fuzz.campaign import check_case  # noqa: E402
 from vdla.fuzz.randprog import random_program  # noqa: E402
 from vdla.hardware.testbench import MemoryFault  # noqa: E402
 from vdla.runtime import Device, Program, Stage  # noqa: E402
 from vdla.runtime.backends.verilator import VerilatorBackend  # noqa: E402
-from vdla.sim import run_tests  # noqa: E402
-from vdla.sim.golden import rtl_counters  # noqa: E402
 from vdla.simulator import DeadlockError, ProgramError, TokenUnderflowError  # noqa: E402
 from vdla.simulator.rtl import verilator as vl  # noqa: E402
 
@@ -114,7 +114,7 @@ def _cocotb_cases(c: Config, folder: Path, ram_size: int = 1 << 17) -> None:
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_cocotb_axitop(name):
-    """support/cocotb_axitop.py through the public kit (`vdla.sim.run_tests`, `vdla.sim.AxiTopDriver`)."""
+    """support/cocotb_axitop.py through the public kit (`vdla.cocotb_kit.run_tests`, `vdla.cocotb_kit.AxiTopDriver`)."""
     c = PRESETS[name]
     folder = vl.build_dir(c) / "cocotb"
     _cocotb_cases(c, folder)

@@ -13,9 +13,11 @@ Modules: :mod:`.space` (ConfigSpace / ConfigEntity), :mod:`.dispatch` (get_confi
 contexts), :mod:`.task` (@template, create), :mod:`.templates` (the operator library's),
 :mod:`.measure` (builders, runners, measuring on Dask workers), :mod:`.features` (loop-IR
 features), :mod:`.tuner` (random, grid, GA, XGBoost), :mod:`.record` (JSON-lines logs,
-apply_history_best), :mod:`.cli` (``vdla tune``).
+apply_history_best), :mod:`.tuning` (a model's tasks, tuning them into a log; the
+``vdla tune`` command over it is `vdla.cli.tune`).
 """
 
+from ...compat.aliases import module_getattr
 from . import callback, record, task, tuner
 from .dispatch import ApplyConfig, DispatchContext, get_config
 from .measure import LocalBuilder, LocalRunner, MeasureErrorNo, MeasureInput, MeasureResult, measure_option
@@ -29,3 +31,5 @@ __all__ = [
     "LocalRunner", "MeasureErrorNo", "MeasureInput", "MeasureResult", "measure_option", "ApplyHistoryBest",
     "apply_history_best",
 ]
+
+__getattr__ = module_getattr(__name__)  # TVM's names vdla does not have (RPCRunner) say what to use instead

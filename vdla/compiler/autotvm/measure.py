@@ -28,11 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from ...compat.aliases import module_getattr
 from .space import ConfigEntity
-from .task import Task, TaskError, Template, create, get_template
+from .task import Task, TaskError, Template, backend_of, create, get_template
 
 __all__ = ["MeasureErrorNo", "MeasureInput", "MeasureResult", "LocalBuilder", "LocalRunner", "MeasureOption",
            "measure_option", "measure_batch", "measure_one"]
+
+__getattr__ = module_getattr(__name__)  # TVM's RPCRunner, request_remote: an error that says what to use
 
 
 class MeasureErrorNo(IntEnum):
@@ -191,7 +194,7 @@ def measure_one(tpl: Template | None, name: str, args: list[Any], target: str, c
     from ..driver import build
 
     t0 = time.perf_counter()
-    kind = str(target).split()[0]
+    kind = backend_of(target)
     unit = "cycles" if kind == "vdla" else "s"
     try:
         task = _task(tpl, name, args, target)

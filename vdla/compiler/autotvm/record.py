@@ -25,7 +25,7 @@ from typing import Any
 from .dispatch import DispatchContext, workload_key
 from .measure import MeasureInput, MeasureResult
 from .space import ConfigEntity
-from .task import Task, TaskError, create, target_kind
+from .task import Task, TaskError, backend_of, create, target_kind
 
 __all__ = ["encode", "decode", "load_from_file", "save_to_file", "ApplyHistoryBest", "apply_history_best",
            "pick_best", "FORMAT"]
@@ -113,7 +113,7 @@ def _raw_records(path: str | Path, target: str | None = None) -> Iterator[dict[s
                 warnings.warn(f"{path}:{n}: skipped a corrupted record: {e}", stacklevel=3)
                 continue
             why = _compatible(d)
-            if why is None and kind is not None and str(d["target"]).split()[0] != kind:
+            if why is None and kind is not None and backend_of(d["target"]) != kind:
                 why = f"target {d['target']!r} (not {kind!r})"
             if why is not None:
                 skipped[why] = skipped.get(why, 0) + 1
@@ -147,7 +147,7 @@ def pick_best(path: str | Path, out: str | Path) -> int:
     for d in _raw_records(path):
         r = _result(d)
         if r.ok and r.costs:
-            k = workload_key([str(d["target"]).split()[0], d.get("workload")])
+            k = workload_key([backend_of(d["target"]), d.get("workload")])
             if k not in best or r.cost < best[k][0]:
                 best[k] = (r.cost, json.dumps(d))
     Path(out).write_text("".join(line + "\n" for _, line in best.values()))
@@ -167,13 +167,13 @@ class ApplyHistoryBest(DispatchContext):
             r = _result(d)
             if not r.ok or not r.costs:
                 continue
-            k = workload_key([str(d["target"]).split()[0], d.get("workload")])
+            k = workload_key([backend_of(d["target"]), d.get("workload")])
             if k not in self.best or r.cost < self.best[k][0]:
                 cfg = ConfigEntity.from_json_dict(d["config"])
                 self.best[k] = (r.cost, cfg)
 
     def query(self, target: str, workload: Any) -> ConfigEntity | None:
-        got = self.best.get(workload_key([str(target).split()[0], workload]))
+        got = self.best.get(workload_key([backend_of(target), workload]))
         return got[1] if got is not None else None
 
     def __len__(self) -> int:

@@ -21,7 +21,7 @@ from .registry import TEMPLATES, Template, template
 from .registry import jsonable as _jsonable
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity
 
-__all__ = ["template", "create", "Task", "TaskError", "TEMPLATES", "get_template", "target_kind"]
+__all__ = ["template", "create", "Task", "TaskError", "TEMPLATES", "get_template", "target_kind", "backend_of"]
 
 TARGETS = ("llvm", "vdla")
 
@@ -42,9 +42,20 @@ def get_template(name: str) -> Template:
     return TEMPLATES[name]
 
 
+def backend_of(target: Any) -> str:
+    """The back end of a target string (``"llvm -mcpu=..."``, ``"ext_dev"``) or Target: ``llvm``,
+    ``cuda`` or ``vdla``; ``""`` for none or one that does not parse (an old record's)."""
+    from ..targets.target import Target, TargetError  # a leaf module; imported late as the compiler imports autotvm
+
+    try:
+        return Target(target).backend if target is not None else ""
+    except TargetError:
+        return ""
+
+
 def target_kind(target: Any) -> str:
     """``llvm`` or ``vdla`` from a target string (``"llvm -mcpu=..."``) or Target."""
-    kind = str(target).split()[0] if target is not None else ""
+    kind = backend_of(target)
     if kind not in TARGETS:
         raise TaskError(f"unknown target {target!r}: autotvm tunes {', '.join(TARGETS)}")
     return kind

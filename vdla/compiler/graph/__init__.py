@@ -16,12 +16,13 @@ Modules: :mod:`.types` (TensorType, GraphError), :mod:`.ir` (Graph, Node, printe
 :mod:`.reference` (the oracle executor), :mod:`.onnx_import` / :mod:`.onnx_export`,
 :mod:`.fold` (constant and batch-norm folding), :mod:`.fuse` (operator fusion),
 :mod:`.layout` (the packed-layout pass), :mod:`.partition` (CPU/VDLA), :mod:`.quantize`
-(int8), :mod:`.models` (built-ins), :mod:`.passes` (the pipeline), then the executor's jobs:
-:mod:`.compile` (a kernel per node), :mod:`.kernels` (the kernel table), :mod:`.model`
-(``CompiledModel``: run it on any Device), :mod:`.model_file` (the one-file format), gathered
-by :mod:`.executor`; and :mod:`.job` (``vdla run MODEL``: the per-layer report with the
-bit-exact and onnxruntime checks). The targets' strategies (a node -> a kernel) live with
-their targets (:mod:`vdla.compiler.targets`).
+(int8), :mod:`.models` (built-ins), :mod:`.passes` (the pipeline); :mod:`.strategy` (which
+operator a node becomes on each target: one table keyed by target kind) and
+:mod:`.executor` (ONE compiled-model runner for every target: a plan of steps, values kept
+on the device that made them, the one-file format); the jobs: :mod:`.zoo` (the built-in
+models' settings, loading a model), :mod:`.build` (a model onto VDLA), :mod:`.job` (``vdla
+run MODEL``: run and check), :mod:`.report` (the per-layer report) and :mod:`.compare`
+(float models on llvm/cuda, and ``--compare``: one model on every target).
 """
 
 from . import ops  # noqa: F401  (registers every operator before any graph is checked)

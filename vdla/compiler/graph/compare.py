@@ -1,14 +1,18 @@
-"""``vdla run MODEL --compare``: one model on the CPU (llvm), the GPU (cuda) and VDLA, measured in one run.
+"""Float models on a target, and ``vdla run MODEL --compare``: one model on the CPU (llvm),
+the GPU (cuda) and VDLA, measured in one run.
+
+:func:`run_float` (``vdla run MODEL --target llvm|cuda``) compiles a float model for one
+target through the graph executor, runs it on a synthetic input and checks the outputs
+against the numpy fp32 reference.
 
 :func:`compare` loads the model once (a built-in name or an .onnx file) and runs the same
-synthetic input three ways:
+synthetic input three ways, each through the one graph executor
+(:func:`~.executor.compile_model`):
 
-* **llvm** -- the float32 graph, simplified and fused, every node built for this CPU through
-  the llvm strategy (:class:`~vdla.compiler.targets.llvm.strategy.LlvmCache`; a node with no
-  topi operator runs on numpy), timed on the host clock (the median of a few runs after a
-  warm-up);
-* **cuda** -- the same float32 graph through the GPU graph executor
-  (:func:`~vdla.compiler.targets.cuda.model.compile_model`), timed with CUDA events; with no
+* **llvm** -- the float32 graph, simplified and fused, every node built for this CPU where
+  the strategy maps it (views for flatten/reshape; else numpy on the host), timed on the
+  host clock (the median of a few runs after a warm-up);
+* **cuda** -- the same float32 graph compiled for the GPU, timed with CUDA events; with no
   GPU the row says "skipped: no CUDA device";
 * **vdla** -- the int8 model through :func:`.job.run_job` on the golden simulator: the VDLA
   layers' cycles at the configuration's clock (``Config.clock_mhz``) plus the host time of
@@ -30,16 +34,15 @@ from typing import Any
 import numpy as np
 
 from ...config import Config
+from ..targets.target import Target
 from . import models
-from .executor import is_model_file
-from .fuse import fuse
+from .executor import CompiledModel, compile_model, is_model_file
 from .ir import Graph, GraphError
-from .job import load_model, run_job
-from .ops.registry import get_op
-from .passes import simplify
+from .job import run_job
 from .reference import run as reference_run
+from .zoo import load_model
 
-__all__ = ["Row", "Comparison", "compare", "run_cli"]
+__all__ = ["Row", "Comparison", "compare", "FloatJobResult", "run_float"]
 
 #: float rows agree with the numpy fp32 reference to this relative error (of the output's largest magnitude)
 FLOAT_TOLERANCE = 1e-3
@@ -129,52 +132,94 @@ def _median_time(fn: Callable[[], Any], repeat: int) -> float:
 
 
 def llvm_row(graph: Graph, x: dict[str, np.ndarray], ref: list[np.ndarray], repeat: int = 5) -> Row:
-    """The float32 graph on this CPU: every node built for llvm where topi has it, else numpy."""
+    """The float32 graph on this CPU: every node built for llvm where the strategy maps it."""
     import platform
 
-    from ..targets.llvm.strategy import LlvmCache, LlvmKernel
-
-    g = fuse(simplify(graph))
-    cache = LlvmCache()
-    plan: list[tuple[Any, Any]] = []
-    for n in g.topo_order():
-        k = cache.get(n, g)
-        plan.append((n, k if isinstance(k, LlvmKernel) else None))
+    m = compile_model(graph, target="llvm")
 
     def run() -> list[np.ndarray]:
-        env: dict[str, Any] = dict(g.consts)
-        env.update(x)
-        for n, k in plan:
-            env[n.name] = k(env) if k is not None else get_op(n.op, n.name).compute(n.attrs, [env[i] for i in n.inputs])
-        return [np.asarray(env[o]) for o in g.outputs]
+        return m.run(x).outputs
 
     err = _rel_err(run(), ref)
-    on = sum(k is not None for _, k in plan)
+    on = sum(k.target == "llvm" for k in m.kernels.values())
     cpu = platform.processor() or platform.machine()
     return Row("llvm", "float32", f"this CPU ({cpu})", _median_time(run, repeat),
                f"host clock, median of {repeat} runs after a warm-up", err <= FLOAT_TOLERANCE,
-               f"vs numpy fp32: max rel err {err:.1e}", f"{on} of {len(plan)} nodes built for llvm")  # fmt: skip
+               f"vs numpy fp32: max rel err {err:.1e}", f"{on} of {len(m.kernels)} nodes built for llvm")  # fmt: skip
+
+
+def _gpu_target(target: str | Target) -> tuple[Any, str]:
+    """GPU 0 and ``target`` with its architecture (``-arch`` of the GPU present unless given)."""
+    from ...runtime.cuda_driver import get_device
+
+    dev = get_device(0)
+    t = Target(target)
+    return dev, str(t) if "arch" in t.attrs else f"{t} -arch={dev.arch}"
 
 
 def cuda_row(graph: Graph, x: dict[str, np.ndarray], ref: list[np.ndarray], target: str = "cuda",
              repeat: int = 5) -> Row:  # fmt: skip
     """The float32 graph on GPU 0 (a skipped row without one), timed with CUDA events."""
-    from ...runtime.cuda_driver import device_count, get_device, to_device
+    from ...runtime.cuda_driver import device_count, to_device
 
     if device_count() == 0:
         return Row("cuda", "float32", "-", None, "", None, "skipped: no CUDA device")
-    from ..targets.cuda.model import compile_model
-
-    dev = get_device(0)
-    tgt = target if "-arch" in target else f"{target} -arch={dev.arch}"
-    m = compile_model(graph, tgt)
+    dev, tgt = _gpu_target(target)
+    m = compile_model(graph, target=tgt)
     xd = {k: to_device(np.ascontiguousarray(v)) for k, v in x.items()}  # the input is on the GPU already
-    err = _rel_err(m.run(xd), ref)
+    err = _rel_err(m.run(xd).outputs, ref)
     seconds = dev.time(lambda: m.run(xd, sync=False), repeat)
-    on = sum(ly.target == "cuda" for ly in m.layers)
+    on = sum(k.target == "cuda" for k in m.kernels.values())
     return Row("cuda", "float32", f"{dev.name} ({dev.arch})", seconds,
                f"CUDA events, mean of {repeat} runs after a warm-up (outputs copied back)", err <= FLOAT_TOLERANCE,
-               f"vs numpy fp32: max rel err {err:.1e}", f"{on} of {len(m.layers)} nodes on the GPU")  # fmt: skip
+               f"vs numpy fp32: max rel err {err:.1e}", f"{on} of {len(m.kernels)} nodes on the GPU")  # fmt: skip
+
+
+@dataclass
+class FloatJobResult:
+    """A float model run once on a target and checked against the numpy fp32 reference."""
+
+    name: str
+    model: CompiledModel
+    max_err: float
+    run_s: float
+    layers: list[Any] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.max_err <= FLOAT_TOLERANCE
+
+    def table(self) -> str:
+        verdict = "ok" if self.ok else "MISMATCH"
+        return (f"{self.name} on {self.model.target}\n{self.model.table(self.layers)}\n"
+                f"outputs vs numpy fp32 reference: max |err| {self.max_err:.1e} ({verdict}); run {self.run_s:.3f} s")
+
+
+def run_float(model: str, target: str | Target = "cuda", *, reduced: bool = False, size: int | None = None,
+              seed: int = 0, progress: Callable[[str], None] | None = None) -> FloatJobResult:
+    """Compile ``model`` (built-in name or .onnx) for ``target`` (llvm or cuda), run it on a
+    synthetic input and check it. A cuda model compiles anywhere (PTX); running it needs a GPU
+    (:class:`~vdla.runtime.cuda_driver.NoCudaDevice` without one, after compiling)."""
+    spec = load_model(model, reduced=reduced, size=size)
+    kind = Target(target).backend
+    if spec.qdq:
+        raise ValueError(f"{model}: a quantised (QDQ) model; the {kind} target runs float32 models")
+    if kind not in ("llvm", "cuda"):
+        raise ValueError(f"--target {str(target)!r}: float models run on 'llvm' or 'cuda' (-arch=sm_80|sm_90); "
+                         "without --target they run on the VDLA --device")
+    m = compile_model(spec.graph, target=target)
+    if progress:
+        built = sum(k.target == kind for k in m.kernels.values())
+        where = "the GPU" if kind == "cuda" else "llvm"
+        progress(f"compiled {spec.name} for {m.target}: {built} of {len(m.kernels)} nodes on {where}, "
+                 f"{m.distinct_functions} functions, {m.info['compile_s']:.1f} s")
+    x = models.sample_input(spec.graph, seed)
+    t0 = time.perf_counter()
+    res = m.run(x, time_layers=kind == "cuda")
+    run_s = time.perf_counter() - t0
+    ref = reference_run(spec.graph, x, check=False)
+    err = max(float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-6)) for a, b in zip(res.outputs, ref, strict=True))
+    return FloatJobResult(spec.name, m, err, run_s, res.layers)
 
 
 def vdla_row(model: str, config: Config, *, reduced: bool = False, size: int | None = None, device: str = "fsim",
@@ -221,20 +266,3 @@ def compare(model: str, config: Config | None = None, *, reduced: bool = False, 
     out.rows.append(vdla_row(model, config or Config(), reduced=reduced, size=size, device=device, seed=seed,
                              calib=calib, progress=progress))  # fmt: skip
     return out
-
-
-def run_cli(args: Any) -> int:
-    """``vdla run MODEL --compare [--target cuda -arch=sm_90] [--json]``: the table (exit 1 if a check fails)."""
-    import json
-    import sys
-
-    from ...config import preset
-
-    def progress(msg: str) -> None:
-        if not args.quiet:
-            print(msg, file=sys.stderr)
-
-    res = compare(args.file, preset(args.config or "default"), reduced=args.reduced, size=args.size, seed=args.seed,
-                  calib=args.calib, cuda_target=args.target or "cuda", device=args.device, progress=progress)  # fmt: skip
-    print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
-    return 0 if res.ok else 1

@@ -6,7 +6,8 @@
     s = te.create_schedule(C.op)
 
 Modules: :mod:`.operation` (tensors, placeholder/compute/scan), :mod:`.reduction`
-(sum/max/min, comm_reducer), :mod:`.intrinsics` (scalar helpers and math calls). The
+(sum/max/min, comm_reducer); the scalar helpers and math calls (``te.exp``,
+``te.if_then_else`` ...) are tir's (:mod:`vdla.compiler.tir.scalar`), as in TVM. The
 schedule-level names TVM users reach through ``te`` (``create_schedule``,
 ``decl_tensor_intrin``, ``call_extern``) come from :mod:`vdla.compiler.schedule`,
 which builds on this package; they are looked up when first used.
@@ -16,15 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .intrinsics import (
+from ...compat.aliases import module_getattr
+from ..tir.op import floordiv, floormod, truncdiv, truncmod
+from ..tir.scalar import (
     abs,
     all,
     any,
     ceil,
     exp,
     floor,
-    floordiv,
-    floormod,
     if_then_else,
     log,
     max_value,
@@ -34,8 +35,6 @@ from .intrinsics import (
     sigmoid,
     sqrt,
     tanh,
-    truncdiv,
-    truncmod,
 )
 from .operation import (
     ComputeOp,
@@ -68,6 +67,9 @@ _SCHEDULE_NAMES = {
 }
 
 
+_compat_getattr = module_getattr(__name__)
+
+
 def __getattr__(name: str) -> Any:
     if name in _SCHEDULE_NAMES:
         import importlib
@@ -76,7 +78,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module, __name__), attr)
         globals()[name] = value
         return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _compat_getattr(name)  # TVM's names vdla does not have (te.create_prim_func) say what to use
 
 
 __all__ = [

@@ -1,5 +1,5 @@
 """The ``tvm.tir`` functions TVM programs call: extern and intrinsic calls, index arithmetic,
-constants, buffers.
+constants (``IntImm``/``FloatImm`` in TVM's argument order), buffers.
 
     tir.call_extern("int32", "gemv_update", cc.access_ptr("w"), aa.access_ptr("r"), m)
     tir.indexmod(y, bn); tir.indexdiv(y, bn); tir.const(1, "int8")
@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import dtypes
+from . import nodes as _nodes
 from .nodes import Buffer, Call, CallExtern, Expr, IRError, binary, convert, make_const, shift
 
 __all__ = [
     "call_extern", "call_pure_extern", "call_intrin", "call_packed", "CallPacked", "indexdiv", "indexmod",
-    "floordiv", "floormod", "truncdiv", "truncmod", "const", "decl_buffer", "shift_right", "shift_left",
+    "floordiv", "floormod", "truncdiv", "truncmod", "const", "decl_buffer", "shift_right", "shift_left", "IntImm",
+    "FloatImm",
 ]
 
 
@@ -121,6 +123,31 @@ def const(value: Any, dtype: str | None = None) -> Expr:
     if dtype is None:
         return convert(value)
     return make_const(value, dtype)
+
+
+class _ConstMeta(type):
+    """``isinstance(x, tir.IntImm)`` is ``isinstance(x, nodes.IntImm)``."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, cls._node)  # type: ignore[attr-defined]
+
+
+class IntImm(metaclass=_ConstMeta):
+    """TVM's argument order, ``tir.IntImm("int32", 3)`` (the IR node takes value first)."""
+
+    _node = _nodes.IntImm
+
+    def __new__(cls, dtype: str, value: int) -> Expr:  # type: ignore[misc]
+        return make_const(value, dtype)
+
+
+class FloatImm(metaclass=_ConstMeta):
+    """TVM's argument order, ``tir.FloatImm("float32", 0.5)``."""
+
+    _node = _nodes.FloatImm
+
+    def __new__(cls, dtype: str, value: float) -> Expr:  # type: ignore[misc]
+        return make_const(value, dtype)
 
 
 def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: Any = None, strides: Any = None,

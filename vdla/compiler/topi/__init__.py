@@ -12,10 +12,10 @@ fast is a target's business: the CPU schedules are in
 
 :mod:`.util` holds what declarations and schedules share (padding, shape helpers,
 ``traverse_inline``). The ``schedule_*`` names once exported here still resolve, with a
-``DeprecationWarning`` (see :mod:`vdla._deprecated`).
+``DeprecationWarning`` (see :mod:`vdla.compat.aliases`).
 """
 
-from ..._deprecated import moved_names
+from ...compat.aliases import module_getattr
 from . import nn, testing  # TVM's topi.nn and topi.testing
 from .conv2d import (
     conv2d_nchw,
@@ -46,7 +46,7 @@ from .pooling import global_pool, pool2d
 from .softmax import softmax
 from .util import pad
 
-__getattr__ = moved_names(__name__)  # topi.schedule_* -> targets.llvm.schedules, for one release
+__getattr__ = module_getattr(__name__)  # topi.schedule_* -> targets.llvm.schedules, for one release
 
 __all__ = [
     "add",

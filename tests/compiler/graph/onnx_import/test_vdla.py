@@ -16,7 +16,9 @@ from support.onnx_models import model  # noqa: E402
 
 from vdla.cli import main  # noqa: E402
 from vdla.compiler.graph import models, reference  # noqa: E402
-from vdla.compiler.graph.job import build_model, load_model, run_job  # noqa: E402
+from vdla.compiler.graph.build import build_model  # noqa: E402
+from vdla.compiler.graph.job import run_job  # noqa: E402
+from vdla.compiler.graph.zoo import load_model  # noqa: E402
 from vdla.config import Config  # noqa: E402
 from vdla.runtime import Device  # noqa: E402
 

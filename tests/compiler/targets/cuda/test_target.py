@@ -1,4 +1,4 @@
-"""CUDA target strings and objects: which architecture they select, and the errors for bad ones."""
+"""CUDA targets: which architecture and limits they select (cuda_limits), and the errors for bad ones."""
 
 from __future__ import annotations
 
@@ -6,18 +6,20 @@ import pytest
 
 import vdla
 from vdla.compiler import te
-from vdla.compiler.targets.cuda.target import CudaTarget, is_cuda
+from vdla.compiler.targets.cuda.target import CudaLimits, cuda_limits
+from vdla.target import Target, TargetError
 
 
 @pytest.mark.parametrize(
     ("text", "arch"),
     [("cuda", "sm_80"), ("nvptx", "sm_80"), ("cuda -arch=sm_90", "sm_90"), ("nvptx -mcpu=sm_90", "sm_90"),
-     (CudaTarget("sm_90"), "sm_90")],
+     (Target("cuda -arch=sm_90", host="llvm"), "sm_90"), ({"kind": "cuda", "arch": "sm_90"}, "sm_90")],
 )  # fmt: skip
-def test_parse(text: object, arch: str) -> None:
-    t = CudaTarget.parse(text)  # type: ignore[arg-type]
-    assert t.arch == arch
-    assert is_cuda(text)
+def test_limits(text: object, arch: str) -> None:
+    target = Target(text)  # type: ignore[arg-type]
+    assert target.backend == "cuda" and target.keys == ["cuda", "gpu"]
+    t = cuda_limits(target)
+    assert t == CudaLimits(arch) and t.arch == arch
     assert str(t) == f"cuda -arch={arch}"
     assert t.max_threads_per_block == 1024 and t.max_shared_memory_per_block == 48 * 1024
 
@@ -35,4 +37,8 @@ def test_bad_target(text: str, match: str) -> None:
 
 
 def test_llvm_is_not_cuda() -> None:
-    assert not is_cuda("llvm") and not is_cuda("vdla") and not is_cuda("")
+    assert Target("llvm").backend == "llvm" and Target("vdla").backend == "vdla"
+    with pytest.raises(TargetError, match="'llvm' is not a CUDA target"):
+        cuda_limits(Target("llvm"))
+    with pytest.raises(TargetError, match="unknown CUDA target option '-fast'"):
+        Target("cuda -fast")  # the options are checked where the string is parsed

@@ -12,7 +12,8 @@ import pytest
 
 from vdla.compiler import CrossModule, build, te, topi
 from vdla.compiler.targets.llvm import schedules
-from vdla.compiler.targets.llvm.target import AARCH64, RISCV64, Target
+from vdla.compiler.targets.llvm.target import AARCH64, RISCV64, LlvmOptions, llvm_options
+from vdla.target import Target
 
 EM_AARCH64, EM_RISCV = 183, 243
 
@@ -82,5 +83,9 @@ def test_cross_module_save_and_errors(tmp_path) -> None:  # type: ignore[no-unty
         build(te.create_schedule(b.op), [a, b], target="llvm -foo=1")
     with pytest.raises(ValueError, match="no back end"):
         build(te.create_schedule(b.op), [a, b], target="llvm -mtriple=nosuch-arch-none")
-    assert str(Target.parse(AARCH64)) == AARCH64
-    assert Target.parse("llvm").is_host()
+    assert str(llvm_options(Target(AARCH64))) == AARCH64 and str(m.target) == "llvm -mtriple=aarch64-linux-gnu"
+    assert llvm_options(Target("llvm")).is_host() and not llvm_options(Target("llvm -mcpu=cortex-a53")).is_host()
+    # the options in any order, from a dict too: the same canonical string
+    t = Target({"kind": "llvm", "mcpu": "cortex-a53", "mattr": ["+neon"], "mtriple": "aarch64-linux-gnu"})
+    assert llvm_options(t) == LlvmOptions("aarch64-linux-gnu", "cortex-a53", ("+neon",))
+    assert str(llvm_options(t)) == AARCH64

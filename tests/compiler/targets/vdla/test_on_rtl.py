@@ -14,8 +14,7 @@ import pytest
 
 from vdla import Device
 from vdla.compiler import te
-from vdla.compiler.targets.vdla import build
-from vdla.compiler.targets.vdla.resnet import OFFLOADED
+from vdla.compiler.accelerator import build
 from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,
@@ -27,6 +26,7 @@ from vdla.compiler.targets.vdla.top import (
     schedule_conv2d_packed,
     unpack_data,
 )
+from vdla.compiler.topi.workloads import OFFLOADED
 from vdla.config import PRESETS
 from vdla.runtime.device import BUILTIN_BACKENDS
 

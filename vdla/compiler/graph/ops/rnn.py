@@ -1,7 +1,7 @@
 """Recurrences: ``lstm_scan`` and ``gru_scan``, an LSTM's / GRU's recurrence over a whole
 sequence as one operator (the input projection is a separate ``dense``; the recurrent
 product, gates and state update run step by step). The llvm strategy builds it with the TE ``scan``
-(:mod:`vdla.compiler.targets.llvm.strategy`), as TVM's LSTM recipe does; the numpy
+(:mod:`vdla.compiler.graph.strategy.scan`), as TVM's LSTM recipe does; the numpy
 semantics here are the reference.
 
 Inputs: ``gates_x`` (T, B, 4H), the input projection plus both biases, gates in ONNX's

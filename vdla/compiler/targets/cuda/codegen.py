@@ -42,7 +42,7 @@ from ...tir.nodes import (
 from ...tir.passes.simplify import simplify_expr
 from ..llvm.codegen import I32, VOID, CodegenError, LLVMCodegen, llvm_type, storage_type
 from .lower import SYNC, DeviceModule, Kernel
-from .target import CudaTarget
+from .target import TRIPLE, CudaLimits
 
 _SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
 #: math the NVPTX back end lowers itself; the rest calls libdevice
@@ -159,7 +159,7 @@ def _ident(name: str) -> str:
 def generate(dev: DeviceModule) -> tuple[ir.Module, set[str]]:
     """One NVPTX module with every kernel of ``dev``; also the libdevice functions it calls."""
     module = ir.Module(name=dev.func.name)
-    module.triple = CudaTarget.triple
+    module.triple = TRIPLE
     math: set[str] = set()
     md = []
     for k in dev.kernels:
@@ -205,9 +205,9 @@ def _init() -> None:
             _ready = True
 
 
-def target_machine(target: CudaTarget, opt: int = 3) -> llvm.TargetMachine:
+def target_machine(target: CudaLimits, opt: int = 3) -> llvm.TargetMachine:
     _init()
-    t = llvm.Target.from_triple(CudaTarget.triple)
+    t = llvm.Target.from_triple(TRIPLE)
     return t.create_target_machine(cpu=target.arch, features=f"+{target.ptx_version}", opt=opt)
 
 
@@ -220,7 +220,7 @@ def _libdevice_bitcode() -> bytes | None:
         return fh.read()
 
 
-def compile_ptx(llvm_ir: str, math: set[str], target: CudaTarget, opt_level: int = 3,
+def compile_ptx(llvm_ir: str, math: set[str], target: CudaLimits, opt_level: int = 3,
                 kernels: tuple[str, ...] = ()) -> tuple[str, str]:  # fmt: skip
     """Optimise ``llvm_ir`` for ``target`` and emit PTX; returns (optimised IR, PTX).
 
@@ -237,7 +237,7 @@ def compile_ptx(llvm_ir: str, math: set[str], target: CudaTarget, opt_level: int
                 "(pip install 'vdla[gpu]')"
             )
         lib = llvm.parse_bitcode(code)
-        lib.triple = CudaTarget.triple
+        lib.triple = TRIPLE
         lib.data_layout = mod.data_layout
         mod.link_in(lib)
         for g in list(mod.functions) + list(mod.global_variables):

@@ -48,7 +48,7 @@ from ...tir.nodes import (
 from ...tir.passes.simplify import simplify_expr
 from ...tir.printer import expr_str
 from ...tir.visitor import free_vars, substitute, walk
-from .target import CudaTarget
+from .target import CudaLimits
 
 THREAD_TAGS = tuple(f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz")
 SYNC = "__syncthreads"
@@ -92,7 +92,7 @@ def _stored(s: Stmt) -> list[str]:
     return names
 
 
-def split_host_device(func: PrimFunc, target: CudaTarget) -> DeviceModule:
+def split_host_device(func: PrimFunc, target: CudaLimits) -> DeviceModule:
     """Cut ``func`` into kernels (see the module docstring); raise CudaLoweringError on bad schedules."""
     dev = DeviceModule(func)
     roots: list[Stmt] = []
@@ -120,7 +120,7 @@ def split_host_device(func: PrimFunc, target: CudaTarget) -> DeviceModule:
     return dev
 
 
-def _make_kernel(name: str, root: Stmt, func: PrimFunc, temps: list[Buffer], target: CudaTarget) -> Kernel:
+def _make_kernel(name: str, root: Stmt, func: PrimFunc, temps: list[Buffer], target: CudaLimits) -> Kernel:
     loops = [n for n in walk(root) if isinstance(n, For) and n.kind == "thread_binding"]
     for lp in loops:
         if lp.thread_tag not in THREAD_TAGS:

@@ -31,7 +31,7 @@ from ...tir.visitor import substitute
 from ..llvm.module import ArgumentError, BuiltFunction
 from . import codegen
 from .lower import DeviceModule, Kernel, split_host_device
-from .target import CudaTarget
+from .target import CudaLimits
 
 _counter = itertools.count()
 
@@ -39,7 +39,7 @@ _counter = itertools.count()
 class CUDAModule(ModuleMixin):
     """A function compiled for the GPU: call it like a CPU-built one (numpy arrays in argument order)."""
 
-    def __init__(self, func: PrimFunc, dev: DeviceModule, target: CudaTarget, llvm_ir: str, optimized_ir: str,
+    def __init__(self, func: PrimFunc, dev: DeviceModule, target: CudaLimits, llvm_ir: str, optimized_ir: str,
                  ptx: str) -> None:  # fmt: skip
         self.lowered = func
         self.name = func.name
@@ -250,7 +250,7 @@ def _eval(e: Any, sizes: dict[Var, IntImm], what: str) -> int:
     return v.value
 
 
-def build_function(func: PrimFunc, target: CudaTarget, opt_level: int = 3) -> CUDAModule:
+def build_function(func: PrimFunc, target: CudaLimits, opt_level: int = 3) -> CUDAModule:
     """Split ``func`` into kernels, generate NVPTX and emit PTX for ``target``'s architecture."""
     for p in func.params:
         if not isinstance(p, Buffer):

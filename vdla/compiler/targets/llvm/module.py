@@ -32,7 +32,7 @@ from ...tir.visitor import substitute, walk
 from . import jit, timer
 from .codegen import CodegenError, generate
 from .packed import PackedSite, lower_packed_calls, register_site, take_error
-from .target import CrossModule, Target, cross_compile
+from .target import CrossModule, LlvmOptions, cross_compile
 
 _counter = itertools.count()
 
@@ -282,7 +282,7 @@ class BuiltFunction(ModuleMixin):
             raise ArgumentError(f"argument {k} ({p.name!r}): expected shape {shown}, got {a.shape}")
 
 
-def build_function(func: PrimFunc, tgt: Target, opt_level: int = 3) -> BuiltFunction | CrossModule:
+def build_function(func: PrimFunc, tgt: LlvmOptions, opt_level: int = 3) -> BuiltFunction | CrossModule:
     """LLVM IR for ``func``, JIT-compiled for the host or cross-compiled for ``tgt``."""
     for p in func.params:
         if not isinstance(p, Buffer):

@@ -1,26 +1,31 @@
-"""Targets (``"llvm"``, ``"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53 -mattr=+neon"``)
-and ahead-of-time compilation to object files or assembly for other CPUs.
+"""The CPU facts of a target: triple, CPU and features, the host, and ahead-of-time compilation.
 
-The string follows TVM's: the kind (only ``llvm`` here) then ``-mtriple``, ``-mcpu`` and
-``-mattr`` options.  A target whose triple is not the host's is *cross compiled*:
-:func:`cross_compile` optimises the module with that target machine and returns a
-:class:`CrossModule` holding the object code and assembly (nothing is run).  Kernels
-with ``parallel`` loops reference the runtime symbol ``vdla_parallel_launch``, which the
-device's runtime must provide.
+:func:`llvm_options` reads an llvm :class:`~vdla.compiler.targets.target.Target` (parsed and
+checked there: ``"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53 -mattr=+neon"``) into
+:class:`LlvmOptions`. A target whose triple is not the host's, or with an explicit ``-mcpu`` or
+``-mattr``, is *cross compiled*: :func:`cross_compile` optimises the module with that target
+machine (LLVM must have a back end for the triple) and returns a :class:`CrossModule` holding
+the object code and assembly (nothing is run). Kernels with ``parallel`` loops reference the
+runtime symbol ``vdla_parallel_launch``, which the device's runtime must provide.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 
+from ....compat.aliases import module_getattr
 from ...tir.nodes import PrimFunc
+from ..target import TargetError
 
-__all__ = ["Target", "CrossModule", "cross_compile", "TargetError", "AARCH64", "RISCV64"]
+if TYPE_CHECKING:  # not bound at run time: the old name Target here is a moved one (see the end)
+    from ..target import Target
+
+__all__ = ["LlvmOptions", "llvm_options", "CrossModule", "cross_compile", "TargetError", "AARCH64", "RISCV64"]
 
 #: shorthand target strings for the paper's embedded CPU classes
 AARCH64 = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53 -mattr=+neon"
@@ -30,47 +35,15 @@ _lock = threading.Lock()
 _all_targets = False
 
 
-class TargetError(ValueError):
-    """A malformed or unsupported target string."""
-
-
 @dataclass(frozen=True)
-class Target:
-    """A parsed target string."""
+class LlvmOptions:
+    """What LLVM compiles a CPU target for; ``str()`` is its canonical target string."""
 
-    kind: str = "llvm"
     triple: str | None = None
     cpu: str | None = None
     attrs: tuple[str, ...] = field(default_factory=tuple)
 
-    @staticmethod
-    def parse(target: str | Target) -> Target:
-        if isinstance(target, Target):
-            return target
-        if not isinstance(target, str) or not target.strip():
-            raise TargetError(f"target must be a string like 'llvm -mtriple=...', got {target!r}")
-        words = shlex.split(target)
-        kind, opts = words[0], words[1:]
-        if kind != "llvm":
-            raise TargetError(
-                f"unknown target {kind!r} (in {target!r}); this build supports 'llvm' (-mtriple=... for other CPUs), "
-                "'cuda' (-arch=sm_80|sm_90) and 'vdla'"
-            )
-        triple = cpu = None
-        attrs: tuple[str, ...] = ()
-        for o in opts:
-            key, _, val = o.partition("=")
-            if not val:
-                raise TargetError(f"target option {o!r} needs a value (e.g. -mtriple=aarch64-linux-gnu)")
-            if key == "-mtriple":
-                triple = val
-            elif key == "-mcpu":
-                cpu = val
-            elif key == "-mattr":
-                attrs = tuple(a for a in val.split(",") if a)
-            else:
-                raise TargetError(f"unknown target option {key!r} in {target!r} (use -mtriple, -mcpu, -mattr)")
-        return Target(kind, triple, cpu, attrs)
+    kind = "llvm"
 
     def is_host(self) -> bool:
         """True when this target compiles for the machine we run on (JIT)."""
@@ -90,11 +63,19 @@ class Target:
         return " ".join(out)
 
 
+def llvm_options(target: Target) -> LlvmOptions:
+    """The triple, CPU and features of an llvm target (``-mtriple``, ``-mcpu``, ``-mattr``)."""
+    if target.backend != "llvm":
+        raise TargetError(f"{str(target)!r} is not a CPU (llvm) target")
+    a = target.attrs
+    return LlvmOptions(a.get("mtriple"), a.get("mcpu"), tuple(x for x in str(a.get("mattr", "")).split(",") if x))
+
+
 def _arch(triple: str) -> str:
     return triple.split("-")[0]
 
 
-def _target_machine(t: Target, opt: int) -> llvm.TargetMachine:
+def _target_machine(t: LlvmOptions, opt: int) -> llvm.TargetMachine:
     global _all_targets
     with _lock:
         if not _all_targets:
@@ -112,7 +93,7 @@ def _target_machine(t: Target, opt: int) -> llvm.TargetMachine:
 class CrossModule:
     """A kernel compiled ahead of time for another CPU: object code, assembly and IR."""
 
-    def __init__(self, func: PrimFunc, symbol: str, target: Target, llvm_ir: str, optimized_ir: str,
+    def __init__(self, func: PrimFunc, symbol: str, target: LlvmOptions, llvm_ir: str, optimized_ir: str,
                  obj: bytes, asm: str) -> None:  # fmt: skip
         self.lowered = func
         self.name = func.name
@@ -155,9 +136,10 @@ class CrossModule:
         return f"<CrossModule {self.name} target={self.target} {len(self.object_code)} bytes>"
 
 
-def cross_compile(func: PrimFunc, llvm_ir: str, symbol: str, target: Target | str, opt_level: int = 3) -> CrossModule:
+def cross_compile(func: PrimFunc, llvm_ir: str, symbol: str, target: Target | LlvmOptions,
+                  opt_level: int = 3) -> CrossModule:  # fmt: skip
     """Optimise ``llvm_ir`` for ``target`` and emit its object code and assembly."""
-    t = Target.parse(target)
+    t = target if isinstance(target, LlvmOptions) else llvm_options(target)
     tm = _target_machine(t, opt_level)
     mod = llvm.parse_assembly(llvm_ir)
     mod.triple = t.triple or llvm.get_process_triple()
@@ -171,3 +153,6 @@ def cross_compile(func: PrimFunc, llvm_ir: str, symbol: str, target: Target | st
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     return CrossModule(func, symbol, t, llvm_ir, str(mod), tm.emit_object(mod), tm.emit_assembly(mod))
+
+
+__getattr__ = module_getattr(__name__)  # Target (now vdla.compiler.targets.target.Target), for one release

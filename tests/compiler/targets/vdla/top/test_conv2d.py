@@ -8,11 +8,11 @@ import pytest
 from support.templates import conv_case
 
 from vdla import preset
-from vdla.compiler.targets.vdla.resnet import OFFLOADED
 from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,
 )
+from vdla.compiler.topi.workloads import OFFLOADED
 
 DEFAULT = preset("default")
 

@@ -11,7 +11,8 @@ import pytest
 
 from vdla import Device, preset
 from vdla.compiler import te
-from vdla.compiler.targets.vdla import VDLAError, build
+from vdla.compiler.accelerator import build
+from vdla.compiler.targets.vdla import VDLAError
 from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,

@@ -8,7 +8,7 @@ import pytest
 
 from vdla import Device, preset
 from vdla.compiler import te
-from vdla.compiler.targets.vdla import build
+from vdla.compiler.accelerator import build
 from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,

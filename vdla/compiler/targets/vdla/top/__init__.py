@@ -1,10 +1,10 @@
 """Operator templates of the VDLA target (TVM's ``topi`` for VTA), one module each, and the
-strategy that picks one for a graph node.
+graph strategy (:mod:`vdla.compiler.graph.strategy.vdla`) that picks one for a graph node.
 
 Templates: :mod:`.conv2d`, :mod:`.dense`, :mod:`.conv2d_transpose`, :mod:`.group_conv2d`
 (declaration + schedule each); :mod:`.common` (the ALU tail, knobs, placing loads/GEMM/tail)
 and :mod:`.tiling` (the tile-size rule) are what they share; :mod:`.reference` holds their
-numpy references; :mod:`.strategy` turns a fused graph node into a kernel on them. The host
+numpy references. The graph strategy turns a fused graph node into a kernel on them. The host
 packing of their operands is :mod:`vdla.compiler.targets.vdla.packing` (re-exported here,
 where the old ``topi`` module had it)::
 

@@ -1,0 +1,65 @@
+"""The top-level `vdla` parser (vdla.cli.main): every command registered and listed, one package for them all."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+from support import REPO
+
+from vdla.cli import main
+from vdla.cli.main import COMMANDS, build_parser
+
+NAMES = ["info", "asm", "disasm", "run", "build", "synth", "verilog", "tune", "sweep", "fuzz", "formal"]
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for name in NAMES:
+        assert f"    {name} " in out, name
+    sub = next(a for a in build_parser()._actions if a.dest == "cmd")
+    assert list(sub.choices) == NAMES
+
+
+def test_every_command_module_has_add_parser_run_and_a_docstring():
+    for module in COMMANDS:
+        assert callable(module.add_parser) and callable(module.run), module.__name__
+        assert module.__doc__ and module.__doc__.strip(), module.__name__
+
+
+def test_every_command_takes_debug(capsys):
+    assert main(["formal", "nosuch", "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_python_dash_m_vdla_cli():
+    res = subprocess.run([sys.executable, "-m", "vdla.cli", "--help"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0 and "formal" in res.stdout and "fuzz" in res.stdout
+
+
+def test_nothing_outside_the_cli_imports_it():
+    """The commands import the library, never the reverse (vdla/__main__.py is the one exception)."""
+    offenders = []
+    for path in sorted((REPO / "vdla").rglob("*.py")):
+        rel = path.relative_to(REPO / "vdla")
+        if rel.parts[0] == "cli" or rel == rel.with_name("__main__.py") and len(rel.parts) == 1:
+            continue
+        package = ["vdla", *rel.parts[:-1]]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                mod = ".".join([*base, *([node.module] if node.module else [])])
+                names = [f"{mod}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if any(n == "vdla.cli" or n.startswith("vdla.cli.") for n in names):
+                offenders.append(str(rel))
+    assert not offenders, offenders

@@ -1,0 +1,50 @@
+"""What `vdla run MODEL` and `vdla build` share: the model options, the Config, progress on stderr.
+
+`add_model_arguments` adds the model options (``--config``, ``--reduced``, ``--size``,
+``--calib``, ``--per-channel``, ``--calibration``, ``-q``, ``--shape``, ``--tuning-log``);
+`model_config` is the Config they name; `stderr_progress` the compiler's progress callback
+(one updating stderr line, or None with ``-q``). ``--shape`` is read by
+`vdla.compiler.graph.zoo.parse_shapes` (the library reads the same text back from a model file).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from ..config import Config, preset
+from .errors import count
+
+__all__ = ["Progress", "add_model_arguments", "model_config", "stderr_progress"]
+
+#: A progress callback: takes one message.
+Progress = Callable[[str], None]
+
+
+def add_model_arguments(q: argparse.ArgumentParser) -> None:
+    """The options of a model job (``vdla run MODEL``, ``vdla build``)."""
+    q.add_argument("--config", default=None, help="configuration preset or JSON file (models; default: default)")
+    q.add_argument("--reduced", action="store_true", help="the model's reduced size (for RTL simulation and tests)")
+    q.add_argument("--size", type=count("--size", 1), default=None, help="input height/width of the model")
+    q.add_argument("--calib", type=count("--calib", 1), default=1, help="calibration inputs for int8 quantisation")
+    q.add_argument("--per-channel", action=argparse.BooleanOptionalAction, default=None,
+                   help="int8 weight scales per output channel (default: the model's setting)")
+    q.add_argument("--calibration", choices=("max", "percentile", "kl"), default=None,
+                   help="activation calibration (default: the model's setting)")
+    q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    q.add_argument("--shape", action="append", default=[], metavar="NAME=d0,d1,...",
+                   help="bind an ONNX input's dynamic dimensions (repeat per input)")
+    q.add_argument("--tuning-log", default=None, help="a `vdla tune` log: build with its best schedules")
+
+
+def model_config(args: argparse.Namespace) -> Config:
+    """The Config of a model job: ``--config`` (default: the default preset)."""
+    return preset(args.config or "default")
+
+
+def stderr_progress(enabled: bool = True) -> Progress | None:
+    """Progress messages on one updating stderr line (`vdla.progress.status`): None when
+    ``enabled`` is false (``-q``), stderr is not a terminal, or ``VDLA_PROGRESS=0``."""
+    from .. import progress
+
+    return progress.status() if enabled else None

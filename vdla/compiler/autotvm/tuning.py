@@ -1,0 +1,156 @@
+"""Tuning jobs: a model's (or a layer's) tasks, tuning them into a log, building with a log.
+
+`model_tasks` finds the distinct tunable workloads of a model's kernels (the model is
+compiled once with a collecting dispatch context; on ``llvm`` the float32 model's nodes are
+scheduled for the CPU too, as ``vdla run MODEL --compare`` builds them); `layer_task` makes
+a ResNet-18 layer (C1-C12) a task. `tune_tasks` tunes each task in turn, appending its
+measurements to a log (an existing log resumes: its points are not measured again and
+count towards the trials), and measures the hand-picked schedule (the fallback) once per
+task as one of the trials, so the log's best is never worse than today's schedule. XGB
+learns across a model's workloads: the records of the template's other workloads (from the
+log and from the tasks tuned before in this run) train its base model (transfer learning).
+`make_tuner` makes a tuner by name (`TUNERS`); `tuning_context` is ``apply_history_best``
+of a log, or nothing (``vdla build|run --tuning-log``). The ``vdla tune`` command over
+these is `vdla.cli.tune`.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from .dispatch import DispatchContext, workload_key
+from .task import Task, TaskError, create
+
+__all__ = ["tune_tasks", "tuning_context", "model_tasks", "layer_task", "make_tuner", "TUNERS"]
+
+TUNERS = ("xgb", "ga", "random", "grid")
+
+
+class _Collector(DispatchContext):
+    """Records every workload a compilation asks for (answers none: the hand picks build)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, tuple[str, Any]] = {}
+
+    def query(self, target: str, workload: Any) -> None:
+        if workload is not None:
+            self.seen.setdefault(workload_key([target, workload]), (target, workload))
+
+
+def layer_task(name: str, target: str, config: str = "default") -> Task:
+    """A ResNet-18 layer (C1-C12) as a task: conv2d_NCHWc.x86 on llvm, conv2d_packed.vdla on vdla."""
+    from ...config import preset
+    from ..topi.workloads import RESNET18
+
+    layer = next((lay for lay in RESNET18 if lay.name == name), None)
+    if layer is None:
+        raise TaskError(f"unknown layer {name!r} (C1 ... C12)")
+    if target == "llvm":
+        return create("conv2d_NCHWc.x86", [1, layer.ic, layer.size, layer.size, layer.oc, layer.k, layer.stride,
+                                           layer.pad], "llvm")
+    c = preset(config)
+    if layer.ic % c.block_in:
+        raise TaskError(f"layer {name}: {layer.ic} input channels are not whole blocks of {c.block_in} (runs on the CPU)")
+    p = layer.pad
+    return create("conv2d_packed.vdla", [[1, layer.ic // c.block_in, layer.size, layer.size, c.batch, c.block_in],
+                                         [layer.oc // c.block_out, layer.ic // c.block_in, layer.k, layer.k,
+                                          c.block_out, c.block_in], [layer.stride] * 2, [p] * 4, True, False, config],
+                  "vdla")
+
+
+def model_tasks(model: str, target: str, config: str = "default", reduced: bool = False,
+                size: int | None = None) -> list[Task]:
+    """The distinct tunable workloads of a model's kernels on ``target``, as tasks."""
+    from ...config import preset
+    from ..graph.build import build_model
+    from ..graph.zoo import load_model
+
+    spec = load_model(model, reduced=reduced, size=size)
+    col = _Collector()
+    with col:
+        build_model(spec, preset(config))  # the VDLA build (and its float CPU nodes)
+        if target == "llvm":  # the whole float32 model on this CPU (`vdla run MODEL --compare`'s llvm row)
+            _schedule_float_graph(spec.graph)
+    return [create(wl[0], wl[1], target) for tgt, wl in col.seen.values() if tgt == target]
+
+
+def _schedule_float_graph(graph: Any) -> None:
+    """Schedule (without building) every node of the float graph that the llvm strategy maps,
+    so the schedules ask for their workloads."""
+    from ..graph import strategy
+    from ..graph.fuse import fuse
+    from ..graph.passes import simplify
+
+    g = fuse(simplify(graph))
+    for node in g.topo_order():
+        decl = strategy.declare(node, g)
+        if not isinstance(decl, str):
+            strategy.schedule(node, g, decl[2], "llvm")
+
+
+@contextlib.contextmanager
+def tuning_context(log: str | None, target: str | None = None) -> Any:
+    """``apply_history_best(log)`` when a log is given, else nothing (for ``vdla build|run --tuning-log``)."""
+    if not log:
+        yield None
+        return
+    from .record import apply_history_best
+
+    if not Path(log).exists():
+        raise FileNotFoundError(f"tuning log {log!r} does not exist")
+    with apply_history_best(log, target) as ctx:
+        yield ctx
+
+
+def make_tuner(kind: str, task: Task, seed: int, trials: int = 64) -> Any:
+    """A tuner by name; XGB refits after every quarter of a short run (at most every 8 trials)."""
+    from . import tuner as T
+
+    plan = max(4, min(8, trials // 4))
+    return {"xgb": lambda: T.XGBTuner(task, plan_size=plan, seed=seed), "ga": lambda: T.GATuner(task, seed=seed),
+            "random": lambda: T.RandomTuner(task, seed=seed), "grid": lambda: T.GridSearchTuner(task, seed=seed)}[kind]()
+
+
+def tune_tasks(tasks: list[Task], option: Any, log: str | Path, trials: int, tuner: str = "xgb", seed: int = 0,
+               quiet: bool = True) -> list[tuple[Task, Any, float]]:
+    """Tune each task in turn, appending to ``log``: (task, its tuner, the hand pick's score) each.
+
+    Every record of the log and of this run is the history of each tuner: a task's own records
+    resume it (they count towards ``trials``), the template's other workloads train XGB's base
+    model (transfer learning). The hand pick is measured and logged first when the log lacks it."""
+    from .callback import log_to_file, progress_bar
+    from .measure import MeasureInput, measure_batch
+    from .record import load_from_file
+    from .tuner.tuner import score
+
+    log = Path(log)
+    target = tasks[0].kind if tasks else "llvm"
+    history = list(load_from_file(log, target)) if log.exists() else []
+    rows = []
+    for n, task in enumerate(tasks, 1):
+        tun = make_tuner(tuner, task, seed, trials)
+        mine = [(i, r) for i, r in history if i.task.key() == task.key()]
+        tun.load_history(history)
+        fb = task.fallback()
+        got = [r for i, r in mine if fb.index is not None and i.config.index == fb.index]
+        if got:
+            hand = got[0]
+        else:  # the hand pick, measured once and logged (the best record is then never worse than it)
+            inp = MeasureInput(task, task.config_space.get(fb.index) if fb.index is not None else fb)
+            hand = measure_batch([inp], option)[0]
+            if fb.index is not None:
+                log_to_file(log)(tun, [inp], [hand])
+                tun._account(inp, hand)
+                tun.update([inp], [hand])
+                mine.append((inp, hand))
+                history.append((inp, hand))
+        left = trials - len(mine)
+        cbs = [log_to_file(log), lambda _t, ins, res: history.extend(zip(ins, res))]
+        if not quiet:
+            cbs.append(progress_bar(left, prefix=f"[{n}/{len(tasks)}] {task.name}", file=sys.stderr))
+        if left > 0:
+            tun.tune(left, option, callbacks=cbs)
+        rows.append((task, tun, score(task, hand)))
+    return rows

@@ -1,0 +1,81 @@
+"""The plan: how each node of a compiled model runs, one :class:`Kernel` (a step) per node.
+
+A step's ``target`` is where it runs:
+
+* ``vdla``: a VDLA kernel on the model's Device (``func`` indexes the model's VDLA
+  functions; the ALU chain and packed bias go with it);
+* ``llvm``: a host function built by llvm (``kernel``, a :class:`~..strategy.BuiltKernel`);
+* ``cuda``: a GPU function (``kernel``), its values in GPU memory;
+* ``view``: the input's memory with the node's shape (flatten, reshape): no kernel, no copy;
+* ``host``: the graph's numpy kernels (:mod:`..ops`) on the host, with ``host_reason``
+  saying why the node is not on a code-generating target.
+
+Values stay on the device that made them; the executor copies only where a step on one
+device reads a value made on another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..ir import Graph, Node
+from ..strategy.vdla import AluChain
+
+__all__ = ["Kernel", "STEP_TARGETS", "count_macs"]
+
+#: where a step runs (see the module doc)
+STEP_TARGETS = ("vdla", "llvm", "cuda", "view", "host")
+
+
+@dataclass
+class Kernel:
+    """How one node runs: ``target`` is one of :data:`STEP_TARGETS` (see the module doc);
+    ``kernel`` is an llvm or cuda step's built function (llvm ones are rebuilt on load);
+    ``reason`` is the partition's or the VDLA fallback's, ``host_reason`` why a host step is
+    not on a code-generating target."""
+
+    node: str
+    target: str
+    reason: str = ""
+    func: int | None = None
+    chain: AluChain | None = None
+    bias_packed: np.ndarray | None = None
+    macs: int = 0
+    host_reason: str = ""
+    kernel: Any = field(default=None, repr=False, compare=False)
+    #: per-channel SHR amounts, packed as the bias (kernels with a ``shrv`` in their chain)
+    shifts_packed: np.ndarray | None = None
+
+    @property
+    def record_reason(self) -> str:
+        """The reason shown per layer: the partition's or VDLA fallback's, then the host step's."""
+        extra = f"numpy: {self.host_reason}" if self.target == "host" and self.host_reason else ""
+        return "; ".join(r for r in (self.reason, extra) if r)
+
+
+def count_macs(node: Node, graph: Graph) -> int:
+    body = node.attrs.get("body") if node.op == "fused" else None
+    g = body if isinstance(body, Graph) else graph
+    n = body.topo_order()[0] if isinstance(body, Graph) else node
+    if n.op not in ("conv2d", "conv2d_packed", "dense", "dense_packed", "conv2d_transpose", "conv2d_transpose_packed",
+                    "matmul"):
+        return 0
+    w = g.type_of(n.inputs[1]).shape
+    o = n.type.shape if n.type else ()
+    if n.op == "conv2d_packed":  # grouped convs merged into whole blocks, spread (dilated) kernels: the real MACs
+        real, spread = n.notes.get("taps", (1, 1))
+        return int(np.prod(o)) * w[1] * w[2] * w[3] * w[5] * real // spread // int(n.notes.get("group_merge", 1))
+    if n.op == "dense_packed":
+        return int(np.prod(o)) * w[1] * w[3]
+    if n.op == "conv2d_transpose_packed":  # the phase sub-kernels' taps
+        return int(np.prod(o)) * w[3] * w[4] * w[5] * w[7]
+    if n.op == "conv2d":
+        return int(np.prod(o)) * w[1] * w[2] * w[3]
+    if n.op == "conv2d_transpose":
+        return int(np.prod(g.type_of(n.inputs[0]).shape)) * w[1] * w[2] * w[3]
+    if n.op == "matmul":  # [..., K, M]: K products per output
+        return int(np.prod(o)) * w[-2]
+    return int(np.prod(o)) * w[1]

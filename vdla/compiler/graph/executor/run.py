@@ -1,0 +1,428 @@
+"""Running a compiled model: :class:`CompiledModel` runs its plan step by step, whatever
+the targets, with per-node records.
+
+::
+
+    m = compile_model(g, config)                        # .compile: VDLA kernels + the CPU side
+    res = m.run({"data": x}, Device("fsim", config=config))
+    res.outputs, res.layers                             # outputs and per-node records
+    m.save("resnet18.vdla"); m2 = CompiledModel.load("resnet18.vdla")
+    g = compile_model(float_graph, target="cuda")       # every node on the GPU where it maps
+    g.run({"data": x}).outputs
+
+Steps (:mod:`.plan`): ``vdla`` kernels run on the model's Device, ``llvm`` and ``host``
+steps on the host, ``cuda`` steps on GPU 0, ``view`` steps reshape their input where it
+is. A value stays on the device that made it: the runner copies a value only where a step
+on one device reads it from another (counted in :attr:`RunResult.copies`), and outputs come
+back to the host at the end. On a GPU the constants are uploaded once and each step's output
+buffer is allocated on the first run and reused by the next ones (``cuMemFree`` would wait
+for the GPU).
+
+With ``reference=True`` every node is also evaluated with the int8 numpy reference and
+compared: bit-exactly for integer nodes, within :data:`FP32_RTOL` for ``llvm`` float32
+nodes (the reference then continues from the llvm value, so integer nodes downstream are
+still compared bit-exactly).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ....config import Config
+from ....runtime.cuda_driver import DeviceArray
+from ..ir import Graph, GraphError, Node
+from ..ops.registry import get_op
+from ..reference import check_inputs
+from . import model_file
+from .plan import Kernel
+
+__all__ = ["CompiledModel", "LayerRecord", "RunResult", "ExecutorError", "FP32_RTOL"]
+
+#: An llvm node's float32 output agrees with the numpy reference when max |err| <= FP32_RTOL * max(1, max |ref|)
+#: (the tolerance the job's fp32 check against onnxruntime uses).
+FP32_RTOL = 1e-4
+
+
+class ExecutorError(RuntimeError):
+    """A node could not be compiled or run; the message names the node."""
+
+
+@dataclass
+class LayerRecord:
+    """One node's execution: target, device cycles or host time, utilisation, bytes."""
+
+    node: str
+    op: str
+    target: str
+    seconds: float  # host wall time (cpu), or cycles at the board clock (vdla)
+    cycles: int | None = None
+    gemm_util: float | None = None
+    bytes_moved: int = 0
+    macs: int = 0
+    cpu_seconds: float | None = None  # the same node on the CPU path (for the speedup)
+    exact: bool | None = None  # against the int8 reference (llvm float32 nodes: within FP32_RTOL)
+    max_err: float | None = None  # max |output - reference| (0 when bit-exact)
+    reason: str = ""
+    wall_s: float = 0.0  # host time spent running (simulation or numpy)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RunResult:
+    outputs: list[np.ndarray]
+    layers: list[LayerRecord]
+    values: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    reference: list[np.ndarray] | None = None  # the reference outputs (run(reference=True))
+    #: node -> the device's (instruction, module, start, end) timeline of its VDLA kernel (fsim, traced pysim)
+    traces: dict[str, list[tuple[int, str, int, int]]] = field(default_factory=dict, repr=False)
+    #: values copied between the host and a GPU during the run (inputs, host steps' operands, outputs)
+    copies: int = 0
+
+
+class CompiledModel:
+    """A graph with a step per node; run it, save it to one file (VDLA and host steps)."""
+
+    def __init__(self, graph: Graph, config: Config | None, kernels: dict[str, Kernel], functions: list[Any],
+                 info: dict[str, Any] | None = None, target: str = "vdla") -> None:
+        self.graph = graph
+        self.config = config
+        self.kernels = kernels
+        self.functions = functions
+        self.info = dict(info or {})
+        self.target = target
+        # GPU state kept between runs: the constants (uploaded once) and each step's output buffer
+        self._gpu: Any = None
+        self._gpu_consts: dict[str, DeviceArray] = {}
+        self._gpu_outs: dict[str, DeviceArray] = {}
+
+    def __repr__(self) -> str:
+        counts = {t: sum(1 for k in self.kernels.values() if k.target == t) for t in ("vdla", "llvm", "cuda")}
+        if self.target != "vdla":
+            return (f"<CompiledModel {self.graph.name!r} for {self.target}: {len(self.kernels)} nodes, "
+                    f"{counts['cuda'] + counts['llvm']} built>")
+        assert self.config is not None
+        return (f"<CompiledModel {self.graph.name!r}: {len(self.kernels)} nodes, {counts['vdla']} on VDLA "
+                f"({len(self.functions)} kernels), {counts['llvm']} on llvm, config {self.config.name!r}>")
+
+    def summary(self) -> list[tuple[str, str, str, str]]:
+        """(node, op/pattern, target, reason) per node."""
+        out = []
+        for n in self.graph.topo_order():
+            k = self.kernels[n.name]
+            out.append((n.name, op_name(n), k.target, k.record_reason))
+        return out
+
+    def host_steps(self) -> list[str]:
+        """The nodes that run on the host's numpy kernels (between device kernels)."""
+        return [n for n, k in self.kernels.items() if k.target == "host"]
+
+    @property
+    def distinct_functions(self) -> int:
+        """Distinct built functions (VDLA kernels, llvm and cuda functions shared by signature)."""
+        return len(self.functions) + len({id(k.kernel.func) for k in self.kernels.values() if k.kernel is not None})
+
+    # -- running ----------------------------------------------------------------------
+    def run(self, inputs: Any, device: Any = None, *, reference: bool = False, cpu_timing: bool = False,
+            progress: Callable[[str], None] | None = None, time_layers: bool = False,
+            sync: bool = True) -> RunResult:
+        """Run the plan. ``device``: the Device of the VDLA steps (with this model's config;
+        None: a new fsim); cuda steps run on GPU 0 (NoCudaDevice without one).
+
+        ``inputs`` are numpy arrays, GPU arrays or ``vdla.nd`` arrays (a dict, a list in
+        input order, or one array). ``reference``: also evaluate every node with the numpy
+        reference and record per node whether the outputs agree (bit-exactly for integer
+        nodes, within :data:`FP32_RTOL` for float ones); ``cpu_timing``: time that CPU
+        evaluation of the offloaded VDLA nodes (for the speedup); ``time_layers``: time
+        each cuda step with CUDA events (inputs already on the GPU); ``sync=False`` does
+        not wait after each GPU kernel (faster; a fault is then reported at the next copy,
+        without the kernel's name).
+        """
+        g = self.graph
+        env: dict[str, Any] = dict(g.consts)
+        env.update(self._inputs(inputs))
+        needs_gpu = any(k.target == "cuda" for k in self.kernels.values())
+        if needs_gpu:
+            self._gpu_setup()
+            env.update(self._gpu_consts)
+        dev = device
+        if dev is None and any(k.target == "vdla" for k in self.kernels.values()):
+            from ....runtime import Device
+
+            dev = Device("fsim", config=self.config)
+        ref_env: dict[str, Any] = {k: _host(v) for k, v in env.items()} if reference or cpu_timing else {}
+        layers: list[LayerRecord] = []
+        traces: dict[str, list[tuple[int, str, int, int]]] = {}
+        copies = [0]
+        on_host: dict[str, np.ndarray] = {}  # GPU values copied to the host this run
+        clock = self.config.clock_mhz * 1e6 if self.config is not None else 1.0
+        order = g.topo_order()
+        for idx, n in enumerate(order):
+            k = self.kernels[n.name]
+            t0 = time.perf_counter()
+            if k.target == "vdla":
+                if progress:
+                    progress(f"[{idx + 1}/{len(order)}] {n.name} on {dev.name}")
+                val, rep = self._run_vdla(n, k, self._host_values(env, copies, n.inputs, on_host), dev)
+                wall = time.perf_counter() - t0
+                moved = int(sum(v for c, v in rep.counters.items() if c.endswith("nbytes")))
+                rec = LayerRecord(n.name, op_name(n), "vdla", rep.cycles / clock, rep.cycles,
+                                  rep.gemm_utilisation, moved, k.macs, wall_s=wall)
+                if getattr(rep, "trace", None):
+                    traces[n.name] = rep.trace
+            else:
+                if k.target == "cuda":
+                    val, seconds = self._run_cuda(n, k, env, copies, time_layers, sync)
+                elif k.target == "view":
+                    assert n.type is not None
+                    val, seconds = env[n.inputs[0]].reshape(tuple(n.type.shape)), 0.0  # no kernel, no copy
+                else:
+                    host = self._host_values(env, copies, n.inputs, on_host)
+                    val = self._run_llvm(n, k, host) if k.target == "llvm" else self._run_host(n, [host[i] for i in n.inputs])
+                    seconds = None
+                wall = time.perf_counter() - t0
+                moved = sum(env[i].nbytes for i in n.inputs if i not in g.consts) + val.nbytes
+                rec = LayerRecord(n.name, op_name(n), k.target, wall if seconds is None else seconds,
+                                  bytes_moved=int(moved), macs=k.macs, reason=k.record_reason, wall_s=wall)
+            env[n.name] = val
+            if reference or (cpu_timing and k.target == "vdla"):
+                self._check(n, k, val, ref_env, rec, env)
+            layers.append(rec)
+        outs = [self._to_host(env[o], copies) for o in g.outputs]
+        ref_out = [ref_env[o] for o in g.outputs] if reference else None
+        return RunResult(outs, layers, env, ref_out, traces, copies[0])
+
+    def _check(self, n: Node, k: Kernel, val: Any, ref_env: dict[str, Any], rec: LayerRecord, env: dict[str, Any]) -> None:
+        """The node on the numpy reference (from the reference's own inputs), compared with ``val``."""
+        val = _host(val)
+        if k.target == "vdla":
+            t1 = time.perf_counter()
+            rv = self._run_host(n, [ref_env[i] for i in n.inputs])
+            rec.cpu_seconds = time.perf_counter() - t1
+        elif k.target in ("llvm", "cuda"):
+            rv = self._run_host(n, [ref_env[i] for i in n.inputs])
+        else:  # a host step or view fed the reference's own values is the reference
+            same = all(np.array_equal(_host(env[i]), ref_env[i]) for i in n.inputs if i not in self.graph.consts)
+            rv = val if same else self._run_host(n, [ref_env[i] for i in n.inputs])
+        built = k.target in ("llvm", "cuda")
+        rec.exact, rec.max_err = _agree(val, rv, float_tol=built)
+        # a built float result within tolerance: the reference continues from it, so that
+        # the integer nodes downstream (quantise, VDLA) are still compared bit-exactly
+        ref_env[n.name] = val if rec.exact and built else rv
+
+    def _inputs(self, inputs: Any) -> dict[str, Any]:
+        """The inputs by name: numpy ones checked against the graph; GPU ones taken as they are."""
+        from ....runtime.ndarray import CudaNDArray, host_view
+
+        if isinstance(inputs, dict):
+            dev = {k: v.device_array if isinstance(v, CudaNDArray) else v for k, v in inputs.items()
+                   if isinstance(v, DeviceArray | CudaNDArray)}
+            host = {k: host_view(v)[0] for k, v in inputs.items() if k not in dev}
+            for k, v in dev.items():
+                t = self.graph.inputs.get(k)
+                if t is None:
+                    raise GraphError(f"graph {self.graph.name!r} has no input named {k!r}; its inputs are "
+                                     f"{', '.join(self.graph.inputs)}")
+                if tuple(v.shape) != t.shape or str(np.dtype(v.dtype)) != t.dtype:
+                    raise GraphError(f"input {k!r} of graph {self.graph.name!r} expects {t}, got a GPU array "
+                                     f"{tuple(v.shape)} {np.dtype(v.dtype)}")
+            if dev:
+                # the GPU inputs pass the check through stand-ins of their shape and dtype
+                stand_in = {k: np.lib.stride_tricks.as_strided(np.zeros(1, v.dtype), v.shape, [0] * len(v.shape))
+                            for k, v in dev.items()}
+                checked = check_inputs(self.graph, {**host, **stand_in})
+                checked.update(dev)
+                return checked
+            return check_inputs(self.graph, host)
+        return check_inputs(self.graph, inputs)
+
+    def _gpu_setup(self) -> None:
+        from ....runtime.cuda_driver import get_device, to_device
+
+        dev = get_device(0)
+        if self._gpu is not dev:
+            # weights go to the GPU once, not per run
+            self._gpu_consts = {k: to_device(np.ascontiguousarray(v)) for k, v in self.graph.consts.items()}
+            self._gpu_outs = {}
+            self._gpu = dev
+
+    def _host_values(self, env: dict[str, Any], copies: list[int], names: list[str],
+                     cache: dict[str, np.ndarray]) -> dict[str, Any]:
+        """The values ``names`` (a host or VDLA step's inputs) on the host: one made on the GPU
+        is copied once per run (``cache``) and stays on the GPU for the GPU steps after."""
+        out: dict[str, Any] = {}
+        for k in names:
+            v = env[k]
+            if isinstance(v, DeviceArray):
+                if k in self.graph.consts:
+                    v = self.graph.consts[k]
+                elif k in cache:
+                    v = cache[k]
+                else:
+                    v = cache[k] = self._to_host(v, copies)
+            out[k] = v
+        return out
+
+    @staticmethod
+    def _to_host(v: Any, copies: list[int]) -> np.ndarray:
+        if isinstance(v, DeviceArray):
+            copies[0] += 1
+            return v.numpy()
+        return np.asarray(v)
+
+    def _run_cuda(self, n: Node, k: Kernel, env: dict[str, Any], copies: list[int], time_layers: bool,
+                  sync: bool) -> tuple[Any, float | None]:
+        from ....runtime.cuda_driver import to_device
+
+        kern = k.kernel
+        xs = []
+        for a in kern.args:
+            v = env[a]
+            if not isinstance(v, DeviceArray):  # a host value read by a GPU step: one copy
+                copies[0] += 1
+                v = to_device(np.ascontiguousarray(v))
+            xs.append(v)
+        y = self._gpu_outs.get(n.name)
+        if y is None:
+            y = self._gpu_outs[n.name] = DeviceArray(self._gpu, kern.out_shape, kern.out_dtype)
+        try:
+            kern.func._run((*xs, y), sync)
+            seconds = kern.func.time_evaluator(number=5)(*xs, y).mean if time_layers else None
+        except Exception as e:
+            raise ExecutorError(f"node {n.name!r} ({n.op}) failed on cuda: {type(e).__name__}: {e}") from e
+        return y, seconds
+
+    def _run_llvm(self, n: Node, k: Kernel, env: Mapping[str, np.ndarray]) -> np.ndarray:
+        try:
+            return k.kernel(env)
+        except Exception as e:
+            raise ExecutorError(f"node {n.name!r} ({n.op}) failed on llvm: {type(e).__name__}: {e}") from e
+
+    def _run_host(self, n: Node, args: list[np.ndarray]) -> np.ndarray:
+        try:
+            return get_op(n.op, n.name).compute(n.attrs, args)
+        except GraphError:
+            raise
+        except Exception as e:
+            raise ExecutorError(f"node {n.name!r} ({n.op}) failed on the CPU: {type(e).__name__}: {e}") from e
+
+    def _run_vdla(self, n: Node, k: Kernel, env: Mapping[str, np.ndarray], dev: Any) -> tuple[np.ndarray, Any]:
+        ch = k.chain
+        assert ch is not None and k.func is not None
+        f = self.functions[k.func]
+        arrays = [np.ascontiguousarray(env[ch.data]), np.ascontiguousarray(env[ch.weight])]
+        if k.bias_packed is not None:
+            arrays.append(k.bias_packed)
+        if k.shifts_packed is not None:
+            arrays.append(k.shifts_packed)
+        if ch.residual is not None:
+            arrays.append(np.ascontiguousarray(env[ch.residual]))
+        out_t = n.type
+        assert out_t is not None
+        out = np.zeros(out_t.shape, np.int8)
+        arrays.append(out)
+        # the grouped / transpose kernels see the packed residual and output in their own
+        # (byte-identical) shapes: pass views, so the output lands in ``out``
+        arrays = [a if a.shape == spec.shape else a.reshape(spec.shape) for a, spec in zip(arrays, f.args)]
+        try:
+            rep = f(dev, *arrays)
+        except Exception as e:
+            raise ExecutorError(f"node {n.name!r} failed on {dev.name}: {type(e).__name__}: {e}") from e
+        return out, rep
+
+    def run_on_cpu(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The cuda steps' loop IR built for the CPU with GPU threads as loops (slow: every
+        thread refetches its block's shared tiles), every other step as :meth:`run` does on
+        the host: checks the GPU schedules and the node-to-kernel wiring without a GPU."""
+        from ....runtime import Device
+        from ...driver import build
+        from ...targets.cuda.lower import threads_as_loops
+
+        cpu: dict[int, Any] = {}
+        env: dict[str, Any] = dict(self.graph.consts)
+        env.update(check_inputs(self.graph, inputs))
+        dev = Device("fsim", config=self.config) if self.functions else None
+        for n in self.graph.topo_order():
+            k = self.kernels[n.name]
+            if k.target == "cuda":
+                f = cpu.get(id(k.kernel.func))
+                if f is None:
+                    f = cpu[id(k.kernel.func)] = build(threads_as_loops(k.kernel.func.lowered), target="llvm")
+                y = np.empty(k.kernel.out_shape, k.kernel.out_dtype)
+                f(*[np.ascontiguousarray(env[a]) for a in k.kernel.args], y)
+            elif k.target == "vdla":
+                y = self._run_vdla(n, k, env, dev)[0]
+            elif k.target == "view":
+                assert n.type is not None
+                y = env[n.inputs[0]].reshape(tuple(n.type.shape))
+            elif k.target == "llvm":
+                y = self._run_llvm(n, k, env)
+            else:
+                y = self._run_host(n, [env[a] for a in n.inputs])
+            env[n.name] = y
+        return [np.asarray(env[o]) for o in self.graph.outputs]
+
+    def table(self, layers: list[LayerRecord] | None = None) -> str:
+        """The plan (and, given a run's ``layers``, each step's time) as a table."""
+        times = {r.node: r.seconds for r in layers or []}
+        lines = [f"{'#':>3}  {'node':<28} {'ops':<30} {'target':<6} {'time':>10}  note"]
+        for i, n in enumerate(self.graph.topo_order()):
+            k = self.kernels[n.name]
+            s = times.get(n.name)
+            t = f"{s * 1e3:8.3f} ms" if s else f"{'-':>11}"
+            note = k.record_reason or ("the input's memory reshaped (no kernel, no copy)" if k.target == "view" else "")
+            lines.append(f"{i:>3}  {n.name[:28]:<28} {op_name(n)[:30]:<30} {k.target:<6} {t}  {note}")
+        built = sum(k.target in ("llvm", "cuda", "vdla") for k in self.kernels.values())
+        lines.append(f"{built} of {len(self.kernels)} nodes on {self.target} ({self.distinct_functions} distinct "
+                     f"functions), compiled in {self.info.get('compile_s', 0.0):.1f} s")
+        return "\n".join(lines)
+
+    # -- files ------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        return model_file.encode(self)
+
+    def save(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.write_bytes(self.to_bytes())
+        return p
+
+    @classmethod
+    def from_bytes(cls, blob: bytes, source: str = "model") -> CompiledModel:
+        return cls(*model_file.decode(blob, source))
+
+    @classmethod
+    def load(cls, path: str | Path) -> CompiledModel:
+        p = Path(path)
+        return cls.from_bytes(p.read_bytes(), str(p))
+
+
+def op_name(node: Node) -> str:
+    """A node's op, or its fused body's pattern (``conv2d+add+relu``)."""
+    if node.attrs.get("pattern"):
+        return str(node.attrs["pattern"])
+    body = node.attrs.get("body") if node.op == "fused" else None
+    return "+".join(b.op for b in body.topo_order()) if isinstance(body, Graph) else node.op
+
+
+def _host(v: Any) -> Any:
+    return v.numpy() if isinstance(v, DeviceArray) else v
+
+
+def _agree(val: np.ndarray, ref: np.ndarray, float_tol: bool) -> tuple[bool, float]:
+    """(agrees, max |err|): bit-exact, or for float32 with ``float_tol`` within FP32_RTOL."""
+    if np.array_equal(val, ref):
+        return True, 0.0
+    if val.shape != ref.shape:
+        return False, float("inf")
+    if not (float_tol and val.dtype.kind == "f"):
+        return False, float(np.abs(val.astype(np.float64) - ref.astype(np.float64)).max())
+    err = float(np.abs(val.astype(np.float64) - ref).max()) if val.size else 0.0
+    scale = float(np.abs(ref).max()) if ref.size else 0.0
+    return bool(err <= FP32_RTOL * max(1.0, scale)), err

@@ -1,0 +1,244 @@
+"""Graph nodes as topi operators: the one mapping of a (fused) float32 node onto
+:mod:`vdla.compiler.topi`, shared by every target that runs topi operators (llvm, cuda).
+
+:func:`check` says whether a node maps and :func:`declare` returns its placeholders and
+output tensor; :func:`schedule` picks the target's schedule for it from :data:`SCHEDULES`,
+one table keyed by the anchor op and, where the targets differ, the target kind.
+Mapped today, all in float32 (the CPU part of a quantised model: the first conv, the pools,
+the classifier; every node of a float model that has an operator):
+
+* ``conv2d`` (groups 1, any stride/padding/dilation, optional bias) -> ``topi.conv2d_nchw``
+  (+ ``bias_add``); depthwise (groups = input channels, weight ``[C*M, 1, KH, KW]``) ->
+  ``topi.depthwise_conv2d_nchw``;
+* ``dense`` (optional bias) -> ``topi.dense``;
+* ``max_pool2d`` / ``avg_pool2d`` -> ``topi.pool2d``; ``global_avg_pool2d`` -> ``topi.global_pool``;
+* ``softmax`` -> ``topi.softmax``;
+* ``relu`` / ``clip`` / ``add`` / ``sub`` / ``mul`` / ``div`` / ``maximum`` / ``minimum`` /
+  ``batch_norm`` -> topi's element-wise operators, and ``exp`` / ``log`` / ``sqrt`` /
+  ``tanh`` / ``sigmoid`` / ``floor`` / ``ceil`` / ``neg`` / ``abs`` / ``leaky_relu`` -> te's
+  intrinsics, as a fused node's tail (inlined by the anchor's schedule) or alone
+  (``schedule_injective``).
+
+Integer nodes (quantize/requantize/pack/unpack, int8 convs) stay on the host's numpy
+kernels, which are bit-exact by construction. A declaration depends only on the node's
+structure, attributes and input types: nodes of equal :func:`signature` share one function.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+import numpy as np
+
+from ..ir import Graph, Node
+
+__all__ = ["SCHEDULES", "check", "declare", "schedule", "schedule_key", "signature", "arg_order"]
+
+_ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm", "div", "maximum", "minimum",
+             "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
+_ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax")
+
+#: the anchor op of a node -> its schedule's name in the target's ``schedules`` package, or
+#: {target kind: name} where the targets differ; element-wise chains: ``schedule_injective``
+SCHEDULES: dict[str, str | dict[str, str]] = {
+    "conv2d": "schedule_conv2d_nchw",
+    "depthwise_conv2d": "schedule_depthwise_conv2d_nchw",
+    "dense": "schedule_dense",
+    "max_pool2d": "schedule_pool",
+    "avg_pool2d": "schedule_pool",
+    # a GPU block reduces one (n, c) plane with the pool schedule; the CPU has its own
+    "global_avg_pool2d": {"llvm": "schedule_global_pool", "cuda": "schedule_pool"},
+    "softmax": "schedule_softmax",
+}
+
+
+def _body(node: Node, graph: Graph) -> tuple[list[Node], dict[str, Any], list[str]]:
+    """(nodes in order, value name -> TensorType of the outer/body inputs, output names)."""
+    body = node.attrs.get("body") if node.op == "fused" else None
+    if isinstance(body, Graph):
+        types = {k: graph.type_of(k) for k in node.inputs}
+        types.update(body.inputs)
+        return body.topo_order(), types, list(body.outputs)
+    return [node], {k: graph.type_of(k) for k in node.inputs}, [node.name]
+
+
+def check(node: Node, graph: Graph) -> str | None:
+    """None when :func:`declare` can map ``node``, else the reason it cannot."""
+    nodes, types, outs = _body(node, graph)
+    if len(outs) != 1:
+        return "more than one output"
+    anchors = [n for n in nodes if n.op in _ANCHORS]
+    if len(anchors) > 1:
+        return f"two anchors ({anchors[0].op}, {anchors[1].op}) in one node"
+    if anchors and anchors[0] is not nodes[0]:
+        return f"{nodes[0].op} before the {anchors[0].op} anchor"
+    for n in nodes:
+        if n.op not in _ANCHORS + _ELEMWISE:
+            return f"{n.op} has no topi operator"
+        if n.op == "conv2d" and n.attrs.get("groups", 1) != 1 and not _depthwise(n, types, graph):
+            return "grouped conv2d with fewer groups than channels (topi has depthwise and groups=1 NCHW convs)"
+        if n.type is None or n.type.dtype != "float32":
+            return f"{n.op} on {n.type.dtype if n.type else '?'} (llvm kernels are float32; integers stay numpy-exact)"
+    for k in nodes[0].inputs:
+        if k in types and types[k].dtype != "float32":
+            return f"{types[k].dtype} input"
+    return None
+
+
+def _depthwise(n: Node, types: dict[str, Any], graph: Graph) -> bool:
+    """A conv2d with one group per input channel (weight ``[C*M, 1, KH, KW]``): topi's depthwise conv."""
+    if n.op != "conv2d" or n.attrs.get("groups", 1) == 1:
+        return False
+    x, w = (types[v] if v in types else graph.type_of(v) for v in n.inputs[:2])
+    return int(n.attrs["groups"]) == int(x.shape[1]) and int(w.shape[1]) == 1
+
+
+def schedule_key(node: Node, graph: Graph) -> str:
+    """The anchor op that picks a node's schedule (``depthwise_conv2d`` for a depthwise conv2d)."""
+    nodes, types, _ = _body(node, graph)
+    return "depthwise_conv2d" if _depthwise(nodes[0], types, graph) else nodes[0].op
+
+
+def signature(node: Node, graph: Graph) -> str:
+    """Equal signatures: one built function serves both nodes (names are renamed away)."""
+    nodes, types, outs = _body(node, graph)
+    names: dict[str, str] = {}
+
+    def nm(v: str) -> str:
+        if v not in names:
+            t = types.get(v)
+            names[v] = f"v{len(names)}:{t.dtype}{list(t.shape)}" if t is not None else f"v{len(names)}"
+        return names[v]
+
+    items = []
+    for n in nodes:
+        attrs = {k: v for k, v in n.attrs.items() if k not in ("body", "pattern", "kind", "anchor")}
+        items.append([n.op, [nm(i) for i in n.inputs], repr(sorted(attrs.items())), nm(n.name)])
+    return json.dumps([items, [nm(o) for o in outs]])
+
+
+#: element-wise float functions built straight from te's intrinsics (the ONNX importer's math ops)
+_TE_UNARY = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
+
+
+def _unary(te: Any, op: str, x: Any, at: dict[str, Any]) -> Any:
+    from ...topi.util import INJECTIVE
+
+    if op == "neg":
+        fn = lambda v: -v  # noqa: E731
+    elif op == "leaky_relu":
+        alpha = te.const(float(at["alpha"]), x.dtype)
+        zero = te.const(0.0, x.dtype)
+        fn = lambda v: te.select(v < zero, v * alpha, v)  # noqa: E731
+    else:
+        fn = getattr(te, op)
+    return te.compute(x.shape, lambda *i: fn(x[i]), name=op, tag=INJECTIVE)
+
+
+def _depthwise_weight(te: Any, w: Any, c: int) -> Any:
+    """The graph's depthwise weight ``[C*M, 1, KH, KW]`` read as topi's ``[C, M, KH, KW]`` (the same
+    element order: an injective stage the schedules inline)."""
+    from ...topi.util import INJECTIVE
+
+    o, _, kh, kw = (int(d.value) for d in w.shape)
+    m = o // c
+    return te.compute((c, m, kh, kw), lambda ci, mi, ky, kx: w[ci * m + mi, 0, ky, kx], name="weight_cm", tag=INJECTIVE)
+
+
+def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
+    """``node`` as topi operators: (placeholders, the outer values they stand for, the output
+    tensor), or why it cannot be."""
+    from ... import te, topi
+
+    if node.op in ("lstm_scan", "gru_scan"):
+        return f"{node.op} is built with the TE scan (llvm only), not from topi operators"
+
+    why = check(node, graph)
+    if why is not None:
+        return why
+    nodes, types, outs = _body(node, graph)
+    env: dict[str, Any] = {}
+    args: list[str] = []
+    placeholders: list[Any] = []
+
+    def get(v: str) -> Any:
+        if v not in env:
+            t = types[v] if v in types else graph.type_of(v)
+            env[v] = te.placeholder(tuple(t.shape), t.dtype, name=f"a{len(args)}")
+            args.append(v)
+            placeholders.append(env[v])
+        return env[v]
+
+    for n in nodes:
+        at = n.attrs
+        xs = [env[i] if i in env else get(i) for i in n.inputs]
+        if n.op == "conv2d" and at.get("groups", 1) != 1:  # depthwise (check() refused other groupings)
+            wv = _depthwise_weight(te, xs[1], int(xs[0].shape[1].value))
+            y = topi.depthwise_conv2d_nchw(xs[0], wv, tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+            if len(xs) == 3:
+                y = topi.bias_add(y, xs[2])
+        elif n.op == "conv2d":
+            y = topi.conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+            if len(xs) == 3:
+                y = topi.bias_add(y, xs[2])
+        elif n.op == "dense":
+            y = topi.dense(xs[0], xs[1], xs[2] if len(xs) == 3 else None)
+        elif n.op in ("max_pool2d", "avg_pool2d"):
+            y = topi.pool2d(xs[0], tuple(at["kernel"]), tuple(at["strides"]), tuple(at["padding"]),
+                            "max" if n.op == "max_pool2d" else "avg", bool(at.get("count_include_pad", False)))
+        elif n.op == "global_avg_pool2d":
+            y = topi.global_pool(xs[0], "avg")
+        elif n.op == "softmax":
+            y = topi.softmax(xs[0], int(at["axis"]))
+        elif n.op == "relu":
+            y = topi.relu(xs[0])
+        elif n.op == "clip":
+            lo = float(at["min"]) if at["min"] is not None else -np.inf
+            hi = float(at["max"]) if at["max"] is not None else np.inf
+            if at["min"] is None:
+                y = topi.minimum(xs[0], hi)
+            elif at["max"] is None:
+                y = topi.maximum(xs[0], lo)
+            else:
+                y = topi.clip(xs[0], lo, hi)
+        elif n.op == "add":
+            y = topi.add(xs[0], xs[1])
+        elif n.op == "sub":
+            y = topi.subtract(xs[0], xs[1])
+        elif n.op == "mul":
+            y = topi.multiply(xs[0], xs[1])
+        elif n.op == "batch_norm":
+            y = topi.batch_norm_inference(*xs, epsilon=float(at["epsilon"]))
+        elif n.op in ("div", "maximum", "minimum"):
+            y = {"div": topi.divide, "maximum": topi.maximum, "minimum": topi.minimum}[n.op](xs[0], xs[1])
+        elif n.op in _TE_UNARY:
+            y = _unary(te, n.op, xs[0], at)
+        else:  # pragma: no cover - check() filtered these
+            return f"{n.op} has no topi operator"
+        env[n.name] = y
+    return placeholders, args, env[outs[0]]
+
+
+def schedule(node: Node, graph: Graph, out: Any, kind: str) -> Any:
+    """The ``kind`` target's schedule of ``node`` whose :func:`declare` d output is ``out`` (the
+    anchor's schedule: it asks ``apply_history_best`` for its workload's tuned knobs)."""
+    name = SCHEDULES.get(schedule_key(node, graph), "schedule_injective")
+    if isinstance(name, dict):
+        name = name[kind]
+    schedules = importlib.import_module(f"vdla.compiler.targets.{kind}.schedules")
+    return getattr(schedules, name)(out)
+
+
+def arg_order(node: Node, graph: Graph) -> list[str]:
+    """The outer values in the order :func:`declare` makes placeholders for them."""
+    nodes, _, _ = _body(node, graph)
+    seen: list[str] = []
+    made: set[str] = set()
+    for n in nodes:
+        for i in n.inputs:
+            if i not in made and i not in seen:
+                seen.append(i)
+        made.add(n.name)
+    return seen

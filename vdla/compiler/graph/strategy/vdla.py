@@ -1,0 +1,382 @@
+"""The VDLA strategy: a fused graph node -> one accelerator kernel.
+
+A node the partitioner placed on ``vdla`` whose (fused) body is a packed ``conv2d_packed``
+(grouped too), ``conv2d_transpose_packed`` or ``dense_packed`` followed by element-wise
+integer ops becomes an :class:`AluChain` (:func:`alu_chain`): the anchor, its operands and
+the tail as one chain of tensor-ALU operations on the accumulator, exact against the
+graph's integer semantics (or the reason it cannot be). :func:`build_kernel` declares the
+matching template of the VDLA target (:mod:`vdla.compiler.targets.vdla.top`: conv2d,
+group_conv2d, conv2d_transpose, dense), schedules it and builds it for ``vdla``. The
+executor's compile step (:mod:`vdla.compiler.graph.executor.compile`) calls both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ....config import Config
+from ... import te
+from ...driver import build
+from ...targets.vdla.env import shift_left, shift_right
+from ...targets.vdla.top import (
+    Knobs,
+    Tail,
+    conv2d_packed,
+    conv2d_transpose_packed,
+    dense_packed,
+    group_conv2d_packed,
+    schedule_conv2d_packed,
+    schedule_conv2d_transpose_packed,
+    schedule_dense_packed,
+    schedule_group_conv2d_packed,
+)
+from ..ir import Graph, Node
+
+__all__ = ["AluChain", "alu_chain", "build_kernel", "IMM_MIN", "IMM_MAX"]
+
+IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1  # the ALU's immediates are 16-bit signed
+
+
+@dataclass
+class AluChain:
+    """A VDLA kernel for one fused node: the GEMM anchor and its ALU tail.
+
+    ``ops`` is the tail in order, each ``(op, value)``: ``("bias", None)`` adds the bias
+    tensor, ``("res", None)`` the int8 residual, ``("addi", c)``, ``("shr", n)`` (arithmetic
+    shift right), ``("shrv", None)`` (shift right by the per-channel ``shifts`` tensor: SHR
+    with a tensor operand; negative amounts shift left), ``("shl", n)``, ``("max", c)``, ``("min", c)``, ``("muli", c)``; the
+    result is narrowed to int8.
+    """
+
+    anchor: str  # conv2d_packed | conv2d_transpose_packed | dense_packed
+    data: str  # outer value names
+    weight: str
+    residual: str | None
+    bias: np.ndarray | None  # int32, one value per (padded) output channel
+    ops: list[tuple[str, int | None]]
+    strides: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    groups: int = 1  # conv2d_packed: > 1 runs on the grouped template
+    kernel: int = 0  # conv2d_transpose_packed: the (square) kernel size
+    shifts: np.ndarray | None = None  # int32 per (padded) output channel, for ("shrv", None)
+
+    def key(self, graph: Graph) -> tuple:
+        """Two nodes with equal keys share one compiled kernel (the bias is an argument)."""
+        shapes = tuple(graph.type_of(v).shape for v in (self.data, self.weight))
+        return (self.anchor, shapes, self.strides, self.padding, self.bias is not None, self.residual is not None,
+                tuple(self.ops), self.groups, self.kernel)
+
+
+def _const_vector(a: np.ndarray, channels: int) -> np.ndarray | None:
+    """A packed per-channel constant (or scalar) as one int64 value per channel, else None."""
+    if a.size == 1:
+        return np.full(channels, int(a.reshape(-1)[0]), np.int64)
+    shape = a.shape
+    if len(shape) in (4, 6) and shape[0] == 1 and all(d == 1 for d in shape[2:-1]) and shape[1] * shape[-1] == channels:
+        return a.reshape(-1).astype(np.int64)
+    return None
+
+
+def _push_clamps(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Move min/max past later ``addi`` / ``shr``: for a monotone f, f(max(t, v)) = max(f(t), f(v))."""
+    ops = list(ops)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(ops) - 1):
+            (a, va), (b, vb) = ops[i], ops[i + 1]
+            if a in ("max", "min") and b in ("addi", "shr"):
+                v = va + vb if b == "addi" else va >> vb
+                ops[i], ops[i + 1] = (b, vb), (a, v)
+                changed = True
+    return ops
+
+
+def _simplify(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for op, v in ops:
+        if op in ("shr", "shl") and v == 0:
+            continue
+        if out and out[-1][0] == op and op in ("max", "min", "shr", "shl"):
+            pv = out[-1][1]
+            out[-1] = (op, max(pv, v) if op == "max" else min(pv, v) if op == "min" else pv + v)
+            continue
+        out.append((op, v))
+    return out
+
+
+def alu_chain(node: Node, graph: Graph) -> AluChain | str:
+    """Map a fused ``vdla`` node onto a VDLA kernel, or return why it cannot be.
+
+    Exactness: the graph's rounding shift ``(t + 2**(n-1)) >> n`` is ``addi`` then ``shr``;
+    ReLU/clip bounds move past it (monotone); a residual aligned with a left shift ``k``
+    (``t + (r << k)``, then a rounding shift ``n >= k``) becomes
+    ``(((t + 2**(n-1)) >> k) + r) >> (n - k)`` (nested floor division is exact); additive
+    constants next to the bias fold into it. Only the int32 wrap-around on overflow, which
+    the graph's 32-bit adds and the ALU share up to the reassociation, could differ.
+    """
+    body = node.attrs.get("body") if node.op == "fused" else None
+    if not isinstance(body, Graph):
+        return f"{node.op} is not a fused GEMM kernel"
+    order = body.topo_order()
+    anchor = order[0]
+    if anchor.op not in ("conv2d_packed", "conv2d_transpose_packed", "dense_packed"):
+        return f"anchor {anchor.op} has no VDLA template"
+    groups = int(anchor.attrs.get("groups", 1))
+    if anchor.op != "dense_packed" and (groups > 1 or anchor.op == "conv2d_transpose_packed"):
+        # the grouped and transpose templates take one padding (and the transpose one stride)
+        if len(set(anchor.attrs["padding"])) != 1:
+            return f"{anchor.op} padding {anchor.attrs['padding']} is not the same on every side"
+        if anchor.op == "conv2d_transpose_packed" and len(set(anchor.attrs["strides"])) != 1:
+            return f"{anchor.op} strides {anchor.attrs['strides']} differ"
+    x, w = anchor.inputs
+    if x not in body.inputs or w not in graph.consts:
+        return "the GEMM needs an activation input and a constant weight"
+    if body.inputs[x].dtype != "int8" or graph.consts[w].dtype != np.int8:
+        return f"{body.inputs[x].dtype} data (the templates take int8)"
+    out_t = anchor.type
+    assert out_t is not None
+    channels = out_t.shape[1] * out_t.shape[-1]
+    sym: dict[str, tuple] = {anchor.name: ("chain", 0)}
+    ops: list[tuple[str, Any]] = []
+    bias: np.ndarray | None = None
+    residual: str | None = None
+    shifts: np.ndarray | None = None
+    narrowed = False
+
+    def val(v: str) -> tuple:
+        if v in sym:
+            return sym[v]
+        if v in graph.consts:
+            return ("const", graph.consts[v])
+        if v in body.inputs:
+            return ("act", v, body.inputs[v])
+        return ("?", v)
+
+    for n in order[1:]:
+        if narrowed:
+            return f"{n.op} after the int8 narrowing"
+        args = [val(i) for i in n.inputs]
+        chains = [k for k, a in enumerate(args) if a[0] == "chain"]
+        if not chains:  # a side operand: int8 activation cast to int32, shifted left
+            a = args[0]
+            if n.op == "cast" and a[0] == "act" and a[2].dtype == "int8" and n.attrs["dtype"] == "int32":
+                sym[n.name] = ("res", a[1], 0)
+            elif n.op == "shift" and a[0] == "res" and n.attrs["n"] <= 0:
+                sym[n.name] = ("res", a[1], a[2] - n.attrs["n"])
+            else:
+                return f"side operand {n.op} is not an int8 activation aligned by a shift"
+            continue
+        if len(chains) != 1 or args[chains[0]][1] != len(ops):
+            return f"{n.op} {n.name!r} does not extend the accumulator chain"
+        other = [a for k, a in enumerate(args) if k != chains[0]]
+        if n.op == "add":
+            (o,) = other
+            if o[0] == "const":
+                vec = _const_vector(o[1], channels)
+                if vec is None:
+                    return f"add of a constant of shape {o[1].shape} that is not per-channel"
+                if o[1].size == 1 and IMM_MIN <= int(vec[0]) <= IMM_MAX:
+                    ops.append(("addi", int(vec[0])))
+                elif bias is None or (ops and ops[-1][0] == "bias"):
+                    bias = vec if bias is None else bias + vec
+                    if not ops or ops[-1][0] != "bias":
+                        ops.append(("bias", None))
+                else:
+                    return "two separate bias additions"
+            elif o[0] == "res" or (o[0] == "act" and o[2].dtype == "int8"):
+                if residual is not None:
+                    return "more than one residual"
+                if o[0] == "act":
+                    return "an int8 residual added without a cast"
+                residual = o[1]
+                ops.append(("res", o[2]))
+            elif o[0] == "act":
+                return f"an {o[2].dtype} residual (VDLA adds int8 residuals)"
+            else:
+                return f"add operand {o[0]}"
+        elif n.op == "channel_shift":
+            (o,) = other
+            vec = _const_vector(o[1], channels) if o[0] == "const" else None
+            if vec is None or shifts is not None:
+                return "channel_shift needs one constant per-channel shift vector"
+            if np.abs(vec).max(initial=0) > 31:
+                return f"per-channel shift by {int(np.abs(vec).max())} (SHR takes -31..31)"
+            # the rounding half 2**(n-1) is a per-channel add: it joins the bias vector
+            rnd = np.where(vec > 0, np.left_shift(np.int64(1), np.maximum(vec - 1, 0)), 0)
+            if ops and ops[-1][0] != "bias":
+                return "channel_shift after other ALU operations (it must follow the GEMM or its bias)"
+            bias = rnd if bias is None else bias + rnd
+            if not ops:
+                ops.append(("bias", None))
+            ops.append(("shrv", None))
+            shifts = vec
+        elif n.op == "relu":
+            ops.append(("max", 0))
+        elif n.op == "clip":
+            if n.attrs["min"] is not None:
+                ops.append(("max", int(n.attrs["min"])))
+            if n.attrs["max"] is not None:
+                ops.append(("min", int(n.attrs["max"])))
+        elif n.op in ("shift", "requantize"):
+            s = n.attrs["n"] if n.op == "shift" else n.attrs["shift"]
+            if s > 0:
+                ops += [("addi", 1 << (s - 1)), ("shr", s)]
+            elif s < 0:
+                ops.append(("shl", -s))
+            if n.op == "requantize":
+                if n.attrs["dtype"] != "int8":
+                    return f"requantize to {n.attrs['dtype']}"
+                ops += [("max", int(n.attrs["min"])), ("min", int(n.attrs["max"]))]
+                narrowed = True
+        elif n.op == "cast":
+            if n.attrs["dtype"] == "int8":
+                narrowed = True
+            elif n.attrs["dtype"] != "int32":
+                return f"cast to {n.attrs['dtype']}"
+        elif n.op == "mul":
+            (o,) = other
+            if o[0] != "const" or o[1].size != 1:
+                return "mul by a non-scalar"
+            ops.append(("muli", int(o[1].reshape(-1)[0])))
+        else:
+            return f"{n.op} has no VDLA ALU form"
+        sym[n.name] = ("chain", len(ops))
+    if not narrowed:
+        return "int32 result (VDLA stores int8)"
+    if sym.get(body.outputs[0], ("?",))[0] != "chain":
+        return "the output is not the accumulator chain"
+    # residual: (t + (r << k) + c) >> n  ->  (((t + c) >> k) + r) >> (n - k)
+    ops = _simplify(_push_clamps(ops))
+    if residual is not None:
+        i = next(i for i, (o, _) in enumerate(ops) if o == "res")
+        k = ops[i][1]
+        nxt = ops[i + 1 : i + 3]
+        if k == 0:
+            ops[i] = ("res", None)
+        elif len(nxt) == 2 and nxt[0][0] == "addi" and nxt[1][0] == "shr" and nxt[1][1] >= k:
+            c, s = nxt[0][1], nxt[1][1]
+            ops[i : i + 3] = [("addi", c), ("shr", k), ("res", None), ("shr", s - k)]
+        else:
+            return f"residual aligned by << {k} without a following rounding shift >= {k}"
+        ops = _simplify(ops)
+    # fold additive immediates next to the bias (or at the start) into the bias vector
+    folded: list[tuple[str, Any]] = []
+    for op, v in ops:
+        if op == "addi" and (not folded or folded[-1][0] == "bias"):
+            if v == 0:
+                continue
+            if not folded and IMM_MIN <= v <= IMM_MAX and bias is None:
+                folded.append((op, v))
+                continue
+            bias = (np.zeros(channels, np.int64) if bias is None else bias) + v
+            if not folded:
+                folded.append(("bias", None))
+            continue
+        folded.append((op, v))
+    ops = folded
+    for op, v in ops:
+        if op in ("addi", "max", "min", "muli") and not IMM_MIN <= v <= IMM_MAX:
+            return f"ALU immediate {v} of {op} does not fit 16 bits"
+        if op in ("shr", "shl") and not 0 < v < 32:
+            return f"shift by {v}"
+    if bias is not None:
+        bias = ((bias + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)  # int32 wrap, as the graph's adds
+    strides = tuple(anchor.attrs.get("strides", (1, 1)))
+    padding = tuple(anchor.attrs.get("padding", (0, 0, 0, 0)))
+    kernel = int(anchor.attrs["kernel"][0]) if anchor.op == "conv2d_transpose_packed" else 0
+    return AluChain(anchor.op, x, w, residual, bias, [(o, v) for o, v in ops], strides, padding,  # type: ignore[arg-type]
+                    groups, kernel, None if shifts is None else shifts.astype(np.int32))
+
+
+def _tell_workload_the_tail(acc_op: Any, ch: AluChain) -> None:
+    """Mark the tail inputs this kernel loads in its ``workload`` (the template arguments ``bias``
+    and ``residual``, the last but two and last but one of every VDLA template's): the chain's
+    ALU stage is built here, after the declaration, which saw neither. A tuned record is then
+    looked up by the workload that was measured with the same buffers in use (a per-channel
+    shift vector counts as a bias: one accumulator row per channel block, as the bias)."""
+    wl = acc_op.attrs.get("workload")
+    if wl is None:
+        return
+    args = list(wl[1])
+    args[-3] = ch.bias is not None or ch.shifts is not None
+    args[-2] = ch.residual is not None
+    acc_op.attrs["workload"] = [wl[0], args]
+
+
+def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str) -> Any:
+    """Declare, schedule and build one VDLA kernel; returns the VDLAFunction."""
+    xt, wt = graph.type_of(ch.data), graph.type_of(ch.weight)
+    D = te.placeholder(xt.shape, "int8", name="data")
+    K = te.placeholder(wt.shape, "int8", name="weight")
+    tail = Tail(clip=None)
+    if ch.anchor == "conv2d_packed" and ch.groups > 1:
+        base = group_conv2d_packed(D, K, ch.groups, ch.strides, ch.padding[0], tail, config=cfg, name=name)
+        sched = schedule_group_conv2d_packed
+    elif ch.anchor == "conv2d_packed":
+        base = conv2d_packed(D, K, ch.strides, ch.padding, tail, config=cfg, name=name)
+        sched = schedule_conv2d_packed
+    elif ch.anchor == "conv2d_transpose_packed":
+        base = conv2d_transpose_packed(D, K, ch.strides[0], ch.padding[0], ch.kernel, tail, config=cfg, name=name)
+        sched = schedule_conv2d_transpose_packed
+    else:
+        base = dense_packed(D, K, tail, config=cfg, name=name)
+        sched = schedule_dense_packed
+    acc = base.op.input_tensors()[0].op.input_tensors()[0]
+    _tell_workload_the_tail(acc.op, ch)
+    shape = tuple(int(getattr(s, "value", s)) for s in acc.shape)
+    nd = len(shape)
+    b, co = shape[-2], shape[-1]
+    # the grouped template computes (N/b, G, (O/G)/c, H', W', b, c) and the transpose
+    # (N/b, O/c, H'/s, s, W'/s, s, b, c): byte for byte the packed 6-D output. The bias is
+    # indexed by the packed channel block: group g's block o is g * (O/G)/c + o
+    grouped = ch.anchor == "conv2d_packed" and ch.groups > 1
+    ob = shape[1] * shape[2] if grouped else shape[1]
+
+    def chan(i: tuple[Any, ...]) -> Any:
+        return i[1] * shape[2] + i[2] if grouped else i[1]
+
+    args = [D, K]
+    B = R = S = None
+    if ch.bias is not None:
+        B = te.placeholder((ob, b, co), "int32", name="bias")
+        args.append(B)
+    if ch.shifts is not None:
+        S = te.placeholder((ob, b, co), "int32", name="shifts")
+        args.append(S)
+    if ch.residual is not None:
+        R = te.placeholder(shape, "int8", name="residual")
+        args.append(R)
+    adt = acc.dtype
+
+    def f(*i: Any) -> Any:
+        t = acc[i]
+        for op, v in ch.ops:
+            if op == "bias":
+                t = t + B[chan(i), i[nd - 2], i[nd - 1]]  # type: ignore[index]
+            elif op == "res":
+                t = t + R[i].astype(adt)  # type: ignore[index]
+            elif op == "addi":
+                t = t + v
+            elif op == "muli":
+                t = t * v
+            elif op == "shrv":
+                t = shift_right(t, S[chan(i), i[nd - 2], i[nd - 1]])  # type: ignore[index]
+            elif op == "shr":
+                t = shift_right(t, v)
+            elif op == "shl":
+                t = shift_left(t, v)
+            elif op == "max":
+                t = te.max(t, v)
+            elif op == "min":
+                t = te.min(t, v)
+        return t
+
+    alu = te.compute(shape, f, name=f"{name}_alu", tag="vdla_alu")
+    out = te.compute(shape, lambda *i: alu[i].astype("int8"), name=f"{name}_out", tag="vdla_out")
+    args.append(out)
+    s = sched(out, Knobs(vthreads=vthreads), config=cfg)
+    return build(s, args, target="vdla", name=name, config=cfg)

@@ -1,0 +1,35 @@
+"""The GPU back end as the driver sees it (:class:`vdla.compiler.targets.Backend`).
+
+Lowering adds nothing of its own (the host/device split happens in the build);
+:func:`build_function` reads the target's architecture and limits (:func:`.target.cuda_limits`)
+and emits PTX (:func:`.module.build_function`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...tir.nodes import PrimFunc
+from .. import Pass, no_config
+from ..target import Target
+from .module import CUDAModule
+from .module import build_function as _build
+from .target import cuda_limits
+
+__all__ = ["resolve_config", "phase1_passes", "lower_attrs", "build_function"]
+
+resolve_config = no_config
+
+
+def phase1_passes(target: Target, config: Any) -> list[Pass]:
+    return []
+
+
+def lower_attrs(target: Target, config: Any) -> dict[str, Any]:
+    return {}
+
+
+def build_function(func: PrimFunc, target: Target, opt_level: int, config: Any = None,
+                   lower_s: float = 0.0) -> CUDAModule:  # fmt: skip
+    """The kernels of ``func`` as PTX for the target's architecture, in a :class:`CUDAModule`."""
+    return _build(func, cuda_limits(target), opt_level)
