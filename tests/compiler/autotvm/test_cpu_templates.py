@@ -103,7 +103,7 @@ def _graph_node(model: str, op: str):  # type: ignore[no-untyped-def]
     from vdla.compiler.graph import models
     from vdla.compiler.graph.fuse import fuse
     from vdla.compiler.graph.passes import simplify
-    from vdla.compiler.graph.strategy import declare as strategy
+    from vdla.compiler.graph.strategy import topi_ops as strategy
 
     g = fuse(simplify(models.get(model, **dict(_reduced(model)))))
     node = next(n for n in g.topo_order() if strategy.check(n, g) is None and strategy.schedule_key(n, g) == op)
@@ -121,7 +121,7 @@ def test_graph_compiler_takes_the_tuned_schedule(model, op) -> None:  # type: ig
     """A float CPU node (a depthwise conv with its bias and clip fused; a max pool) built by the
     llvm strategy under ApplyConfig: other loops than the hand pick's, the numpy kernels' answer."""
     from vdla.compiler.graph.ops.registry import get_op
-    from vdla.compiler.graph.strategy import declare as strategy
+    from vdla.compiler.graph.strategy import topi_ops as strategy
     from vdla.compiler.graph.strategy import lower
 
     g, node = _graph_node(model, op)
@@ -140,7 +140,7 @@ def test_graph_compiler_takes_the_tuned_schedule(model, op) -> None:  # type: ig
     with autotvm.ApplyConfig(point):
         placeholders, _, out = strategy.declare(node, g)
         tuned = str(lower_loops(strategy.schedule(node, g, out, "llvm"), [*placeholders, out]))
-        kernel = lower(node, g, "llvm")
+        kernel = lower(node, g, "llvm", "cpu")
     assert tuned != hand
     assert not isinstance(kernel, str), kernel
     np.testing.assert_allclose(kernel(env), want, rtol=1e-4, atol=1e-4)

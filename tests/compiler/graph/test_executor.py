@@ -67,7 +67,7 @@ def test_save_load_runs_without_recompiling(resnet_model, tmp_path, monkeypatch)
 
 def test_llvm_cpu_kernels_shared_and_optional(resnet_model):
     from vdla.compiler.graph.strategy import kernel_cache
-    from vdla.compiler.graph.strategy.declare import signature
+    from vdla.compiler.graph.strategy.topi_ops import signature
 
     g = resnet_model.graph
     cache = kernel_cache("llvm")

@@ -137,7 +137,7 @@ UNSUPPORTED_CASES = [
 def test_unsupported_shape_stays_on_cpu_with_reason(c: Case, why: str) -> None:
     g, m = compiled(c)
     k = m.kernels["out"]
-    assert k.target in ("cpu", "llvm") and k.reason.startswith(UNSUPPORTED) and why in k.reason, k.reason
+    assert k.target in ("host", "llvm") and k.reason.startswith(UNSUPPORTED) and why in k.reason, k.reason
     assert not any(x.target == "vdla" for x in m.kernels.values())
     assert partition(g, skip_first_conv=False).node("conv").notes["reason"] == k.reason
     x = inputs(g)

@@ -79,15 +79,15 @@ def model_tasks(model: str, target: str, config: str = "default", reduced: bool 
 def _schedule_float_graph(graph: Any) -> None:
     """Schedule (without building) every node of the float graph that the llvm strategy maps,
     so the schedules ask for their workloads."""
-    from ..graph import strategy
     from ..graph.fuse import fuse
     from ..graph.passes import simplify
+    from ..graph.strategy.topi_ops import declare, schedule
 
     g = fuse(simplify(graph))
     for node in g.topo_order():
-        decl = strategy.declare(node, g)
+        decl = declare(node, g)
         if not isinstance(decl, str):
-            strategy.schedule(node, g, decl[2], "llvm")
+            schedule(node, g, decl[2], "llvm")
 
 
 @contextlib.contextmanager

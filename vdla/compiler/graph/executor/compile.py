@@ -31,7 +31,7 @@ from ..passes import simplify
 from ..strategy import kind_of
 from ..strategy.vdla import alu_chain, build_kernel
 from .place import place
-from .plan import Kernel, count_macs
+from .plan import Step, count_macs
 from .run import CompiledModel
 
 __all__ = ["compile_model"]
@@ -64,7 +64,7 @@ def compile_model(
 def _compile_float(graph: Graph, target: str | Target, progress: Callable[[str], None] | None) -> CompiledModel:
     t0 = time.perf_counter()
     g = fuse(simplify(graph))
-    kernels = {n.name: Kernel(n.name, "host", macs=count_macs(n, g)) for n in g.topo_order()}
+    kernels = {n.name: Step(n.name, "host", macs=count_macs(n, g)) for n in g.topo_order()}
     if progress:
         progress(f"compiling {len(kernels)} nodes for {target}")
     place(g, kernels, target)
@@ -78,7 +78,7 @@ def _compile_vdla(graph: Graph, config: Config | None, vthreads: int, llvm: bool
 
     cfg = config or Config()
     g = graph.copy().infer_types()
-    kernels: dict[str, Kernel] = {}
+    kernels: dict[str, Step] = {}
     functions: list[Any] = []
     cache: dict[tuple, int] = {}
     t0 = time.perf_counter()
@@ -89,16 +89,16 @@ def _compile_vdla(graph: Graph, config: Config | None, vthreads: int, llvm: bool
     for n in order:
         macs = count_macs(n, g)
         if n.target != "vdla":
-            kernels[n.name] = Kernel(n.name, "host", n.notes.get("reason", ""), macs=macs)
+            kernels[n.name] = Step(n.name, "host", n.notes.get("reason", ""), macs=macs)
             continue
         ch = alu_chain(n, g)
         if isinstance(ch, str):
-            kernels[n.name] = Kernel(n.name, "host", f"fallback: {ch}", macs=macs)
+            kernels[n.name] = Step(n.name, "host", f"fallback: {ch}", macs=macs)
             continue
         if ch.bias is not None:
             blk = g.type_of(n.name).shape[-1]
             if ch.bias.size % blk:
-                kernels[n.name] = Kernel(n.name, "host", "fallback: bias does not fill the blocks", macs=macs)
+                kernels[n.name] = Step(n.name, "host", "fallback: bias does not fill the blocks", macs=macs)
                 continue
         chains[n.name] = (ch, ch.key(g), macs)
     distinct = len({key for _, key, _ in chains.values()})
@@ -133,10 +133,10 @@ def _compile_vdla(graph: Graph, config: Config | None, vthreads: int, llvm: bool
                 cache[key] = len(functions)
                 functions.append(func)
         if key in failed:
-            kernels[n.name] = Kernel(n.name, "host", f"fallback: {failed[key]}", macs=macs)
+            kernels[n.name] = Step(n.name, "host", f"fallback: {failed[key]}", macs=macs)
             continue
         bias = None if ch.bias is None else pack_bias(ch.bias, cfg.batch, g.type_of(n.name).shape[-1])
-        kernels[n.name] = Kernel(n.name, "vdla", "", cache[key], ch, bias, macs)
+        kernels[n.name] = Step(n.name, "vdla", "", cache[key], ch, bias, macs)
         if ch.shifts is not None:
             kernels[n.name].shifts_packed = pack_bias(ch.shifts, cfg.batch, g.type_of(n.name).shape[-1])
     kernels = {n.name: kernels[n.name] for n in order}  # topological order, as the table lists them

@@ -28,7 +28,7 @@ from ....runtime import container
 from ..ir import Graph, GraphError, Node, TensorType
 from ..strategy.vdla import AluChain
 from .place import place
-from .plan import Kernel
+from .plan import Step
 
 __all__ = ["MAGIC", "VERSION", "ModelFileError", "encode", "decode", "is_model_file"]
 
@@ -75,7 +75,7 @@ def encode(model: Any) -> bytes:
     return container.pack(MAGIC, VERSION, head, b"".join(blobs))
 
 
-def decode(blob: bytes, source: str = "model") -> tuple[Graph, Config, dict[str, Kernel], list[Any], dict[str, Any]]:
+def decode(blob: bytes, source: str = "model") -> tuple[Graph, Config, dict[str, Step], list[Any], dict[str, Any]]:
     """(graph, config, kernels, functions, info) of a compiled model's bytes; ModelFileError names what is wrong."""
     from ...targets.vdla.module import VDLAFileError, VDLAFunction  # noqa: I001
 
@@ -181,7 +181,7 @@ def _graph_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) -> 
     return g.infer_types()
 
 
-def _kernel_to_json(k: Kernel) -> dict[str, Any]:
+def _kernel_to_json(k: Step) -> dict[str, Any]:
     d: dict[str, Any] = {"node": k.node, "target": k.target, "reason": k.reason, "func": k.func, "macs": k.macs,
                          "host_reason": k.host_reason}
     if k.chain is not None:
@@ -192,7 +192,7 @@ def _kernel_to_json(k: Kernel) -> dict[str, Any]:
     return d
 
 
-def _kernel_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) -> Kernel:
+def _kernel_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) -> Step:
     ch = None
     bias = consts.get(f"__bias__/{d['node']}")
     if d.get("chain"):
@@ -200,7 +200,7 @@ def _kernel_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) ->
         ch = AluChain(c["anchor"], c["data"], c["weight"], c["residual"], None,
                       [(o, v) for o, v in c["ops"]], tuple(c["strides"]), tuple(c["padding"]),
                       int(c.get("groups", 1)), int(c.get("kernel", 0)))
-    k = Kernel(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0),
+    k = Step(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0),
                d.get("host_reason", d.get("cpu_reason", "")))
     k.shifts_packed = consts.get(f"__shifts__/{d['node']}")
     return k

@@ -17,12 +17,12 @@ from typing import Any
 
 from ..ir import Graph
 from ..strategy import VIEW_OPS, kernel_cache, kind_of
-from .plan import Kernel
+from .plan import Step
 
 __all__ = ["place"]
 
 
-def place(graph: Graph, kernels: Mapping[str, Kernel], target: Any, *, build: bool = True) -> float:
+def place(graph: Graph, kernels: Mapping[str, Step], target: Any, *, build: bool = True) -> float:
     """Move every ``host`` step of ``kernels`` to a view or onto ``target`` where the strategy
     maps it (``build=False``: views only, the rest stays on the host). Returns the seconds spent."""
     t0 = time.perf_counter()

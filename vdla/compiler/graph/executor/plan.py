@@ -1,4 +1,4 @@
-"""The plan: how each node of a compiled model runs, one :class:`Kernel` (a step) per node.
+"""The plan: how each node of a compiled model runs, one :class:`Step` per node.
 
 A step's ``target`` is where it runs:
 
@@ -24,14 +24,14 @@ import numpy as np
 from ..ir import Graph, Node
 from ..strategy.vdla import AluChain
 
-__all__ = ["Kernel", "STEP_TARGETS", "count_macs"]
+__all__ = ["Step", "STEP_TARGETS", "count_macs"]
 
 #: where a step runs (see the module doc)
 STEP_TARGETS = ("vdla", "llvm", "cuda", "view", "host")
 
 
 @dataclass
-class Kernel:
+class Step:
     """How one node runs: ``target`` is one of :data:`STEP_TARGETS` (see the module doc);
     ``kernel`` is an llvm or cuda step's built function (llvm ones are rebuilt on load);
     ``reason`` is the partition's or the VDLA fallback's, ``host_reason`` why a host step is

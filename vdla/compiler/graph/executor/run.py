@@ -40,7 +40,7 @@ from ..ir import Graph, GraphError, Node
 from ..ops.registry import get_op
 from ..reference import check_inputs
 from . import model_file
-from .plan import Kernel
+from .plan import Step
 
 __all__ = ["CompiledModel", "LayerRecord", "RunResult", "ExecutorError", "FP32_RTOL"]
 
@@ -90,7 +90,7 @@ class RunResult:
 class CompiledModel:
     """A graph with a step per node; run it, save it to one file (VDLA and host steps)."""
 
-    def __init__(self, graph: Graph, config: Config | None, kernels: dict[str, Kernel], functions: list[Any],
+    def __init__(self, graph: Graph, config: Config | None, kernels: dict[str, Step], functions: list[Any],
                  info: dict[str, Any] | None = None, target: str = "vdla") -> None:
         self.graph = graph
         self.config = config
@@ -199,7 +199,7 @@ class CompiledModel:
         ref_out = [ref_env[o] for o in g.outputs] if reference else None
         return RunResult(outs, layers, env, ref_out, traces, copies[0])
 
-    def _check(self, n: Node, k: Kernel, val: Any, ref_env: dict[str, Any], rec: LayerRecord, env: dict[str, Any]) -> None:
+    def _check(self, n: Node, k: Step, val: Any, ref_env: dict[str, Any], rec: LayerRecord, env: dict[str, Any]) -> None:
         """The node on the numpy reference (from the reference's own inputs), compared with ``val``."""
         val = _host(val)
         if k.target == "vdla":
@@ -277,7 +277,7 @@ class CompiledModel:
             return v.numpy()
         return np.asarray(v)
 
-    def _run_cuda(self, n: Node, k: Kernel, env: dict[str, Any], copies: list[int], time_layers: bool,
+    def _run_cuda(self, n: Node, k: Step, env: dict[str, Any], copies: list[int], time_layers: bool,
                   sync: bool) -> tuple[Any, float | None]:
         from ....runtime.cuda_driver import to_device
 
@@ -299,7 +299,7 @@ class CompiledModel:
             raise ExecutorError(f"node {n.name!r} ({n.op}) failed on cuda: {type(e).__name__}: {e}") from e
         return y, seconds
 
-    def _run_llvm(self, n: Node, k: Kernel, env: Mapping[str, np.ndarray]) -> np.ndarray:
+    def _run_llvm(self, n: Node, k: Step, env: Mapping[str, np.ndarray]) -> np.ndarray:
         try:
             return k.kernel(env)
         except Exception as e:
@@ -313,7 +313,7 @@ class CompiledModel:
         except Exception as e:
             raise ExecutorError(f"node {n.name!r} ({n.op}) failed on the CPU: {type(e).__name__}: {e}") from e
 
-    def _run_vdla(self, n: Node, k: Kernel, env: Mapping[str, np.ndarray], dev: Any) -> tuple[np.ndarray, Any]:
+    def _run_vdla(self, n: Node, k: Step, env: Mapping[str, np.ndarray], dev: Any) -> tuple[np.ndarray, Any]:
         ch = k.chain
         assert ch is not None and k.func is not None
         f = self.functions[k.func]

@@ -5,7 +5,7 @@
 =======  ==========================================================================
 kind     a node becomes
 =======  ==========================================================================
-llvm     topi operators (:mod:`.declare`) with the CPU schedules; ``lstm_scan`` /
+llvm     topi operators (:mod:`.topi_ops`) with the CPU schedules; ``lstm_scan`` /
          ``gru_scan`` a TE scan (:mod:`.scan`)
 cuda     the same topi operators with the GPU schedules
 vdla     one accelerator kernel: a packed GEMM anchor and its ALU tail (:mod:`.vdla`)
@@ -28,7 +28,7 @@ from ...driver import build
 from ...targets.target import Target
 from ..ir import Graph, Node
 from . import scan
-from .declare import arg_order, declare, schedule, signature
+from .topi_ops import arg_order, declare, schedule, signature
 from .kernel import BuiltKernel, KernelCache
 
 __all__ = ["STRATEGIES", "BuiltKernel", "KernelCache", "lower", "kernel_cache", "kind_of", "VIEW_OPS"]
@@ -77,7 +77,7 @@ def lower(node: Node, graph: Graph, target: Any, name: str = "kernel") -> BuiltK
 
 
 def kernel_cache(target: Any) -> KernelCache:
-    """A cache building nodes for ``target``: one function per :func:`.declare.signature`."""
+    """A cache building nodes for ``target``: one function per :func:`.topi_ops.signature`."""
     kind = kind_of(target)
     return KernelCache(lambda n, g, name: lower(n, g, target, name), signature, arg_order,
                        cache_failures=kind != "llvm")

@@ -2,7 +2,7 @@
 
 A :class:`BuiltKernel` is one function and the outer values it takes, in order, followed by
 the output it writes. Nodes of equal structure share the function (:class:`KernelCache`,
-keyed by :func:`.declare.signature`), each with its own argument names.
+keyed by :func:`.topi_ops.signature`), each with its own argument names.
 """
 
 from __future__ import annotations
