@@ -121,8 +121,8 @@ def test_graph_compiler_takes_the_tuned_schedule(model, op) -> None:  # type: ig
     """A float CPU node (a depthwise conv with its bias and clip fused; a max pool) built by the
     llvm strategy under ApplyConfig: other loops than the hand pick's, the numpy kernels' answer."""
     from vdla.compiler.graph.ops.registry import get_op
-    from vdla.compiler.graph.strategy import topi_ops as strategy
     from vdla.compiler.graph.strategy import lower
+    from vdla.compiler.graph.strategy import topi_ops as strategy
 
     g, node = _graph_node(model, op)
     placeholders, _, out = strategy.declare(node, g)

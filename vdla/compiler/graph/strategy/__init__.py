@@ -28,8 +28,8 @@ from ...driver import build
 from ...targets.target import Target
 from ..ir import Graph, Node
 from . import scan
-from .topi_ops import arg_order, declare, schedule, signature
 from .kernel import BuiltKernel, KernelCache
+from .topi_ops import arg_order, declare, schedule, signature
 
 __all__ = ["STRATEGIES", "BuiltKernel", "KernelCache", "lower", "kernel_cache", "kind_of", "VIEW_OPS"]
 
