@@ -63,6 +63,7 @@ def test_resnet18_on_the_gpu() -> None:
     assert all(r.seconds > 0 for r in res.layers if r.target != "view")
     assert any(r.target == "cuda" for r in res.layers)
     assert res.model.host_steps() == []
+    assert res.copies == 2  # the input up, the output down: every value between them stays on the GPU
 
 
 # ---------------------------------------------------------------------------- grouped convolutions

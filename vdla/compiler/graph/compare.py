@@ -184,6 +184,8 @@ class FloatJobResult:
     max_err: float
     run_s: float
     layers: list[Any] = field(default_factory=list)
+    #: values copied between the host and the GPU in the run (the input, outputs, host steps' operands)
+    copies: int = 0
 
     @property
     def ok(self) -> bool:
@@ -192,7 +194,8 @@ class FloatJobResult:
     def table(self) -> str:
         verdict = "ok" if self.ok else "MISMATCH"
         return (f"{self.name} on {self.model.target}\n{self.model.table(self.layers)}\n"
-                f"outputs vs numpy fp32 reference: max |err| {self.max_err:.1e} ({verdict}); run {self.run_s:.3f} s")
+                f"outputs vs numpy fp32 reference: max |err| {self.max_err:.1e} ({verdict}); run {self.run_s:.3f} s"
+                + (f", {self.copies} host<->GPU copies" if self.copies else ""))
 
 
 def run_float(model: str, target: str | Target = "cuda", *, reduced: bool = False, size: int | None = None,
@@ -219,7 +222,7 @@ def run_float(model: str, target: str | Target = "cuda", *, reduced: bool = Fals
     run_s = time.perf_counter() - t0
     ref = reference_run(spec.graph, x, check=False)
     err = max(float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-6)) for a, b in zip(res.outputs, ref, strict=True))
-    return FloatJobResult(spec.name, m, err, run_s, res.layers)
+    return FloatJobResult(spec.name, m, err, run_s, res.layers, res.copies)
 
 
 def vdla_row(model: str, config: Config, *, reduced: bool = False, size: int | None = None, device: str = "fsim",

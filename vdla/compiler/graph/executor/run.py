@@ -102,6 +102,7 @@ class CompiledModel:
         self._gpu: Any = None
         self._gpu_consts: dict[str, DeviceArray] = {}
         self._gpu_outs: dict[str, DeviceArray] = {}
+        self._order: list[tuple[Node, Step, str, list[str]]] | None = None
 
     def __repr__(self) -> str:
         counts = {t: sum(1 for k in self.kernels.values() if k.target == t) for t in ("vdla", "llvm", "cuda")}
@@ -163,9 +164,8 @@ class CompiledModel:
         copies = [0]
         on_host: dict[str, np.ndarray] = {}  # GPU values copied to the host this run
         clock = self.config.clock_mhz * 1e6 if self.config is not None else 1.0
-        order = g.topo_order()
-        for idx, n in enumerate(order):
-            k = self.kernels[n.name]
+        order = self._steps()
+        for idx, (n, k, op, outer) in enumerate(order):
             t0 = time.perf_counter()
             if k.target == "vdla":
                 if progress:
@@ -173,7 +173,7 @@ class CompiledModel:
                 val, rep = self._run_vdla(n, k, self._host_values(env, copies, n.inputs, on_host), dev)
                 wall = time.perf_counter() - t0
                 moved = int(sum(v for c, v in rep.counters.items() if c.endswith("nbytes")))
-                rec = LayerRecord(n.name, op_name(n), "vdla", rep.cycles / clock, rep.cycles,
+                rec = LayerRecord(n.name, op, "vdla", rep.cycles / clock, rep.cycles,
                                   rep.gemm_utilisation, moved, k.macs, wall_s=wall)
                 if getattr(rep, "trace", None):
                     traces[n.name] = rep.trace
@@ -188,8 +188,8 @@ class CompiledModel:
                     val = self._run_llvm(n, k, host) if k.target == "llvm" else self._run_host(n, [host[i] for i in n.inputs])
                     seconds = None
                 wall = time.perf_counter() - t0
-                moved = sum(env[i].nbytes for i in n.inputs if i not in g.consts) + val.nbytes
-                rec = LayerRecord(n.name, op_name(n), k.target, wall if seconds is None else seconds,
+                moved = sum(env[i].nbytes for i in outer) + val.nbytes
+                rec = LayerRecord(n.name, op, k.target, wall if seconds is None else seconds,
                                   bytes_moved=int(moved), macs=k.macs, reason=k.record_reason, wall_s=wall)
             env[n.name] = val
             if reference or (cpu_timing and k.target == "vdla"):
@@ -198,6 +198,14 @@ class CompiledModel:
         outs = [self._to_host(env[o], copies) for o in g.outputs]
         ref_out = [ref_env[o] for o in g.outputs] if reference else None
         return RunResult(outs, layers, env, ref_out, traces, copies[0])
+
+    def _steps(self) -> list[tuple[Node, Step, str, list[str]]]:
+        """(node, step, op name, inputs that are not constants) in run order, worked out once."""
+        if self._order is None:
+            g = self.graph
+            self._order = [(n, self.kernels[n.name], op_name(n), [i for i in n.inputs if i not in g.consts])
+                           for n in g.topo_order()]
+        return self._order
 
     def _check(self, n: Node, k: Step, val: Any, ref_env: dict[str, Any], rec: LayerRecord, env: dict[str, Any]) -> None:
         """The node on the numpy reference (from the reference's own inputs), compared with ``val``."""
