@@ -27,8 +27,9 @@ The package's other parts, placed by what they import and who uses them:
 - ``compat``'s helper modules (``vdla.rpc``, ``vdla.testing``, ``vdla.contrib``,
   ``vdla.vta``): TVM's face, above the compiler; ``explore`` (design-space sweeps): above
   the compiler and the hardware; neither imports the other, nor ``cli``;
-- ``vdla/__init__.py`` (the public names): anything but ``cli``; only ``vdla/__main__``
-  imports ``cli`` (``cli`` may import everything).
+- ``vdla/__init__.py`` (the public names): anything but ``cli``; only the ``__main__``
+  modules (``python -m vdla``, ``python -m vdla.fuzz``, ``python -m vdla.hardware.formal``)
+  import ``cli`` (``cli`` may import everything).
 
 A new top-level part or compiler part fails :func:`test_every_module_has_a_place` until
 it is given one here. Each test prints one violation per line: ``module -> imported
@@ -172,6 +173,8 @@ def part(module: str) -> str | None:
     """The top-level part a module belongs to (None: not placed)."""
     if module == "vdla":
         return "vdla"
+    if module.endswith(".__main__"):  # ``python -m vdla.fuzz`` and the like: entry points into the command
+        return "__main__"
     if module in ("vdla.compat", "vdla.compat.aliases"):
         return "compat.aliases"
     name = module.split(".")[1]

@@ -44,11 +44,12 @@ def test_python_dash_m_vdla_cli():
 
 
 def test_nothing_outside_the_cli_imports_it():
-    """The commands import the library, never the reverse (vdla/__main__.py is the one exception)."""
+    """The commands import the library, never the reverse (the ``__main__`` entry points are the
+    exception: ``python -m vdla``, ``python -m vdla.fuzz`` are the command)."""
     offenders = []
     for path in sorted((REPO / "vdla").rglob("*.py")):
         rel = path.relative_to(REPO / "vdla")
-        if rel.parts[0] == "cli" or rel == rel.with_name("__main__.py") and len(rel.parts) == 1:
+        if rel.parts[0] == "cli" or rel.name == "__main__.py":
             continue
         package = ["vdla", *rel.parts[:-1]]
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vdla.config import Config, ConfigError
@@ -70,6 +70,8 @@ def test_apply_sets_fields_and_timing():
         apply(Config(), {"block_in": 3})
 
 
+# the default run shares two cores between pytest workers: input generation can be slow there
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(["batch", "block_in", "block_out", "bus_width", "timing.gemm_latency"]),
                        st.lists(st.integers(1, 512), min_size=1, max_size=4, unique=True), max_size=4))
 def test_vary_round_trips_and_expands_to_the_product(vary):

@@ -1,7 +1,8 @@
-"""``python -m vdla.fuzz``: the differential fuzz campaign (see :mod:`vdla.fuzz.campaign`; also ``vdla fuzz``)."""
+"""``python -m vdla.fuzz``: the differential fuzz campaign, the same command as ``vdla fuzz``
+(:mod:`vdla.cli.fuzz`; the campaign is :mod:`vdla.fuzz.campaign`)."""
 
 import sys
 
-from .campaign import main
+from ..cli import main
 
-sys.exit(main())
+sys.exit(main(["fuzz", *sys.argv[1:]]))

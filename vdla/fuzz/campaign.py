@@ -1,7 +1,7 @@
 """Differential fuzzing: random valid programs on an RTL device against the golden simulator.
 
     python -m vdla.fuzz --device verilator --configs small,default --count 10000 --jobs 4
-    vdla fuzz ...                     the same (`vdla.cli.fuzz`, over `add_arguments` and `run`)
+    vdla fuzz ...                     the same command (`vdla.cli.fuzz`: the options; :func:`run`)
 
 Each program comes from `vdla.fuzz.randprog.random_program(config, seed)`; it runs on
 ``Device("fsim")`` and on the device under test, each from the same DRAM image. The final
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -39,8 +38,8 @@ from ..simulator import SimulatorError
 from .invalid import RTL_CHECKED, invalid_program
 from .randprog import random_program
 
-__all__ = ["CaseResult", "FuzzError", "check_case", "check_invalid_case", "verdict", "first_difference", "add_arguments",
-           "main", "run", "SELF_CHECKING"]
+__all__ = ["CaseResult", "FuzzError", "check_case", "check_invalid_case", "verdict", "first_difference",
+           "run", "SELF_CHECKING"]
 
 DRAM = 1 << 18
 #: Devices whose core checks indices itself: `RTL_CHECKED` mutations run on them unvalidated.
@@ -143,31 +142,6 @@ class FuzzError(ValueError):
     """Arguments the campaign cannot run with (a negative count)."""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The campaign's options, for ``python -m vdla.fuzz`` and ``vdla fuzz`` alike."""
-    p.add_argument("--device", default="verilator", help="device under test (verilator, pysim)")
-    p.add_argument("--configs", default="small,default", help="comma-separated presets, alternated")
-    p.add_argument("--count", type=int, default=10_000, help="programs in all")
-    p.add_argument("--seed", type=int, default=0, help="first seed")
-    p.add_argument("--invalid", type=int, default=10_000, help="mutated invalid programs besides the valid ones")
-    p.add_argument("--validate-all", action="store_true",
-                   help="validate every invalid program on the device too (default: the mutations an RTL core "
-                        "checks itself run on it unvalidated)")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m vdla.fuzz``: the campaign (see the module doc); ``-q`` holds for this call only."""
-    p = argparse.ArgumentParser(prog="python -m vdla.fuzz", description=__doc__.splitlines()[0])
-    add_arguments(p)
-    args = p.parse_args(argv)
-    try:
-        return run(args)
-    except FuzzError as e:
-        p.error(str(e))
-
-
 def run(args: argparse.Namespace) -> int:
     """The campaign `add_arguments`' options ask for; exit status 1 if any case failed. ``-q``
     holds for this call only; a negative count raises `FuzzError`."""
@@ -218,6 +192,3 @@ def _run(args: argparse.Namespace) -> int:
               f"--count {int(not res.invalid)} --invalid {int(res.invalid)} --jobs 1")
     return 1 if failures else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

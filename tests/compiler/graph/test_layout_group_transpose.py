@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from support.graph import int8
 
-from vdla.compiler.graph import Graph, kernels, run
-from vdla.compiler.graph.executor import CompiledModel, compile_model
+from vdla.compiler.graph import Graph, run
+from vdla.compiler.graph.executor import CompiledModel, compile_model, plan
 from vdla.compiler.graph.layout import merge_group_weight, to_packed_layout, vdla_plan
 from vdla.compiler.graph.ops import conv2d_nchw
 from vdla.compiler.graph.partition import UNSUPPORTED, PartitionPolicy, partition
@@ -182,7 +182,7 @@ def test_layout_packs_grouped_and_transpose_convs() -> None:
         if op == "conv2d_packed":
             assert conv.attrs["groups"] == 2  # 32 depthwise groups as 2 groups of one 16-channel block
             assert conv.notes["group_merge"] == 16
-            assert kernels.count_macs(conv, p) == 32 * 6 * 6 * 9  # the depthwise MACs, not the merged weight's zeros
+            assert plan.count_macs(conv, p) == 32 * 6 * 6 * 9  # the depthwise MACs, not the merged weight's zeros
         x = inputs(g)
         np.testing.assert_array_equal(run(p, x)[0], run(g, x)[0])
 
