@@ -17,6 +17,7 @@ fast is a target's business: the CPU schedules are in
 
 from ...compat.aliases import module_getattr
 from . import nn, testing  # TVM's topi.nn and topi.testing
+from .activation import activation
 from .conv2d import (
     conv2d_nchw,
     conv2d_NCHWc,
@@ -44,11 +45,15 @@ from .elemwise import (
 from .matmul import matmul
 from .pooling import global_pool, pool2d
 from .softmax import softmax
+from .transform import concatenate, transpose
 from .util import pad
 
 __getattr__ = module_getattr(__name__)  # topi.schedule_* -> targets.llvm.schedules, for one release
 
 __all__ = [
+    "activation",
+    "concatenate",
+    "transpose",
     "add",
     "batch_norm_inference",
     "bias_add",

@@ -12,12 +12,14 @@ the classifier; every node of a float model that has an operator):
   ``topi.depthwise_conv2d_nchw``;
 * ``dense`` (optional bias) -> ``topi.dense``;
 * ``max_pool2d`` / ``avg_pool2d`` -> ``topi.pool2d``; ``global_avg_pool2d`` -> ``topi.global_pool``;
-* ``softmax`` -> ``topi.softmax``;
+* ``softmax`` -> ``topi.softmax``; ``concat`` -> ``topi.concatenate``; ``transpose`` ->
+  ``topi.transpose`` (``schedule_injective``);
 * ``relu`` / ``clip`` / ``add`` / ``sub`` / ``mul`` / ``div`` / ``maximum`` / ``minimum`` /
   ``batch_norm`` -> topi's element-wise operators, and ``exp`` / ``log`` / ``sqrt`` /
   ``tanh`` / ``sigmoid`` / ``floor`` / ``ceil`` / ``neg`` / ``abs`` / ``leaky_relu`` -> te's
-  intrinsics, as a fused node's tail (inlined by the anchor's schedule) or alone
-  (``schedule_injective``).
+  intrinsics, and the activations of :mod:`vdla.compiler.topi.activation` (hard-sigmoid,
+  hard-swish, ELU, SELU, GELU's tanh form, mish, softplus, ...), as a fused node's tail
+  (inlined by the anchor's schedule) or alone (``schedule_injective``).
 
 Integer nodes (quantize/requantize/pack/unpack, int8 convs) stay on the host's numpy
 kernels, which are bit-exact by construction. A declaration depends only on the node's
@@ -32,13 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from ...topi.activation import ACTIVATIONS, supports
 from ..ir import Graph, Node
 
 __all__ = ["SCHEDULES", "check", "declare", "schedule", "schedule_key", "signature", "arg_order"]
 
 _ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm", "div", "maximum", "minimum",
              "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
-_ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax")
+_ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax", "concat", "transpose")
 
 #: the anchor op of a node -> its schedule's name in the target's ``schedules`` package, or
 #: {target kind: name} where the targets differ; element-wise chains: ``schedule_injective``
@@ -75,7 +78,11 @@ def check(node: Node, graph: Graph) -> str | None:
     if anchors and anchors[0] is not nodes[0]:
         return f"{nodes[0].op} before the {anchors[0].op} anchor"
     for n in nodes:
-        if n.op not in _ANCHORS + _ELEMWISE:
+        if n.op in ACTIVATIONS:
+            why = supports(n.op, n.attrs)
+            if why is not None:
+                return why
+        elif n.op not in _ANCHORS + _ELEMWISE:
             return f"{n.op} has no topi operator"
         if n.op == "conv2d" and n.attrs.get("groups", 1) != 1 and not _depthwise(n, types, graph):
             return "grouped conv2d with fewer groups than channels (topi has depthwise and groups=1 NCHW convs)"
@@ -213,8 +220,14 @@ def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
             y = topi.batch_norm_inference(*xs, epsilon=float(at["epsilon"]))
         elif n.op in ("div", "maximum", "minimum"):
             y = {"div": topi.divide, "maximum": topi.maximum, "minimum": topi.minimum}[n.op](xs[0], xs[1])
+        elif n.op == "concat":
+            y = topi.concatenate(xs, int(at["axis"]))
+        elif n.op == "transpose":
+            y = topi.transpose(xs[0], at["perm"])
         elif n.op in _TE_UNARY:
             y = _unary(te, n.op, xs[0], at)
+        elif n.op in ACTIVATIONS:
+            y = topi.activation(xs[0], n.op, at)
         else:  # pragma: no cover - check() filtered these
             return f"{n.op} has no topi operator"
         env[n.name] = y

@@ -1,0 +1,57 @@
+"""Data movement as computes: ``concatenate`` along any axis and ``transpose`` by a permutation
+(TVM's ``topi.concatenate`` / ``topi.transpose``).
+
+Both are tagged ``injective``: ``schedule_injective`` runs them on every target, each
+output element read from the one input element it copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import te
+from ..tir.nodes import Expr
+from .util import INJECTIVE, const_shape
+
+__all__ = ["concatenate", "transpose"]
+
+
+def concatenate(xs: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
+    """The tensors ``xs`` joined along ``axis`` (every other extent equal)."""
+    if not xs:
+        raise ValueError("concatenate: no tensors")
+    shapes = [const_shape(x) for x in xs]
+    rank = len(shapes[0])
+    a = axis + rank if axis < 0 else axis
+    if not 0 <= a < rank:
+        raise ValueError(f"concatenate: axis {axis} out of range for rank {rank}")
+    for s in shapes[1:]:
+        if len(s) != rank or any(d != e for i, (d, e) in enumerate(zip(s, shapes[0])) if i != a):
+            raise ValueError(f"concatenate along axis {a}: shapes {shapes[0]} and {s} do not match")
+    offsets = [0]
+    for s in shapes:
+        offsets.append(offsets[-1] + s[a])
+    out = list(shapes[0])
+    out[a] = offsets[-1]
+
+    def f(*i: Expr) -> Expr:
+        # the last input, then each earlier one where the index falls before its end
+        k = len(xs) - 1
+        e = xs[k][tuple(i[:a]) + (i[a] - offsets[k],) + tuple(i[a + 1:])]
+        for k in range(len(xs) - 2, -1, -1):
+            idx = tuple(i[:a]) + (i[a] - offsets[k],) + tuple(i[a + 1:])
+            e = te.if_then_else(i[a] < offsets[k + 1], xs[k][idx], e)
+        return e
+
+    return te.compute(tuple(out), f, name="concatenate", tag=INJECTIVE)
+
+
+def transpose(x: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
+    """``x`` with its axes permuted: output axis ``k`` is input axis ``axes[k]`` (reversed by default)."""
+    shape = const_shape(x)
+    perm = tuple(axes) if axes is not None else tuple(reversed(range(len(shape))))
+    if sorted(perm) != list(range(len(shape))):
+        raise ValueError(f"transpose: {perm} is not a permutation of the {len(shape)} axes of {shape}")
+    inverse = [perm.index(d) for d in range(len(shape))]
+    return te.compute(tuple(shape[p] for p in perm), lambda *i: x[tuple(i[inverse[d]] for d in range(len(shape)))],
+                      name="transpose", tag=INJECTIVE)
