@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support.cuda import ARCHS
+
 from vdla.compiler.graph.executor import compile_model
 from vdla.compiler.graph.ir import Graph
 from vdla.compiler.graph.reference import run as reference_run
