@@ -105,3 +105,34 @@ def test_gelu_erf_says_why() -> None:
 def test_strategy_table_has_a_row_per_kind() -> None:
     assert set(STRATEGIES) == {"llvm", "cuda"}  # vdla's kernels come through its own entry points (module doc)
     assert all("*" in row for row in STRATEGIES.values())
+
+
+@pytest.mark.parametrize("op", ["reduce_mean", "reduce_sum", "reduce_max", "reduce_min"])
+@pytest.mark.parametrize(("axes", "keepdims"), [
+    ([2, 3], 1),      # global average pooling as torch.onnx writes it (ReduceMean over H, W)
+    ([1], 0),
+    ([-1], 1),
+    (None, 1),        # every axis
+    ([0, 2], 1),
+])
+def test_reduce(op: str, axes: list | None, keepdims: int) -> None:
+    g = Graph("reduce")
+    g.add_input("x", (2, 6, 5, 7))
+    y = g.add_node(op, ["x"], name="r", axes=axes, keepdims=keepdims)
+    g.set_outputs(g.add_node("relu", [y], name="act"))  # fused after the reduction: computed in its loop
+    _check_on_every_target(g.infer_types())
+
+
+def test_reduce_to_a_scalar() -> None:
+    """Every axis without keepdims: a rank-0 output. llvm builds it; a GPU kernel needs an output axis
+    to spread over threads, so cuda leaves it on the host and says why."""
+    g = Graph("scalar")
+    g.add_input("x", (3, 4))
+    g.set_outputs(g.add_node("reduce_sum", ["x"], name="r", axes=None, keepdims=0))
+    g.infer_types()
+    x = _data(g, SEED)
+    m = compile_model(g, target="llvm")
+    assert m.host_steps() == []
+    np.testing.assert_allclose(m.run(x).outputs[0], reference_run(g, x)[0], rtol=1e-5)
+    c = compile_model(g, target="cuda")
+    assert c.host_steps() == ["r"] and "cuda build failed" in c.kernels["r"].host_reason

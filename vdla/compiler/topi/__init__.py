@@ -44,6 +44,7 @@ from .elemwise import (
 )
 from .matmul import matmul
 from .pooling import global_pool, pool2d
+from .reduction import reduce
 from .softmax import softmax
 from .transform import concatenate, transpose
 from .util import pad
@@ -52,6 +53,7 @@ __getattr__ = module_getattr(__name__)  # topi.schedule_* -> targets.llvm.schedu
 
 __all__ = [
     "activation",
+    "reduce",
     "concatenate",
     "transpose",
     "add",

@@ -13,7 +13,8 @@ the classifier; every node of a float model that has an operator):
 * ``dense`` (optional bias) -> ``topi.dense``;
 * ``max_pool2d`` / ``avg_pool2d`` -> ``topi.pool2d``; ``global_avg_pool2d`` -> ``topi.global_pool``;
 * ``softmax`` -> ``topi.softmax``; ``concat`` -> ``topi.concatenate``; ``transpose`` ->
-  ``topi.transpose`` (``schedule_injective``);
+  ``topi.transpose`` (``schedule_injective``); ``reduce_sum`` / ``_mean`` / ``_max`` / ``_min`` over
+  any axes (global pooling as exporters write it) -> ``topi.reduce``, ``schedule_reduce``;
 * ``relu`` / ``clip`` / ``add`` / ``sub`` / ``mul`` / ``div`` / ``maximum`` / ``minimum`` /
   ``batch_norm`` -> topi's element-wise operators, and ``exp`` / ``log`` / ``sqrt`` /
   ``tanh`` / ``sigmoid`` / ``floor`` / ``ceil`` / ``neg`` / ``abs`` / ``leaky_relu`` -> te's
@@ -41,7 +42,9 @@ __all__ = ["SCHEDULES", "check", "declare", "schedule", "schedule_key", "signatu
 
 _ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm", "div", "maximum", "minimum",
              "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
-_ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax", "concat", "transpose")
+_REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
+_ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax", "concat", "transpose",
+            *_REDUCE)
 
 #: the anchor op of a node -> its schedule's name in the target's ``schedules`` package, or
 #: {target kind: name} where the targets differ; element-wise chains: ``schedule_injective``
@@ -54,6 +57,7 @@ SCHEDULES: dict[str, str | dict[str, str]] = {
     # a GPU block reduces one (n, c) plane with the pool schedule; the CPU has its own
     "global_avg_pool2d": {"llvm": "schedule_global_pool", "cuda": "schedule_pool"},
     "softmax": "schedule_softmax",
+    **{op: "schedule_reduce" for op in _REDUCE},
 }
 
 
@@ -224,6 +228,8 @@ def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
             y = topi.concatenate(xs, int(at["axis"]))
         elif n.op == "transpose":
             y = topi.transpose(xs[0], at["perm"])
+        elif n.op in _REDUCE:
+            y = topi.reduce(xs[0], n.op.removeprefix("reduce_"), at["axes"], bool(at["keepdims"]))
         elif n.op in _TE_UNARY:
             y = _unary(te, n.op, xs[0], at)
         elif n.op in ACTIVATIONS:

@@ -19,9 +19,11 @@ from .depthwise import schedule_depthwise_conv2d_nchw
 from .elemwise import schedule_injective
 from .matmul import MatmulConfig, schedule_matmul_cpu
 from .pooling import schedule_global_pool, schedule_pool
+from .reduction import schedule_reduce
 from .softmax import schedule_softmax
 
 __all__ = [
+    "schedule_reduce",
     "MatmulConfig",
     "NCHWcConfig",
     "schedule_conv2d_NCHWc",
