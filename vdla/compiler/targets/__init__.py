@@ -21,7 +21,7 @@ from .target import Target
 if TYPE_CHECKING:
     from ..tir.nodes import PrimFunc, Stmt
 
-__all__ = ["BACKENDS", "Backend", "Pass", "backend", "no_config"]
+__all__ = ["BACKENDS", "Backend", "Pass", "backend", "no_config", "no_passes", "no_attrs"]
 
 Pass = Callable[["Stmt"], "Stmt"]
 
@@ -41,7 +41,8 @@ class Backend(Protocol):
         ValueError where the target takes none."""
 
     def phase1_passes(self, target: Target, config: Any) -> list[Pass]:
-        """The passes lowering runs after storage flattening, before vectorisation."""
+        """The passes lowering runs after storage flattening, before vectorisation (``config``:
+        what ``resolve_config`` returned, as for the functions below)."""
 
     def lower_attrs(self, target: Target, config: Any) -> dict[str, Any]:
         """Attributes the lowered function carries for the build."""
@@ -60,3 +61,13 @@ def no_config(target: Target, config: Any) -> None:
     """``resolve_config`` of a target that takes no ``config=``."""
     if config is not None:
         raise ValueError(f"build: config= applies to target 'vdla', not {str(target)!r}")
+
+
+def no_passes(target: Target, config: Any) -> list[Pass]:
+    """``phase1_passes`` of a target whose lowering adds no passes of its own."""
+    return []
+
+
+def no_attrs(target: Target, config: Any) -> dict[str, Any]:
+    """``lower_attrs`` of a target whose lowered functions carry nothing for the build."""
+    return {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...tir.nodes import PrimFunc
-from .. import Pass, no_config
+from .. import no_attrs, no_config, no_passes
 from ..target import Target
 from .module import CUDAModule
 from .module import build_function as _build
@@ -19,14 +19,8 @@ from .target import cuda_limits
 __all__ = ["resolve_config", "phase1_passes", "lower_attrs", "build_function"]
 
 resolve_config = no_config
-
-
-def phase1_passes(target: Target, config: Any) -> list[Pass]:
-    return []
-
-
-def lower_attrs(target: Target, config: Any) -> dict[str, Any]:
-    return {}
+phase1_passes = no_passes
+lower_attrs = no_attrs
 
 
 def build_function(func: PrimFunc, target: Target, opt_level: int, config: Any = None,

@@ -25,16 +25,16 @@ def resolve_config(target: Target, config: Config | str | None) -> Config:
     return passes.resolve_config(config)
 
 
-def phase1_passes(target: Target, config: Config | str | None) -> list[Pass]:
-    """ALU, DMA and GEMM lowering for the Config."""
-    return passes.phase1_passes(passes.resolve_config(config))
+def phase1_passes(target: Target, config: Config) -> list[Pass]:
+    """ALU, DMA and GEMM lowering for the Config (:func:`resolve_config`'s)."""
+    return passes.phase1_passes(config)
 
 
-def lower_attrs(target: Target, config: Config | str | None) -> dict[str, Any]:
-    return {"target": "vdla", "config": passes.resolve_config(config)}
+def lower_attrs(target: Target, config: Config) -> dict[str, Any]:
+    return {"target": "vdla", "config": config}
 
 
-def build_function(func: PrimFunc, target: Target, opt_level: int, config: Config | str | None = None,
+def build_function(func: PrimFunc, target: Target, opt_level: int, config: Config | None = None,
                    lower_s: float = 0.0) -> VDLAFunction:  # fmt: skip
-    """The accelerator's program for ``func`` (lowered for the same Config)."""
+    """The accelerator's program for ``func`` (lowered for the same Config; the default one when None)."""
     return _build(func, passes.resolve_config(config), lower_s=lower_s)
