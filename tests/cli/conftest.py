@@ -1,20 +1,3 @@
-"""A real Dask LocalCluster with 2 worker processes for the `vdla tune` tests."""
+"""A real Dask LocalCluster with 2 worker processes for the `vdla tune` tests (tests/support/dask_client.py)."""
 
-from __future__ import annotations
-
-import pytest
-
-
-@pytest.fixture(scope="module")
-def dask_client():  # type: ignore[no-untyped-def]
-    import dask
-
-    from vdla import cluster
-
-    # one retry: a test that kills a worker on purpose should not wait for three
-    dask.config.set({"distributed.scheduler.allowed-failures": 1})
-    shared = "local:2" in cluster._CLIENTS  # another folder's session fixture made it: leave it open
-    client = cluster.get_client(n_workers=2)
-    yield client
-    if not shared:
-        cluster.close_clients("local:2")
+from support.dask_client import dask_client  # noqa: F401  (the fixture)
