@@ -42,6 +42,8 @@ def test_build_table_names_the_host_nodes(capsys: pytest.CaptureFixture[str]) ->
 @pytest.mark.parametrize(("argv", "message"), [
     (["build", "mlp", "--target", "opencl"], "--target 'opencl': unknown target kind 'opencl'"),
     (["build", "mlp", "--target", "llvm", "-o", "x.vdla"], "-o: a compiled-model file holds a VDLA model"),
+    # a bad architecture is the target's error, not a host fallback per node
+    (["build", "mlp", "--target", "cuda -arch=sm_12"], "--target 'cuda -arch=sm_12': unsupported GPU architecture"),
 ])
 def test_build_bad_target(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(argv) == 2

@@ -60,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
             if spec.qdq:
                 raise CommandError(f"{args.model}: a quantised (QDQ) model; --target {args.target} compiles float "
                                    "models (without --target it goes onto VDLA)")
-            m = compile_model(spec.graph, target=target, progress=progress)
+            try:  # an architecture or CPU the back end does not know
+                m = compile_model(spec.graph, target=target, progress=progress)
+            except TargetError as e:
+                raise CommandError(f"--target {args.target!r}: {e}") from None
     close_progress(progress)
     if args.json:
         print(json.dumps(plan(m, spec.name), indent=2))

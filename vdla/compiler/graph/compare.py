@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...config import Config
-from ..targets.target import Target
+from ..targets.target import Target, TargetError
 from . import models
 from .executor import CompiledModel, compile_model, is_model_file
 from .ir import Graph, GraphError
@@ -203,13 +203,13 @@ def run_float(model: str, target: str | Target = "cuda", *, reduced: bool = Fals
     """Compile ``model`` (built-in name or .onnx) for ``target`` (llvm or cuda), run it on a
     synthetic input and check it. A cuda model compiles anywhere (PTX); running it needs a GPU
     (:class:`~vdla.runtime.cuda_driver.NoCudaDevice` without one, after compiling)."""
-    spec = load_model(model, reduced=reduced, size=size)
     kind = Target(target).backend
-    if spec.qdq:
-        raise ValueError(f"{model}: a quantised (QDQ) model; the {kind} target runs float32 models")
     if kind not in ("llvm", "cuda"):
-        raise ValueError(f"--target {str(target)!r}: float models run on 'llvm' or 'cuda' (-arch=sm_80|sm_90); "
-                         "without --target they run on the VDLA --device")
+        raise TargetError(f"float models run on 'llvm' or 'cuda' (-arch=sm_80|sm_90), not {kind!r}; without a "
+                          "target they run on the VDLA device")
+    spec = load_model(model, reduced=reduced, size=size)
+    if spec.qdq:
+        raise GraphError(f"{model}: a quantised (QDQ) model; the {kind} target runs float32 models")
     m = compile_model(spec.graph, target=target)
     if progress:
         built = sum(k.target == kind for k in m.kernels.values())
@@ -221,7 +221,7 @@ def run_float(model: str, target: str | Target = "cuda", *, reduced: bool = Fals
     res = m.run(x, time_layers=kind == "cuda")
     run_s = time.perf_counter() - t0
     ref = reference_run(spec.graph, x, check=False)
-    err = max(float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-6)) for a, b in zip(res.outputs, ref, strict=True))
+    err = _rel_err(res.outputs, ref)
     return FloatJobResult(spec.name, m, err, run_s, res.layers, res.copies)
 
 

@@ -229,27 +229,17 @@ class CompiledModel:
         """The inputs by name: numpy ones checked against the graph; GPU ones taken as they are."""
         from ....runtime.ndarray import CudaNDArray, host_view
 
-        if isinstance(inputs, dict):
-            dev = {k: v.device_array if isinstance(v, CudaNDArray) else v for k, v in inputs.items()
-                   if isinstance(v, DeviceArray | CudaNDArray)}
-            host = {k: host_view(v)[0] for k, v in inputs.items() if k not in dev}
-            for k, v in dev.items():
-                t = self.graph.inputs.get(k)
-                if t is None:
-                    raise GraphError(f"graph {self.graph.name!r} has no input named {k!r}; its inputs are "
-                                     f"{', '.join(self.graph.inputs)}")
-                if tuple(v.shape) != t.shape or str(np.dtype(v.dtype)) != t.dtype:
-                    raise GraphError(f"input {k!r} of graph {self.graph.name!r} expects {t}, got a GPU array "
-                                     f"{tuple(v.shape)} {np.dtype(v.dtype)}")
-            if dev:
-                # the GPU inputs pass the check through stand-ins of their shape and dtype
-                stand_in = {k: np.lib.stride_tricks.as_strided(np.zeros(1, v.dtype), v.shape, [0] * len(v.shape))
-                            for k, v in dev.items()}
-                checked = check_inputs(self.graph, {**host, **stand_in})
-                checked.update(dev)
-                return checked
-            return check_inputs(self.graph, host)
-        return check_inputs(self.graph, inputs)
+        if not isinstance(inputs, dict):
+            return check_inputs(self.graph, inputs)
+        dev = {k: v.device_array if isinstance(v, CudaNDArray) else v for k, v in inputs.items()
+               if isinstance(v, DeviceArray | CudaNDArray)}
+        host = {k: host_view(v)[0] for k, v in inputs.items() if k not in dev}
+        # GPU inputs are checked (name, shape, dtype) through zero-strided stand-ins of their shape and dtype
+        stand_in = {k: np.lib.stride_tricks.as_strided(np.zeros(1, v.dtype), v.shape, [0] * len(v.shape))
+                    for k, v in dev.items()}
+        checked = check_inputs(self.graph, {**host, **stand_in})
+        checked.update(dev)
+        return checked
 
     def _gpu_setup(self) -> None:
         from ....runtime.cuda_driver import get_device, to_device

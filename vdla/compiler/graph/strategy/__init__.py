@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...driver import build
-from ...targets.target import Target
+from ...targets.target import Target, TargetError
 from ..ir import Graph, Node
 from . import scan
 from .kernel import BuiltKernel, KernelCache
@@ -47,6 +47,8 @@ def _topi(node: Node, graph: Graph, target: Any, name: str) -> BuiltKernel | str
     try:
         sched = schedule(node, graph, out, kind)
         func = build(sched, placeholders + [out], target=target, name=name)
+    except TargetError:  # the target itself is wrong (an unknown GPU architecture ...): no node builds
+        raise
     except Exception as e:  # a schedule or codegen limit: the host runs it, with the reason shown
         return f"{kind} build failed: {type(e).__name__}: {e}"
     t = node.type
