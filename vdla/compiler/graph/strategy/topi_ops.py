@@ -31,18 +31,19 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ... import te, topi
 from ...topi.activation import ACTIVATIONS, supports
 from ..ir import Graph, Node
 
-__all__ = ["SCHEDULES", "check", "declare", "schedule", "schedule_key", "signature", "arg_order"]
+__all__ = ["DECLARE", "SCHEDULES", "check", "declares", "declare", "schedule", "schedule_key", "signature", "arg_order"]
 
-_ELEMWISE = ("relu", "clip", "add", "sub", "mul", "batch_norm", "div", "maximum", "minimum",
-             "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "neg", "abs", "leaky_relu")
 _REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
+#: ops that are not element-wise: a fused node has at most one, first (its schedule is the node's)
 _ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax", "concat", "transpose",
             *_REDUCE)
 
@@ -86,7 +87,7 @@ def check(node: Node, graph: Graph) -> str | None:
             why = supports(n.op, n.attrs)
             if why is not None:
                 return why
-        elif n.op not in _ANCHORS + _ELEMWISE:
+        elif n.op not in DECLARE:
             return f"{n.op} has no topi operator"
         if n.op == "conv2d" and n.attrs.get("groups", 1) != 1 and not _depthwise(n, types, graph):
             return "grouped conv2d with fewer groups than channels (topi has depthwise and groups=1 NCHW convs)"
@@ -158,11 +159,117 @@ def _depthwise_weight(te: Any, w: Any, c: int) -> Any:
     return te.compute((c, m, kh, kw), lambda ci, mi, ky, kx: w[ci * m + mi, 0, ky, kx], name="weight_cm", tag=INJECTIVE)
 
 
+#: how a node of one op is declared: (its input tensors, the node) -> its output tensor
+Declare = Callable[[list[Any], Node], Any]
+
+#: op -> its declaration, one row per graph op the topi strategy maps (check() refuses the rest)
+DECLARE: dict[str, Declare] = {}
+
+
+def declares(*ops: str) -> Callable[[Declare], Declare]:
+    """Register a function as the declaration of ``ops`` in :data:`DECLARE`."""
+    def deco(fn: Declare) -> Declare:
+        for op in ops:
+            DECLARE[op] = fn
+        return fn
+    return deco
+
+
+@declares("conv2d")
+def _conv2d(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    if at.get("groups", 1) != 1:  # depthwise (check() refused other groupings)
+        wv = _depthwise_weight(te, xs[1], int(xs[0].shape[1].value))
+        y = topi.depthwise_conv2d_nchw(xs[0], wv, tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+    else:
+        y = topi.conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+    return topi.bias_add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("dense")
+def _dense(xs: list[Any], n: Node) -> Any:
+    return topi.dense(xs[0], xs[1], xs[2] if len(xs) == 3 else None)
+
+
+@declares("max_pool2d", "avg_pool2d")
+def _pool2d(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    kind = "max" if n.op == "max_pool2d" else "avg"
+    return topi.pool2d(xs[0], tuple(at["kernel"]), tuple(at["strides"]), tuple(at["padding"]), kind,
+                       bool(at.get("count_include_pad", False)))
+
+
+@declares("global_avg_pool2d")
+def _global_avg_pool2d(xs: list[Any], n: Node) -> Any:
+    return topi.global_pool(xs[0], "avg")
+
+
+@declares("softmax")
+def _softmax(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.softmax(xs[0], int(at["axis"]))
+
+
+@declares("relu")
+def _relu(xs: list[Any], n: Node) -> Any:
+    return topi.relu(xs[0])
+
+
+@declares("clip")
+def _clip(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    if at["min"] is None:
+        return topi.minimum(xs[0], float(at["max"]) if at["max"] is not None else np.inf)
+    if at["max"] is None:
+        return topi.maximum(xs[0], float(at["min"]))
+    return topi.clip(xs[0], float(at["min"]), float(at["max"]))
+
+
+_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum",
+           "minimum": "minimum"}
+
+
+@declares(*_BINARY)
+def _binary(xs: list[Any], n: Node) -> Any:
+    return getattr(topi, _BINARY[n.op])(xs[0], xs[1])
+
+
+@declares("batch_norm")
+def _batch_norm(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.batch_norm_inference(*xs, epsilon=float(at["epsilon"]))
+
+
+@declares("concat")
+def _concat(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.concatenate(xs, int(at["axis"]))
+
+
+@declares("transpose")
+def _transpose(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.transpose(xs[0], at["perm"])
+
+
+@declares(*_REDUCE)
+def _reduce(xs: list[Any], n: Node) -> Any:
+    return topi.reduce(xs[0], n.op.removeprefix("reduce_"), n.attrs["axes"], bool(n.attrs["keepdims"]))
+
+
+@declares(*_TE_UNARY)
+def _te_unary(xs: list[Any], n: Node) -> Any:
+    return _unary(te, n.op, xs[0], n.attrs)
+
+
+@declares(*ACTIVATIONS)
+def _activation(xs: list[Any], n: Node) -> Any:
+    return topi.activation(xs[0], n.op, n.attrs)
+
+
 def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
     """``node`` as topi operators: (placeholders, the outer values they stand for, the output
     tensor), or why it cannot be."""
-    from ... import te, topi
-
     if node.op in ("lstm_scan", "gru_scan"):
         return f"{node.op} is built with the TE scan (llvm only), not from topi operators"
 
@@ -183,60 +290,8 @@ def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
         return env[v]
 
     for n in nodes:
-        at = n.attrs
         xs = [env[i] if i in env else get(i) for i in n.inputs]
-        if n.op == "conv2d" and at.get("groups", 1) != 1:  # depthwise (check() refused other groupings)
-            wv = _depthwise_weight(te, xs[1], int(xs[0].shape[1].value))
-            y = topi.depthwise_conv2d_nchw(xs[0], wv, tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
-            if len(xs) == 3:
-                y = topi.bias_add(y, xs[2])
-        elif n.op == "conv2d":
-            y = topi.conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
-            if len(xs) == 3:
-                y = topi.bias_add(y, xs[2])
-        elif n.op == "dense":
-            y = topi.dense(xs[0], xs[1], xs[2] if len(xs) == 3 else None)
-        elif n.op in ("max_pool2d", "avg_pool2d"):
-            y = topi.pool2d(xs[0], tuple(at["kernel"]), tuple(at["strides"]), tuple(at["padding"]),
-                            "max" if n.op == "max_pool2d" else "avg", bool(at.get("count_include_pad", False)))
-        elif n.op == "global_avg_pool2d":
-            y = topi.global_pool(xs[0], "avg")
-        elif n.op == "softmax":
-            y = topi.softmax(xs[0], int(at["axis"]))
-        elif n.op == "relu":
-            y = topi.relu(xs[0])
-        elif n.op == "clip":
-            lo = float(at["min"]) if at["min"] is not None else -np.inf
-            hi = float(at["max"]) if at["max"] is not None else np.inf
-            if at["min"] is None:
-                y = topi.minimum(xs[0], hi)
-            elif at["max"] is None:
-                y = topi.maximum(xs[0], lo)
-            else:
-                y = topi.clip(xs[0], lo, hi)
-        elif n.op == "add":
-            y = topi.add(xs[0], xs[1])
-        elif n.op == "sub":
-            y = topi.subtract(xs[0], xs[1])
-        elif n.op == "mul":
-            y = topi.multiply(xs[0], xs[1])
-        elif n.op == "batch_norm":
-            y = topi.batch_norm_inference(*xs, epsilon=float(at["epsilon"]))
-        elif n.op in ("div", "maximum", "minimum"):
-            y = {"div": topi.divide, "maximum": topi.maximum, "minimum": topi.minimum}[n.op](xs[0], xs[1])
-        elif n.op == "concat":
-            y = topi.concatenate(xs, int(at["axis"]))
-        elif n.op == "transpose":
-            y = topi.transpose(xs[0], at["perm"])
-        elif n.op in _REDUCE:
-            y = topi.reduce(xs[0], n.op.removeprefix("reduce_"), at["axes"], bool(at["keepdims"]))
-        elif n.op in _TE_UNARY:
-            y = _unary(te, n.op, xs[0], at)
-        elif n.op in ACTIVATIONS:
-            y = topi.activation(xs[0], n.op, at)
-        else:  # pragma: no cover - check() filtered these
-            return f"{n.op} has no topi operator"
-        env[n.name] = y
+        env[n.name] = DECLARE[n.op](xs, n)
     return placeholders, args, env[outs[0]]
 
 
