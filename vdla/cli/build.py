@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .common import add_model_arguments, model_config, stderr_progress
+from .common import add_model_arguments, model_config, stderr_progress, warn_host_steps
 from .errors import CommandError
 
 __all__ = ["add_parser", "run"]
@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``vdla build``."""
     q = sub.add_parser("build", help="compile a model (built-in name or .onnx) into one file")
     q.add_argument("model")
-    q.add_argument("-o", "--output", help="output file (default MODEL.vdla; --target vdla)")
+    q.add_argument("-o", "--output", help="output file (default MODEL.vdla; with --target llvm|cuda only when given)")
     q.add_argument("--target", default="vdla",
                    help="vdla (the int8 model onto the accelerator, default), llvm or cuda (the float model)")
     q.add_argument("--json", action="store_true", help="the plan as JSON (nodes: name, op, target, reason)")
@@ -47,30 +47,34 @@ def run(args: argparse.Namespace) -> int:
         target = Target(args.target)
     except TargetError as e:
         raise CommandError(f"--target {args.target!r}: {e}") from None
-    if target.backend != "vdla" and args.output:
-        raise CommandError(f"-o: a compiled-model file holds a VDLA model; --target {args.target} compiles the "
-                           "float model and prints its plan (run it with `vdla run MODEL --target ...`)")
     progress = stderr_progress(not args.quiet)
     spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size, shapes=parse_shapes(args.shape)),
                          per_channel=args.per_channel, calibration=args.calibration)
     with tuning_context(getattr(args, "tuning_log", None)):
         if target.backend == "vdla":
-            m = build_model(spec, model_config(args), calib=args.calib, progress=progress)
+            m = build_model(spec, model_config(args), calib=args.calib, progress=progress,
+                            host_ops=not args.no_host_ops)
         else:
             if spec.qdq:
                 raise CommandError(f"{args.model}: a quantised (QDQ) model; --target {args.target} compiles float "
                                    "models (without --target it goes onto VDLA)")
             try:  # an architecture or CPU the back end does not know
-                m = compile_model(spec.graph, target=target, progress=progress)
+                m = compile_model(spec.graph, target=target, progress=progress, host_ops=not args.no_host_ops)
             except TargetError as e:
                 raise CommandError(f"--target {args.target!r}: {e}") from None
     close_progress(progress)
+    warn_host_steps("build", m.host_warning())
     if args.json:
         print(json.dumps(plan(m, spec.name), indent=2))
     if target.backend != "vdla":
+        if args.output:
+            m.save(args.output)
         if not args.json:
             print(f"{spec.name}: {spec.description}, for {target}")
             print(m.table())
+            if args.output:
+                print(f"{args.output}: the plan for {target} ({Path(args.output).stat().st_size} bytes; "
+                      f"`vdla run {args.output} --target {target.kind.name}` builds its functions and runs it)")
         return 0
     out = Path(args.output or f"{spec.name}.vdla")
     m.save(out)

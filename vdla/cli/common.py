@@ -10,12 +10,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
 from ..config import Config, preset
 from .errors import count
 
-__all__ = ["Progress", "add_model_arguments", "model_config", "stderr_progress"]
+__all__ = ["warn_host_steps", "Progress", "add_model_arguments", "model_config", "stderr_progress"]
 
 #: A progress callback: takes one message.
 Progress = Callable[[str], None]
@@ -35,6 +36,14 @@ def add_model_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--shape", action="append", default=[], metavar="NAME=d0,d1,...",
                    help="bind an ONNX input's dynamic dimensions (repeat per input)")
     q.add_argument("--tuning-log", default=None, help="a `vdla tune` log: build with its best schedules")
+    q.add_argument("--no-host-ops", action="store_true",
+                   help="refuse a plan with nodes on the host's numpy kernels (exit 2) instead of warning")
+
+
+def warn_host_steps(cmd: str, line: str | None) -> None:
+    """Print a plan's host-step warning (:func:`vdla.compiler.graph.executor.host_warning`) on stderr, once."""
+    if line:
+        print(f"vdla {cmd}: warning: {line}", file=sys.stderr)
 
 
 def model_config(args: argparse.Namespace) -> Config:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import outputs
-from .common import add_model_arguments, model_config, stderr_progress
+from .common import add_model_arguments, model_config, stderr_progress, warn_host_steps
 from .errors import CommandError, count
 
 __all__ = ["add_parser", "run", "is_program", "run_model", "run_float_model", "run_compare"]
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
 def run_model(args: argparse.Namespace) -> int:
     """``vdla run MODEL``: a built-in model, an .onnx file or a compiled model file."""
     from ..compiler.autotvm.tuning import tuning_context
+    from ..compiler.graph.executor import host_warning
     from ..compiler.graph.job import run_job
     from ..compiler.graph.zoo import parse_shapes
     from ..progress import close as close_progress
@@ -86,8 +87,10 @@ def run_model(args: argparse.Namespace) -> int:
         res = run_job(args.file, args.device, model_config(args), reduced=args.reduced, size=args.size,
                       seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
                       per_channel=args.per_channel, calibration=args.calibration,
-                      device_options=outputs.device_options(args), shapes=parse_shapes(args.shape))
+                      device_options=outputs.device_options(args), shapes=parse_shapes(args.shape),
+                      host_ops=not args.no_host_ops)
     close_progress(progress)
+    warn_host_steps("run", host_warning([(r.node, r.op, r.target, r.reason) for r in res.layers]))
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
     outputs.write(args, job=res)
     return 0 if res.ok else 1
@@ -102,9 +105,10 @@ def run_float_model(args: argparse.Namespace) -> int:
 
     try:  # a target that does not parse, is not a float one or names an unknown architecture
         res = run_float(args.file, Target(args.target), reduced=args.reduced, size=args.size, seed=args.seed,
-                        progress=_stderr_lines(args))
+                        progress=_stderr_lines(args), host_ops=not args.no_host_ops)
     except TargetError as e:
         raise CommandError(f"--target {args.target!r}: {e}") from None
+    warn_host_steps("run", res.model.host_warning())
     print(res.table())
     return 0 if res.ok else 1
 

@@ -22,8 +22,9 @@ Progress = Callable[[str], None]
 
 
 def build_model(spec: ModelSpec, config: Config, *, calib: int = 1, seed: int = 100,
-                progress: Progress | None = None) -> CompiledModel:
-    """Quantise (calibrating on ``calib`` synthetic inputs), partition, pack, fuse, compile."""
+                progress: Progress | None = None, host_ops: bool = True) -> CompiledModel:
+    """Quantise (calibrating on ``calib`` synthetic inputs), partition, pack, fuse, compile
+    (``host_ops=False``: a node left on the host's numpy kernels is an error)."""
     t0 = time.perf_counter()
     if progress:
         progress(f"preparing {spec.description}: fold, quantise, partition, pack, fuse")
@@ -35,7 +36,7 @@ def build_model(spec: ModelSpec, config: Config, *, calib: int = 1, seed: int = 
         cal = spec.calibration or models.sample_input(spec.graph, seed, count=calib)
         g = passes.prepare(spec.graph, cal, config, spec.qconfig, spec.policy)
     t1 = time.perf_counter()
-    m = compile_model(g, config, progress=progress)
+    m = compile_model(g, config, progress=progress, host_ops=host_ops)
     m.info.update({k: v for k, v in spec.source.items()})
     m.info.update({"prepare_s": t1 - t0, "description": spec.description, "name": spec.name})
     return m

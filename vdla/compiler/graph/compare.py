@@ -29,6 +29,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ import numpy as np
 from ...config import Config
 from ..targets.target import Target, TargetError
 from . import models
-from .executor import CompiledModel, compile_model, is_model_file
+from .executor import CompiledModel, compile_model, is_model_file, require_device
 from .ir import Graph, GraphError
 from .job import run_job
 from .reference import run as reference_run
@@ -199,30 +200,40 @@ class FloatJobResult:
 
 
 def run_float(model: str, target: str | Target = "cuda", *, reduced: bool = False, size: int | None = None,
-              seed: int = 0, progress: Callable[[str], None] | None = None) -> FloatJobResult:
+              seed: int = 0, progress: Callable[[str], None] | None = None, host_ops: bool = True) -> FloatJobResult:
     """Compile ``model`` (built-in name or .onnx) for ``target`` (llvm or cuda), run it on a
     synthetic input and check it. A cuda model compiles anywhere (PTX); running it needs a GPU
-    (:class:`~vdla.runtime.cuda_driver.NoCudaDevice` without one, after compiling)."""
+    (:class:`~vdla.runtime.cuda_driver.NoCudaDevice` without one, after compiling). ``host_ops=False``:
+    a node left on the host is an error (:class:`.executor.HostStepError`), raised before running."""
     kind = Target(target).backend
     if kind not in ("llvm", "cuda"):
         raise TargetError(f"float models run on 'llvm' or 'cuda' (-arch=sm_80|sm_90), not {kind!r}; without a "
                           "target they run on the VDLA device")
-    spec = load_model(model, reduced=reduced, size=size)
-    if spec.qdq:
-        raise GraphError(f"{model}: a quantised (QDQ) model; the {kind} target runs float32 models")
-    m = compile_model(spec.graph, target=target)
+    if is_model_file(model):  # `vdla build MODEL --target ... -o FILE`: its plan, the functions built again
+        m = CompiledModel.load(model)
+        if Target(m.target).backend != kind:
+            raise TargetError(f"{model} was compiled for {m.target!r}, not {str(target)!r}")
+        graph, name = m.graph, Path(model).stem
+        if not host_ops:
+            require_device(m.summary(), m.target)
+    else:
+        spec = load_model(model, reduced=reduced, size=size)
+        if spec.qdq:
+            raise GraphError(f"{model}: a quantised (QDQ) model; the {kind} target runs float32 models")
+        m = compile_model(spec.graph, target=target, host_ops=host_ops)
+        graph, name = spec.graph, spec.name
     if progress:
         built = sum(k.target == kind for k in m.kernels.values())
         where = "the GPU" if kind == "cuda" else "llvm"
-        progress(f"compiled {spec.name} for {m.target}: {built} of {len(m.kernels)} nodes on {where}, "
+        progress(f"compiled {name} for {m.target}: {built} of {len(m.kernels)} nodes on {where}, "
                  f"{m.distinct_functions} functions, {m.info['compile_s']:.1f} s")
-    x = models.sample_input(spec.graph, seed)
+    x = models.sample_input(graph, seed)
     t0 = time.perf_counter()
     res = m.run(x, time_layers=kind == "cuda")
     run_s = time.perf_counter() - t0
-    ref = reference_run(spec.graph, x, check=False)
+    ref = reference_run(graph, x, check=False)
     err = _rel_err(res.outputs, ref)
-    return FloatJobResult(spec.name, m, err, run_s, res.layers, res.copies)
+    return FloatJobResult(name, m, err, run_s, res.layers, res.copies)
 
 
 def vdla_row(model: str, config: Config, *, reduced: bool = False, size: int | None = None, device: str = "fsim",

@@ -27,8 +27,8 @@ from ...compat.aliases import module_getattr
 from ...config import Config
 from . import models, passes
 from .build import build_model
-from .executor import CompiledModel, is_model_file
-from .ir import Graph
+from .executor import CompiledModel, is_model_file, require_device
+from .ir import Graph, GraphError
 from .reference import run as reference_run
 from .report import Check, JobResult
 from .zoo import ModelSpec, load_model, quant_options, rebuild_evaluation, rebuild_fp32
@@ -53,6 +53,7 @@ def run_job(
     progress: Progress | None = None,
     per_channel: bool | None = None,
     calibration: str | None = None,
+    host_ops: bool = True,
     device_options: dict[str, Any] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> JobResult:
@@ -70,12 +71,17 @@ def run_job(
     elif is_model_file(model):
         m = CompiledModel.load(model)
         from_file = True
+        if m.target != "vdla":
+            raise GraphError(f"{model}: a float model compiled for {m.target}; run it with --target "
+                             f"{m.target.split()[0]} (without, a model runs on the VDLA device)")
     else:
         spec = quant_options(load_model(model, reduced=reduced, size=size, shapes=shapes), per_channel=per_channel,
                              calibration=calibration)
         fp32 = spec.graph if not spec.qdq else None
         onnx_file = spec.source.get("onnx")
-        m = build_model(spec, config or Config(), calib=calib, progress=progress)
+        m = build_model(spec, config or Config(), calib=calib, progress=progress, host_ops=host_ops)
+    if not host_ops:  # a loaded or given model is checked as a compiled one is
+        require_device(m.summary(), m.target)
     if fp32 is None and check_fp32:
         fp32 = rebuild_fp32(m.info)
         onnx_file = m.info.get("onnx") or None

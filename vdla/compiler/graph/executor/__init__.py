@@ -22,10 +22,10 @@ from ..strategy.vdla import AluChain, alu_chain
 from .compile import compile_model
 from .model_file import MAGIC, VERSION, ModelFileError, is_model_file
 from .place import place
-from .plan import STEP_TARGETS, Step
+from .plan import STEP_TARGETS, HostStepError, Step, host_warning, require_device
 from .run import FP32_RTOL, CompiledModel, ExecutorError, LayerRecord, RunResult, op_name
 
 __all__ = [
     "ExecutorError", "ModelFileError", "AluChain", "alu_chain", "CompiledModel", "LayerRecord", "RunResult",
-    "Step", "STEP_TARGETS", "compile_model", "place", "is_model_file", "MAGIC", "VERSION", "FP32_RTOL", "op_name",
+    "Step", "STEP_TARGETS", "HostStepError", "host_warning", "require_device", "compile_model", "place", "is_model_file", "MAGIC", "VERSION", "FP32_RTOL", "op_name",
 ]

@@ -31,7 +31,7 @@ from ..passes import simplify
 from ..strategy import kind_of
 from ..strategy.vdla import alu_chain, build_kernel
 from .place import place
-from .plan import Step, count_macs
+from .plan import Step, count_macs, require_device
 from .run import CompiledModel
 
 __all__ = ["compile_model"]
@@ -45,6 +45,7 @@ def compile_model(
     vthreads: int = HAND_VTHREADS,
     llvm: bool = True,
     progress: Callable[[str], None] | None = None,
+    host_ops: bool = True,
 ) -> CompiledModel:
     """Compile ``graph`` for ``target`` (see the module doc).
 
@@ -52,13 +53,18 @@ def compile_model(
     VDLA kernel (shared between nodes of equal shape and tail); other nodes run on the CPU:
     built for ``llvm`` where they map onto topi (``llvm=False`` keeps them on numpy), else
     numpy. ``llvm`` / ``cuda``: every node of a float32 graph on that target where the
-    strategy maps it."""
+    strategy maps it. ``host_ops=False``: a node left on the host's numpy kernels is an error
+    (:class:`.plan.HostStepError` naming each such node, its op and why), not a host step."""
     kind = kind_of(target)
     if kind != "vdla":
         if config is not None:
             raise ValueError(f"compile_model: config= applies to target 'vdla', not {str(target)!r}")
-        return _compile_float(graph, target, progress)
-    return _compile_vdla(graph, config, vthreads, llvm, progress)
+        m = _compile_float(graph, target, progress)
+    else:
+        m = _compile_vdla(graph, config, vthreads, llvm, progress)
+    if not host_ops:
+        require_device(m.summary(), m.target)
+    return m
 
 
 def _compile_float(graph: Graph, target: str | Target, progress: Callable[[str], None] | None) -> CompiledModel:

@@ -4,14 +4,16 @@
 
     "VDLAMODL" | u32 version | u32 header length | u32 crc32(rest) | JSON header | blobs
 
-The header holds the graph (nodes, attributes, nested fused bodies), the kernel table and
-the offsets of the binary blobs (the graph's constants as an ``.npz`` and every VDLA
+The header holds the graph (nodes, attributes, nested fused bodies), the target, the kernel
+table and the offsets of the binary blobs (the graph's constants as an ``.npz`` and every VDLA
 function's own versioned bytes). :func:`decode` checks magic, version, size and checksum
 (the framing shared with the other formats, :mod:`vdla.runtime.container`) and rebuilds no
-VDLA kernel: the instruction streams are loaded as built. The ``llvm`` CPU kernels are JIT
-functions that cannot be serialised: loading recompiles them (cheap: well under a second
-for ResNet-18's few CPU nodes). :class:`.run.CompiledModel` saves and loads through here;
-a model with ``cuda`` steps is not saved (its functions live in a GPU context).
+VDLA kernel: the instruction streams are loaded as built. ``llvm`` functions are JIT code and
+``cuda`` functions live in a GPU context, so neither is serialised: the file holds the plan
+(the graph after the shared passes, where each node runs) and loading builds those functions
+again for the file's target (well under a second for ResNet-18's few CPU nodes of a VDLA
+model; a float model's whole plan takes as long as its first compile, and no GPU is needed
+to load a cuda one). :class:`.run.CompiledModel` saves and loads through here.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from ....config import Config
 from ....runtime import container
+from ...targets.target import TargetError
 from ..ir import Graph, GraphError, Node, TensorType
 from ..strategy.vdla import AluChain
 from .place import place
@@ -42,10 +45,6 @@ class ModelFileError(ValueError):
 
 def encode(model: Any) -> bytes:
     """The bytes of a compiled model (its graph, config, kernels, functions and info)."""
-    cuda = [k.node for k in model.kernels.values() if k.target == "cuda"]
-    if cuda:
-        raise ModelFileError(f"model {model.graph.name!r}: {len(cuda)} node(s) run on cuda ({cuda[0]}, ...): a "
-                             "compiled-model file holds VDLA and host kernels; compile a cuda model where it runs")
     blobs: list[bytes] = []
     buf = io.BytesIO()
     consts = dict(model.graph.consts)
@@ -66,8 +65,9 @@ def encode(model: Any) -> bytes:
         "format": "vdla compiled model",
         "graph": _graph_to_json(model.graph, const_names=False),
         "const_names": list(consts),
-        "config": model.config.to_dict(),
-        "config_name": model.config.name,
+        "target": model.target,
+        "config": model.config.to_dict() if model.config is not None else None,
+        "config_name": model.config.name if model.config is not None else None,
         "kernels": [_kernel_to_json(k) for k in model.kernels.values()],
         "blobs": offs,
         "info": {k: v for k, v in model.info.items() if isinstance(v, int | float | str)},
@@ -75,8 +75,10 @@ def encode(model: Any) -> bytes:
     return container.pack(MAGIC, VERSION, head, b"".join(blobs))
 
 
-def decode(blob: bytes, source: str = "model") -> tuple[Graph, Config, dict[str, Step], list[Any], dict[str, Any]]:
-    """(graph, config, kernels, functions, info) of a compiled model's bytes; ModelFileError names what is wrong."""
+def decode(blob: bytes, source: str = "model") -> tuple[Graph, Config | None, dict[str, Step], list[Any],
+                                                       dict[str, Any], str]:
+    """(graph, config, kernels, functions, info, target) of a compiled model's bytes (config None for
+    a float model); ModelFileError names what is wrong."""
     from ...targets.vdla.module import VDLAFileError, VDLAFunction  # noqa: I001
 
     head, data = container.unpack(
@@ -90,7 +92,8 @@ def decode(blob: bytes, source: str = "model") -> tuple[Graph, Config, dict[str,
         with np.load(io.BytesIO(blobs[0]), allow_pickle=False) as z:
             arrays = [z[f"c{i}"] for i in range(len(head["const_names"]))]
         consts = dict(zip(head["const_names"], arrays))
-        config = _config_from_json(head)
+        target = str(head.get("target", "vdla"))  # files before float models were all VDLA models
+        config = _config_from_json(head) if target == "vdla" else None
         graph = _graph_from_json(head["graph"], consts)
         functions = [VDLAFunction.from_bytes(b, f"{source}: kernel {i}") for i, b in enumerate(blobs[1:])]
         kernels = {}
@@ -105,16 +108,21 @@ def decode(blob: bytes, source: str = "model") -> tuple[Graph, Config, dict[str,
     if missing:
         raise ModelFileError(f"{source}: no kernel for node(s) {', '.join(missing[:5])}")
     for f in functions:
+        assert config is not None
         diff = f.config.architecture_differences(config)
         if diff:
             raise ModelFileError(f"{source}: kernel {f.name!r} was built for another configuration: {'; '.join(diff)}")
-    # the llvm CPU kernels are JIT functions (not serialisable): rebuild them here
+    # llvm and cuda functions are not serialisable (JIT code, a GPU context): build them here
     for k in kernels.values():
-        if k.target in ("llvm", "cpu"):  # "cpu": a host step, as files before the one executor named it
+        if k.target in ("llvm", "cuda", "cpu"):  # "cpu": a host step, as files before the one executor named it
             k.target = "host"
     info = dict(head.get("info", {}))
-    info["llvm_compile_s"] = place(graph, kernels, "llvm")
-    return graph, config, kernels, functions, info
+    code_target = "llvm" if target == "vdla" else target  # a VDLA model's CPU side is built for llvm
+    try:
+        info["llvm_compile_s" if target == "vdla" else "compile_s"] = place(graph, kernels, code_target)
+    except TargetError as e:  # a target this machine's back end does not know (an architecture ...)
+        raise ModelFileError(f"{source}: compiled for {target!r}, which does not build here: {e}") from None
+    return graph, config, kernels, functions, info, target
 
 
 def _blobs_size(head: Mapping[str, Any]) -> int:

@@ -16,6 +16,7 @@ device reads a value made on another.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 from ..ir import Graph, Node
 from ..strategy.vdla import AluChain
 
-__all__ = ["Step", "STEP_TARGETS", "count_macs"]
+__all__ = ["Step", "STEP_TARGETS", "HostStepError", "count_macs", "host_warning", "require_device"]
 
 #: where a step runs (see the module doc)
 STEP_TARGETS = ("vdla", "llvm", "cuda", "view", "host")
@@ -54,6 +55,41 @@ class Step:
         """The reason shown per layer: the partition's or VDLA fallback's, then the host step's."""
         extra = f"numpy: {self.host_reason}" if self.target == "host" and self.host_reason else ""
         return "; ".join(r for r in (self.reason, extra) if r)
+
+
+class HostStepError(ValueError):
+    """A plan has host steps where the user asked for none (``--no-host-ops``)."""
+
+
+#: one row of a plan's summary: (node, op or fused pattern, target, reason)
+Row = tuple[str, str, str, str]
+
+
+def _host_rows(rows: Iterable[Row]) -> list[Row]:
+    return [r for r in rows if r[2] == "host"]
+
+
+def _listing(rows: list[Row]) -> str:
+    return ", ".join(f"{name} ({op}: {why.removeprefix('numpy: ')})" if why else f"{name} ({op})"
+                     for name, op, _, why in rows)
+
+
+def host_warning(rows: Iterable[Row], copies: int = 0) -> str | None:
+    """The one warning line a plan with host steps gets (None without any): how many nodes run on
+    the host's numpy kernels, each with its op and reason, and on a GPU the copies they cost."""
+    rows = list(rows)
+    host = _host_rows(rows)
+    if not host:
+        return None
+    cost = f"; they cost {copies} host<->GPU copies per run" if copies else ""
+    return f"{len(host)} of {len(rows)} nodes run on the host's numpy kernels{cost}: {_listing(host)}"
+
+
+def require_device(rows: Iterable[Row], target: str) -> None:
+    """Raise :class:`HostStepError` naming every host step (node, op, reason) if there is one."""
+    host = _host_rows(rows)
+    if host:
+        raise HostStepError(f"{len(host)} node(s) cannot run on {target} (host steps refused): {_listing(host)}")
 
 
 def count_macs(node: Node, graph: Graph) -> int:

@@ -40,7 +40,7 @@ from ..ir import Graph, GraphError, Node
 from ..ops.registry import get_op
 from ..reference import check_inputs
 from . import model_file
-from .plan import Step
+from .plan import Step, host_warning
 
 __all__ = ["CompiledModel", "LayerRecord", "RunResult", "ExecutorError", "FP32_RTOL"]
 
@@ -124,6 +124,20 @@ class CompiledModel:
     def host_steps(self) -> list[str]:
         """The nodes that run on the host's numpy kernels (between device kernels)."""
         return [n for n, k in self.kernels.items() if k.target == "host"]
+
+    def host_copies(self) -> int:
+        """Values a run copies between the GPU and the host because of host steps: each GPU value a
+        host step reads (once), and each host step's output a GPU step reads."""
+        made = {n: k.target for n, k in self.kernels.items()}
+        down = {v for n in self.graph.topo_order() if made[n.name] == "host" for v in n.inputs
+                if made.get(v) == "cuda"}
+        up = {v for n in self.graph.topo_order() if made[n.name] == "cuda" for v in n.inputs
+              if made.get(v) == "host"}
+        return len(down) + len(up)
+
+    def host_warning(self) -> str | None:
+        """The one warning line of a plan with host steps (see :func:`.plan.host_warning`)."""
+        return host_warning(self.summary(), self.host_copies())
 
     @property
     def distinct_functions(self) -> int:
