@@ -15,7 +15,9 @@ A compiled model is a plan of steps, one per node (:mod:`.plan`): a kernel on a 
 (``vdla``, ``llvm``, ``cuda``), a ``view`` or a ``host`` step (numpy), decided by the graph's
 strategies (:mod:`..strategy`) for every target the same way. :mod:`.compile` builds the
 plan, :mod:`.place` places the host side (views, llvm or cuda kernels), :mod:`.run` runs it
-(values stay on the device that made them), :mod:`.model_file` is the one-file format.
+(values stay on the device that made them; kernel outputs written into the buffers
+:mod:`.memory` plans once, reused where lifetimes do not overlap), :mod:`.model_file` is the
+one-file format.
 """
 
 from ..strategy.vdla import AluChain, alu_chain

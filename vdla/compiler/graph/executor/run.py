@@ -12,7 +12,7 @@ the targets, with per-node records.
 
 Steps (:mod:`.plan`): ``vdla`` kernels run on the model's Device, ``llvm`` and ``host``
 steps on the host, ``cuda`` steps on GPU 0, ``view`` steps reshape their input where it
-is. A value stays on the device that made it: the runner copies a value only where a step
+is (a contiguous slice: from an offset into it). A value stays on the device that made it: the runner copies a value only where a step
 on one device reads it from another (counted in :attr:`RunResult.copies`), and outputs come
 back to the host at the end. On a GPU the constants are uploaded once and each step's output
 buffer is allocated on the first run and reused by the next ones (``cuMemFree`` would wait
@@ -40,6 +40,7 @@ from ..ir import Graph, GraphError, Node
 from ..ops.registry import get_op
 from ..reference import check_inputs
 from . import model_file
+from .memory import StoragePlan, plan_storage
 from .plan import Step, host_warning
 
 __all__ = ["CompiledModel", "LayerRecord", "RunResult", "ExecutorError", "FP32_RTOL"]
@@ -102,7 +103,11 @@ class CompiledModel:
         self._gpu: Any = None
         self._gpu_consts: dict[str, DeviceArray] = {}
         self._gpu_outs: dict[str, DeviceArray] = {}
+        self._gpu_buffers: dict[int, DeviceArray] = {}
         self._order: list[tuple[Node, Step, str, list[str]]] | None = None
+        # the kernel outputs' buffers (memory.plan_storage), planned once; the host ones allocated once
+        self._storage: StoragePlan | None = None
+        self._host_buffers: list[np.ndarray] = []
 
     def __repr__(self) -> str:
         counts = {t: sum(1 for k in self.kernels.values() if k.target == t) for t in ("vdla", "llvm", "cuda")}
@@ -195,11 +200,11 @@ class CompiledModel:
                 if k.target == "cuda":
                     val, seconds = self._run_cuda(n, k, env, copies, time_layers, sync)
                 elif k.target == "view":
-                    assert n.type is not None
-                    val, seconds = env[n.inputs[0]].reshape(tuple(n.type.shape)), 0.0  # no kernel, no copy
+                    val, seconds = _view(env[n.inputs[0]], n, g), 0.0  # no kernel, no copy
                 else:
                     host = self._host_values(env, copies, n.inputs, on_host)
-                    val = self._run_llvm(n, k, host) if k.target == "llvm" else self._run_host(n, [host[i] for i in n.inputs])
+                    val = (self._run_llvm(n, k, host, self._host_buffer(n.name)) if k.target == "llvm"
+                           else self._run_host(n, [host[i] for i in n.inputs]))
                     seconds = None
                 wall = time.perf_counter() - t0
                 moved = sum(env[i].nbytes for i in outer) + val.nbytes
@@ -211,7 +216,28 @@ class CompiledModel:
             layers.append(rec)
         outs = [self._to_host(env[o], copies) for o in g.outputs]
         ref_out = [ref_env[o] for o in g.outputs] if reference else None
-        return RunResult(outs, layers, env, ref_out, traces, copies[0])
+        gone = self.storage().overwritten  # values whose buffer a later step reused
+        return RunResult(outs, layers, {k: v for k, v in env.items() if k not in gone}, ref_out, traces, copies[0])
+
+    def storage(self) -> StoragePlan:
+        """The buffers of the llvm and cuda steps' outputs (:func:`.memory.plan_storage`), planned once.
+        On the host the graph's outputs are new arrays each run (they are returned), so they are
+        kept out of the plan's reuse like every value the caller gets back."""
+        if self._storage is None:
+            self._storage = plan_storage(self.graph, self.kernels, ("llvm", "cuda"))
+        return self._storage
+
+    def _host_buffer(self, name: str) -> np.ndarray | None:
+        """The planned host memory of llvm step ``name``'s output (None: a new array; the outputs)."""
+        plan = self.storage()
+        s = plan.of.get(name)
+        if s is None or name in self.graph.outputs:
+            return None
+        if not self._host_buffers:
+            self._host_buffers = [np.empty(size, np.uint8) for size in plan.sizes]
+        t = self.graph.type_of(name)
+        size = int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
+        return self._host_buffers[s][:size].view(t.dtype).reshape(t.shape)
 
     def _steps(self) -> list[tuple[Node, Step, str, list[str]]]:
         """(node, step, op name, inputs that are not constants) in run order, worked out once."""
@@ -237,7 +263,8 @@ class CompiledModel:
         rec.exact, rec.max_err = _agree(val, rv, float_tol=built)
         # a built float result within tolerance: the reference continues from it, so that
         # the integer nodes downstream (quantise, VDLA) are still compared bit-exactly
-        ref_env[n.name] = val if rec.exact and built else rv
+        # (a copy: the value's planned buffer is reused by later steps)
+        ref_env[n.name] = np.array(val) if rec.exact and built else rv
 
     def _inputs(self, inputs: Any) -> dict[str, Any]:
         """The inputs by name: numpy ones checked against the graph; GPU ones taken as they are."""
@@ -263,6 +290,7 @@ class CompiledModel:
             # weights go to the GPU once, not per run
             self._gpu_consts = {k: to_device(np.ascontiguousarray(v)) for k, v in self.graph.consts.items()}
             self._gpu_outs = {}
+            self._gpu_buffers = {}
             self._gpu = dev
 
     def _host_values(self, env: dict[str, Any], copies: list[int], names: list[str],
@@ -302,8 +330,12 @@ class CompiledModel:
                 v = to_device(np.ascontiguousarray(v))
             xs.append(v)
         y = self._gpu_outs.get(n.name)
-        if y is None:
-            y = self._gpu_outs[n.name] = DeviceArray(self._gpu, kern.out_shape, kern.out_dtype)
+        if y is None:  # the step's view of its planned buffer, made on the first run
+            s = self.storage().of.get(n.name)
+            if s is not None and s not in self._gpu_buffers:
+                self._gpu_buffers[s] = DeviceArray(self._gpu, (self.storage().sizes[s],), np.uint8)
+            base = self._gpu_buffers.get(s) if s is not None else None
+            y = self._gpu_outs[n.name] = DeviceArray(self._gpu, kern.out_shape, kern.out_dtype, base=base)
         try:
             kern.func._run((*xs, y), sync)
             seconds = kern.func.time_evaluator(number=5)(*xs, y).mean if time_layers else None
@@ -311,9 +343,9 @@ class CompiledModel:
             raise ExecutorError(f"node {n.name!r} ({n.op}) failed on cuda: {type(e).__name__}: {e}") from e
         return y, seconds
 
-    def _run_llvm(self, n: Node, k: Step, env: Mapping[str, np.ndarray]) -> np.ndarray:
+    def _run_llvm(self, n: Node, k: Step, env: Mapping[str, np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
         try:
-            return k.kernel(env)
+            return k.kernel(env, out)
         except Exception as e:
             raise ExecutorError(f"node {n.name!r} ({n.op}) failed on llvm: {type(e).__name__}: {e}") from e
 
@@ -372,8 +404,7 @@ class CompiledModel:
             elif k.target == "vdla":
                 y = self._run_vdla(n, k, env, dev)[0]
             elif k.target == "view":
-                assert n.type is not None
-                y = env[n.inputs[0]].reshape(tuple(n.type.shape))
+                y = _view(env[n.inputs[0]], n, self.graph)
             elif k.target == "llvm":
                 y = self._run_llvm(n, k, env)
             else:
@@ -421,6 +452,19 @@ def op_name(node: Node) -> str:
         return str(node.attrs["pattern"])
     body = node.attrs.get("body") if node.op == "fused" else None
     return "+".join(b.op for b in body.topo_order()) if isinstance(body, Graph) else node.op
+
+
+def _view(v: Any, n: Node, g: Graph) -> Any:
+    """A view step's value: its input's memory from the node's offset on, in the node's shape."""
+    from ..strategy import view_offset
+
+    assert n.type is not None
+    shape, off = tuple(n.type.shape), view_offset(n, g) or 0
+    if isinstance(v, DeviceArray):
+        return v.view(off, shape)
+    size = int(np.prod(shape, dtype=np.int64))
+    a = np.asarray(v)
+    return a.reshape(shape) if off == 0 and a.size == size else a.reshape(-1)[off:off + size].reshape(shape)
 
 
 def _host(v: Any) -> Any:

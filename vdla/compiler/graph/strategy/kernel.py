@@ -32,9 +32,10 @@ class BuiltKernel:
         """The same function for another node of equal signature (its own value names)."""
         return replace(self, args=list(args))
 
-    def __call__(self, env: Any) -> np.ndarray:
-        """Run a host (llvm) function on numpy values: a new output array."""
-        out = np.empty(self.out_shape, self.out_dtype)
+    def __call__(self, env: Any, out: np.ndarray | None = None) -> np.ndarray:
+        """Run a host (llvm) function on numpy values, into ``out`` (a new array by default)."""
+        if out is None:
+            out = np.empty(self.out_shape, self.out_dtype)
         arrs: list[np.ndarray] = []
         for a in self.args:  # the module refuses aliased arguments (equal constants may share one array)
             v = np.ascontiguousarray(env[a])
