@@ -205,20 +205,34 @@ class CudaDevice:
 class DeviceArray:
     """An array in GPU memory: ``to_device(x)``, ``empty(shape, dtype)``, ``.numpy()``."""
 
-    def __init__(self, device: CudaDevice, shape: tuple[int, ...], dtype: Any, base: DeviceArray | None = None) -> None:
+    def __init__(self, device: CudaDevice, shape: tuple[int, ...], dtype: Any, base: DeviceArray | None = None,
+                 offset: int = 0) -> None:
         self.device = device
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
         self.base = base  # a view keeps its owner (and the memory) alive
-        self.ptr = base.ptr if base is not None else device.alloc(self.nbytes)
+        # a view starts ``offset`` bytes into its owner's memory
+        self.ptr = base.ptr + offset if base is not None else device.alloc(self.nbytes)
 
     def reshape(self, shape: tuple[int, ...]) -> DeviceArray:
         """The same memory with another shape (no copy)."""
         shape = tuple(int(s) for s in shape)
         if int(np.prod(shape, dtype=np.int64)) != int(np.prod(self.shape, dtype=np.int64)):
             raise ValueError(f"cannot reshape a device array of shape {self.shape} to {shape}")
-        return DeviceArray(self.device, shape, self.dtype, base=self.base or self)
+        root = self.base or self
+        return DeviceArray(self.device, shape, self.dtype, base=root, offset=self.ptr - root.ptr)
+
+    def view(self, offset: int, shape: tuple[int, ...]) -> DeviceArray:
+        """The ``shape`` elements from element ``offset`` on of this array's memory (a contiguous
+        block, no copy)."""
+        shape = tuple(int(s) for s in shape)
+        n, have = int(np.prod(shape, dtype=np.int64)), int(np.prod(self.shape, dtype=np.int64))
+        if offset < 0 or offset + n > have:
+            raise ValueError(f"view of {n} elements at {offset} outside a device array of {have}")
+        root = self.base or self
+        return DeviceArray(self.device, shape, self.dtype, base=root,
+                           offset=self.ptr - root.ptr + offset * self.dtype.itemsize)
 
     @property
     def ndim(self) -> int:

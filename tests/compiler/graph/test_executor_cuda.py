@@ -74,7 +74,7 @@ GROUPED = [
     ("dw-mult2-nobias", 8, 16, 6, 3, 1, 1, 1, 8, False, True),
     ("dw-asym-pad-dilated", 4, 4, 9, 3, 1, (0, 1, 2, 0), 2, 4, True, True),
     ("dw-5x5-one-channel", 1, 3, 7, 5, 1, 2, 1, 1, True, True),  # groups 1: the ordinary conv2d path
-    ("groups2-not-depthwise", 8, 8, 5, 3, 1, 1, 1, 2, True, False),
+    ("groups2-not-depthwise", 8, 8, 5, 3, 1, 1, 1, 2, True, True),  # the grouped schedule
 ]
 
 
@@ -95,9 +95,9 @@ def _grouped(cin: int, cout: int, size: int, k: int, stride: int, pad: object, d
 
 @pytest.mark.parametrize("case", GROUPED, ids=[c[0] for c in GROUPED])
 def test_depthwise_convs_run_as_gpu_kernels(case: tuple) -> None:  # type: ignore[type-arg]
-    """Depthwise conv2d (groups == channels) nodes build with the depthwise GPU schedule (PTX
-    assembled for every architecture), and their loop IR matches numpy; other groupings stay on
-    numpy with the reason. The llvm strategy maps them the same way."""
+    """Depthwise conv2d (groups == channels) nodes build with the depthwise GPU schedule, other
+    groupings with the grouped one (PTX assembled for every architecture), and their loop IR
+    matches numpy. The llvm strategy maps them the same way."""
     from vdla.compiler.graph.strategy import BuiltKernel, kernel_cache
     from vdla.compiler.targets.cuda.ptxas import find_ptxas
 

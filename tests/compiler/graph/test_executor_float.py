@@ -9,6 +9,7 @@ import pytest
 
 from vdla.compiler.graph import models
 from vdla.compiler.graph.executor import STEP_TARGETS, compile_model
+from vdla.compiler.graph.ir import Graph
 from vdla.compiler.graph.reference import run as reference_run
 from vdla.compiler.graph.zoo import load_model
 
@@ -18,7 +19,7 @@ PLANS = {
     "resnet_block": {"llvm"},
     "mobilenet_v1": {"llvm", "view"},
     "lstm_lm": {"llvm"},  # the gates' concat too (topi.concatenate)
-    "dcgan_generator": {"host", "view"},  # conv2d_transpose: no topi operator yet
+    "dcgan_generator": {"llvm", "view"},  # conv2d_transpose: topi.conv2d_transpose_nchw
 }
 
 
@@ -50,6 +51,9 @@ def test_views_share_memory_and_host_steps_are_named() -> None:
     (flat,) = [n for n, k in m.kernels.items() if k.target == "view"]
     src = m.graph.node(flat).inputs[0]
     assert np.shares_memory(res.values[flat], res.values[src])  # a view: no copy
-    gan = compile_model(load_model("dcgan_generator", reduced=True).graph, target="llvm")
-    assert gan.host_steps() and all("conv2d_transpose has no topi operator" in gan.kernels[n].host_reason
-                                    for n in gan.host_steps())
+    # integer nodes stay on the host's numpy kernels (bit-exact), and say so
+    g = Graph("int_tail")
+    g.add_input("x", (2, 8), "int32")
+    g.set_outputs(g.add_node("add", ["x", g.add_const("one", np.ones(1, "int32"))], name="int_add"))
+    ints = compile_model(g.infer_types(), target="llvm")
+    assert ints.host_steps() == ["int_add"] and "int32" in ints.kernels["int_add"].host_reason

@@ -23,6 +23,7 @@ from .conv2d import (
     conv2d_NCHWc,
     conv2d_transpose_nchw,
     depthwise_conv2d_nchw,
+    group_conv2d_nchw,
     pack_kernel,
     pack_nchwc,
     unpack_nchwc,
@@ -39,24 +40,41 @@ from .elemwise import (
     maximum,
     minimum,
     multiply,
+    power,
+    prelu,
     relu,
     subtract,
 )
-from .matmul import matmul
+from .image import resize
+from .indexing import argreduce, compare, gather, logic, pad_nd, scatter_nd, strided_slice, take, where
+from .matmul import batch_matmul, matmul
+from .norm import group_norm, instance_norm, layer_norm, log_softmax, lrn
 from .pooling import global_pool, pool2d
 from .reduction import reduce
 from .softmax import softmax
-from .transform import concatenate, transpose
+from .transform import concatenate, reshape, transpose
 from .util import pad
 
 __getattr__ = module_getattr(__name__)  # topi.schedule_* -> targets.llvm.schedules, for one release
 
 __all__ = [
     "activation",
+    "argreduce",
+    "compare",
+    "gather",
+    "logic",
+    "pad_nd",
+    "resize",
+    "scatter_nd",
+    "strided_slice",
+    "take",
+    "where",
     "reduce",
     "concatenate",
     "transpose",
+    "reshape",
     "add",
+    "batch_matmul",
     "batch_norm_inference",
     "bias_add",
     "broadcast_shape",
@@ -69,10 +87,18 @@ __all__ = [
     "depthwise_conv2d_nchw",
     "divide",
     "global_pool",
+    "group_conv2d_nchw",
     "matmul",
     "maximum",
     "minimum",
     "multiply",
+    "power",
+    "prelu",
+    "group_norm",
+    "instance_norm",
+    "layer_norm",
+    "log_softmax",
+    "lrn",
     "pack_kernel",
     "pack_nchwc",
     "pad",

@@ -6,6 +6,8 @@
   innermost ``ob`` output channels are one vector.  :func:`pack_nchwc` /
   :func:`pack_kernel` / :func:`unpack_nchwc` convert numpy arrays.
 * :func:`depthwise_conv2d_nchw` — one filter set per input channel (channel multiplier)
+* :func:`group_conv2d_nchw` — ``groups`` independent convolutions over channel slices
+  (ResNeXt, RegNet): ``kernel[OC, C/groups, KH, KW]``
 * :func:`conv2d_transpose_nchw` — the gradient of conv2d w.r.t. its input: dilate by the
   stride, pad by ``k - 1 - p``, convolve with the flipped, transposed kernel.
 
@@ -30,6 +32,7 @@ __all__ = [
     "pack_kernel",
     "unpack_nchwc",
     "depthwise_conv2d_nchw",
+    "group_conv2d_nchw",
     "conv2d_transpose_nchw",
     "conv_out_size",
 ]
@@ -187,6 +190,52 @@ def depthwise_conv2d_nchw(
     )
 
 
+# ---------------------------------------------------------------------------- grouped
+
+
+def group_conv2d_nchw(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """``data[N, C, H, W]`` with ``kernel[OC, C/groups, KH, KW]`` → ``[N, OC, OH, OW]``: output
+    channel ``f`` of group ``g = f // (OC/groups)`` sums over input channels ``g*C/groups + rc``
+    (TVM's ``topi.nn.group_conv2d_nchw``)."""
+    n, c, h, w = const_shape(data)
+    oc, cg, kh, kw = const_shape(kernel)
+    if groups < 1 or c % groups or oc % groups or cg * groups != c:
+        raise ValueError(f"group_conv2d_nchw: {c} input channels, kernel {(oc, cg, kh, kw)} and groups={groups} "
+                         "do not match")
+    og = oc // groups
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    pt, pl, pb, pr = padding4(padding)
+    oh = conv_out_size(h, kh, sh, pt, pb, dh)
+    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    out_dtype = out_dtype or data.dtype
+    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
+    rc = te.reduce_axis((0, cg), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute(
+        (n, oc, oh, ow),
+        lambda b, f, y, x: te.sum(
+            _acc(dp[b, f // og * cg + rc, y * sh + ry * dh, x * sw + rx * dw], out_dtype)
+            * _acc(kernel[f, rc, ry, rx], out_dtype),
+            axis=[rc, ry, rx],
+        ),
+        name="group_conv2d_nchw",
+        tag="group_conv2d_nchw",
+        attrs={"groups": groups,
+               "workload": ["group_conv2d_nchw.x86", [[n, c, h, w], [oc, cg, kh, kw], [sh, sw], [pt, pl, pb, pr],
+                                                      [dh, dw], groups]]},
+    )
+
+
 # ---------------------------------------------------------------------------- transposed
 
 
@@ -213,8 +262,9 @@ def conv2d_transpose_nchw(
     bt, bl = kh - 1 - pt, kw - 1 - pl
     dh_ = (h - 1) * sh + 1 + bt + (kh - 1 - pb) + oph
     dw_ = (w - 1) * sw + 1 + bl + (kw - 1 - pr) + opw
-    if bt < 0 or bl < 0 or kh - 1 - pb < 0 or kw - 1 - pr < 0:
-        raise ValueError("conv2d_transpose_nchw: padding must be smaller than the kernel")
+    # padding of the kernel size or more: a negative pad, which crops the dilated input
+    if dh_ < kh or dw_ < kw:
+        raise ValueError("conv2d_transpose_nchw: the padding leaves an empty output")
     zero = te.const(0, data.dtype)
 
     def dilated(b: Expr, ci: Expr, y: Expr, x: Expr) -> Expr:

@@ -25,6 +25,8 @@ __all__ = [
     "divide",
     "maximum",
     "minimum",
+    "power",
+    "prelu",
     "bias_add",
     "batch_norm_inference",
 ]
@@ -130,6 +132,16 @@ def maximum(a: Any, b: Any) -> te.Tensor:
 
 def minimum(a: Any, b: Any) -> te.Tensor:
     return _binary("minimum", te.min, a, b)
+
+
+def power(a: Any, b: Any) -> te.Tensor:
+    """``a ** b`` element-wise (float; numpy's NaN for a negative base and a fractional exponent)."""
+    return _binary("power", te.power, a, b)
+
+
+def prelu(x: te.Tensor, slope: Any) -> te.Tensor:
+    """``x`` where ``x >= 0``, else ``x * slope`` (``slope`` broadcast to ``x``: ONNX PRelu)."""
+    return _binary("prelu", lambda v, s: te.select(v < te.const(0.0, x.dtype), v * s, v), x, slope)
 
 
 def _channel_check(x: te.Tensor, v: te.Tensor, axis: int, what: str) -> int:

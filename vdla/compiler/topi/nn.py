@@ -6,14 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import te
-from .conv2d import conv2d_nchw, depthwise_conv2d_nchw
+from .conv2d import conv2d_nchw, conv2d_transpose_nchw, depthwise_conv2d_nchw, group_conv2d_nchw
 from .dense import dense
 from .elemwise import relu
+from .matmul import batch_matmul
 from .pooling import pool2d
 from .softmax import softmax
 from .util import pad as _pad
 
-__all__ = ["pad", "conv2d_nchw", "depthwise_conv2d_nchw", "dense", "relu", "pool2d", "softmax"]
+__all__ = ["pad", "conv2d_nchw", "conv2d_transpose_nchw", "depthwise_conv2d_nchw", "group_conv2d_nchw", "batch_matmul",
+           "dense", "relu", "pool2d", "softmax"]
 
 
 def pad(data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int] | None = None,

@@ -1,7 +1,7 @@
-"""Data movement as computes: ``concatenate`` along any axis and ``transpose`` by a permutation
-(TVM's ``topi.concatenate`` / ``topi.transpose``).
+"""Data movement as computes: ``concatenate`` along any axis, ``transpose`` by a permutation and
+``reshape`` (TVM's ``topi.concatenate`` / ``topi.transpose`` / ``topi.reshape``).
 
-Both are tagged ``injective``: ``schedule_injective`` runs them on every target, each
+All are tagged ``injective``: ``schedule_injective`` runs them on every target, each
 output element read from the one input element it copies.
 """
 
@@ -13,7 +13,7 @@ from .. import te
 from ..tir.nodes import Expr
 from .util import INJECTIVE, const_shape
 
-__all__ = ["concatenate", "transpose"]
+__all__ = ["concatenate", "reshape", "transpose"]
 
 
 def concatenate(xs: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
@@ -55,3 +55,31 @@ def transpose(x: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
     inverse = [perm.index(d) for d in range(len(shape))]
     return te.compute(tuple(shape[p] for p in perm), lambda *i: x[tuple(i[inverse[d]] for d in range(len(shape)))],
                       name="transpose", tag=INJECTIVE)
+
+
+def reshape(x: te.Tensor, shape: Sequence[int]) -> te.Tensor:
+    """``x``'s elements in row-major order with the shape ``shape`` (as many elements). Alone, a
+    reshape is a view of its input (the executor's); this compute is the one a fused chain
+    inlines (a flatten between an add and a transpose, a channel shuffle's reshapes)."""
+    src = const_shape(x)
+    out = tuple(int(d) for d in shape)
+    n = 1
+    for d in src:
+        n *= d
+    m = 1
+    for d in out:
+        m *= d
+    if n != m:
+        raise ValueError(f"reshape: {list(src)} ({n} elements) cannot become {list(out)} ({m} elements)")
+
+    def f(*i: Expr) -> Expr:
+        flat: Expr = te.const(0, "int32")
+        for k, d in zip(i, out):  # the row-major position of output index i ...
+            flat = flat * d + k
+        idx = []
+        for d in reversed(src):  # ... read back as an index of x (innermost axis first)
+            idx.append(te.floormod(flat, d) if d != 1 else te.const(0, "int32"))
+            flat = te.floordiv(flat, d)
+        return x[tuple(reversed(idx))]
+
+    return te.compute(out, f, name="reshape", tag=INJECTIVE)

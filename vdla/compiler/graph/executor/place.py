@@ -2,7 +2,9 @@
 code-generating target, or stays on the host's numpy kernels with the reason recorded.
 
 :func:`place` is the one rule, for every target: a ``flatten`` / ``reshape`` is a view of its
-input's memory (:data:`~..strategy.VIEW_OPS`); a node the strategy maps is built for the
+input's memory (:data:`~..strategy.VIEW_OPS`), and so is a ``slice`` or one-index ``take``
+that is a contiguous block of it (:func:`~..strategy.view_offset`: the same memory from an
+offset); a node the strategy maps is built for the
 target (:func:`~..strategy.kernel_cache`: one function per signature); anything else runs
 on the host. The VDLA compile step calls it with ``llvm`` for the nodes left on the CPU; the
 float compile step with the model's own target; loading a model file with ``llvm`` again
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..ir import Graph
-from ..strategy import VIEW_OPS, kernel_cache, kind_of
+from ..strategy import kernel_cache, kind_of, view_offset
 from .plan import Step
 
 __all__ = ["place"]
@@ -31,7 +33,7 @@ def place(graph: Graph, kernels: Mapping[str, Step], target: Any, *, build: bool
         k = kernels[n.name]
         if k.target != "host":
             continue
-        if n.op in VIEW_OPS:
+        if view_offset(n, graph, kind_of(target)) is not None:
             k.target, k.host_reason = "view", ""
             continue
         if not build:

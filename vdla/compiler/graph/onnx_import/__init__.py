@@ -5,7 +5,9 @@ One module per operator family, each a mix-in of ``op_<OnnxType>`` methods over
 constant and shape subgraphs at import, :mod:`.tensor` (reshape, transpose, pad, slice,
 split, gather, reductions, dropout ...), :mod:`.elemwise` (activations, math, broadcasting
 and n-ary binaries, softmax, QDQ), :mod:`.nn` (conv/conv-transpose of any rank, Gemm,
-MatMul, normalisations, LRN), :mod:`.pool` and :mod:`.rnn` (LSTM, GRU and RNN, unrolled). :data:`SUPPORTED_OPS` lists them all.
+MatMul, normalisations, LRN), :mod:`.einsum` (Einsum as transposes, reshapes and matmuls),
+:mod:`.pool`, :mod:`.rnn` (LSTM, GRU and RNN, unrolled) and
+:mod:`.select` (Where, comparisons and logic, ScatterND, Resize/Upsample). :data:`SUPPORTED_OPS` lists them all.
 
 Everything else — an unknown operator, an unsupported attribute or value, a
 data-dependent shape, a dynamic input dimension without a bound given in ``shapes`` (the
@@ -24,16 +26,18 @@ from typing import Any
 
 from ..ir import Graph, GraphError
 from .core import Core, onnx_module
+from .einsum import EinsumOps
 from .elemwise import ElemwiseOps
 from .nn import NNOps
 from .pool import PoolOps
 from .rnn import RnnOps
+from .select import SelectOps
 from .tensor import TensorOps
 
 __all__ = ["from_onnx", "load_onnx", "read_model", "SUPPORTED_OPS"]
 
 
-class Importer(TensorOps, ElemwiseOps, NNOps, PoolOps, RnnOps, Core):
+class Importer(TensorOps, ElemwiseOps, NNOps, EinsumOps, PoolOps, RnnOps, SelectOps, Core):
     """Every operator family over the core."""
 
 

@@ -221,6 +221,18 @@ def _where(imp, node, idx, at, xs):
     return [np.where(*xs)]
 
 
+@folder("ScatterND")
+def _scatter_nd(imp, node, idx, at, xs):
+    if at.get("reduction", "none") != "none":
+        raise imp.bad(node, idx, "reduction", at["reduction"], "none only")
+    data, ind, upd = (np.asarray(x) for x in xs)
+    out = data.copy()
+    q = ind.shape[-1]
+    for k, t in enumerate(ind.reshape(-1, q)):  # in order: of duplicate indices the last update wins
+        out[tuple(int(v) for v in t)] = upd.reshape((-1,) + data.shape[q:])[k]
+    return [out]
+
+
 @folder("Max", "Min", "Sum", "Mean")
 def _nary(imp, node, idx, at, xs):
     fn = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add, "Mean": np.add}[node.op_type]

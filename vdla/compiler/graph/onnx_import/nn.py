@@ -1,7 +1,7 @@
 """Layers: Conv and ConvTranspose in 1-D, 2-D and 3-D (dilations, groups, asymmetric pads,
 auto_pad SAME_UPPER/SAME_LOWER/VALID, output_padding, output_shape), Gemm (transA/transB,
 alpha/beta, opset < 7's ``broadcast``), MatMul (2-D, batched, 1-D operands),
-BatchNormalization, InstanceNormalization, LayerNormalization and LRN.
+BatchNormalization, InstanceNormalization, GroupNormalization, LayerNormalization and LRN.
 
 A 2-D convolution becomes ``conv2d`` (VDLA's and llvm's), a 1-D one a ``conv2d`` of height
 1 between two reshapes, so it can run on VDLA too; 3-D ones (and transposed ones with
@@ -242,6 +242,37 @@ class NNOps:
     def op_InstanceNormalization(self, n: Any, i: int) -> None:
         a = self.attrs(n, i, {"epsilon": 1e-5})
         self.emit(n, "instance_norm", [self.value(v) for v in n.input[:3]], epsilon=float(a["epsilon"]))
+
+    def op_GroupNormalization(self, n: Any, i: int) -> None:
+        """Opset 21: scale and bias per channel; opset 18: per group (repeated per channel here)."""
+        a = self.attrs(n, i, {"num_groups": None, "epsilon": 1e-5, "stash_type": 1})
+        if a["num_groups"] is None:
+            raise self.err(n, i, "attribute num_groups is required")
+        if a["stash_type"] != 1:
+            raise self.bad(n, i, "stash_type", a["stash_type"], "float32 statistics only")
+        x = self.value(n.input[0])
+        xt = self.g.type_of(x)
+        g = int(a["num_groups"])
+        if len(xt.shape) < 2 or g < 1 or xt.shape[1] % g:
+            raise self.bad(n, i, "num_groups", g, f"it must divide the channels of {xt}")
+        c = xt.shape[1]
+        per = "channel" if self.opset >= 21 else "group"
+        want = c if per == "channel" else g
+        params = []
+        for pos, nm in ((1, "scale"), (2, "bias")):
+            if tuple(self.shape_of(n.input[pos])) != (want,):
+                raise self.err(n, i, f"{nm} has shape {tuple(self.shape_of(n.input[pos]))}, not ({want},): one "
+                                     f"per {per} at this opset (per group before opset 21, per channel from 21)")
+            k = self.const(n.input[pos])
+            if want == c:
+                v = self.value(n.input[pos])
+            elif k is not None:  # one per group -> one per channel
+                v = self.g.add_const(f"{self.base(n)}.{nm}", np.repeat(k.astype(np.float32), c // g))
+            else:  # channel k reads its group's value: one take
+                v = self.helper_node(n, "take", [self.value(n.input[pos])], f"{nm}_c",
+                                     indices=[j // (c // g) for j in range(c)], ishape=(c,), axis=0)
+            params.append(v)
+        self.emit(n, "group_norm", [x, *params], num_groups=g, epsilon=float(a["epsilon"]))
 
     def op_LayerNormalization(self, n: Any, i: int) -> None:
         a = self.attrs(n, i, {"axis": -1, "epsilon": 1e-5, "stash_type": 1})

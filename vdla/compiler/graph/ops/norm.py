@@ -1,4 +1,4 @@
-"""Normalisations: local response normalisation (AlexNet, GoogLeNet), instance and layer
+"""Normalisations: local response normalisation (AlexNet, GoogLeNet), instance, group and layer
 normalisation, and log-softmax, with ONNX's numpy semantics (float32 throughout).
 
 Each op registers itself (:func:`.registry.register`) when this module is imported.
@@ -62,6 +62,34 @@ def _instance_norm(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 register("instance_norm", "opaque", (3, 3), {"epsilon": 1e-5})((_instance_norm_infer, _instance_norm))
+
+
+def _group_norm_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x = ts[0]
+    _float("group_norm", x, 2)
+    g, c = at["num_groups"], x.shape[1]
+    if not isinstance(g, int | np.integer) or g < 1 or c % g:
+        raise _err(f"group_norm: num_groups {g!r} does not divide the {c} channels of {x}")
+    for nm, t in zip(("scale", "bias"), ts[1:]):
+        if t.shape != (c,) or t.dtype != "float32":
+            raise _err(f"group_norm {nm} must be float32[{c}] (one per channel), got {t}")
+    return x
+
+
+def _group_norm(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    """ONNX GroupNormalization-21: statistics per (sample, group of C/G channels), then scale
+    and bias per channel (opset 18's per-group ones are repeated per channel by the importer)."""
+    x, s, b = xs
+    n, c = x.shape[:2]
+    xg = x.reshape(n, at["num_groups"], -1)
+    mean = xg.mean(axis=-1, keepdims=True, dtype=np.float64)
+    var = ((xg - mean) ** 2).mean(axis=-1, keepdims=True)
+    z = ((xg - mean) / np.sqrt(var + at["epsilon"])).reshape(x.shape)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return (z * s.reshape(shape) + b.reshape(shape)).astype(np.float32)
+
+
+register("group_norm", "opaque", (3, 3), {"num_groups": _REQUIRED, "epsilon": 1e-5})((_group_norm_infer, _group_norm))
 
 
 def _layer_norm_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:

@@ -1,6 +1,7 @@
 """Data-movement and reduction operators: transpose, pad (constant/reflect/edge), strided
 slice, take (gather with constant indices), gather (run-time indices: embeddings) and the
-reductions sum/mean/max/min over axes and argmax/argmin (int32 indices).
+reductions sum/mean/max/min over axes and argmax/argmin (int32 indices), and scatter_nd
+(ONNX ScatterND without reduction: updates written at int32 index tuples).
 
 Shapes are static, so every attribute is a plain tuple fixed at import (the ONNX importer
 resolves negative axes, clamps slice bounds and folds shape arithmetic before it emits
@@ -183,3 +184,35 @@ def _arg(op: str):
 
 _arg("argmax")
 _arg("argmin")
+
+
+def _scatter_nd_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    data, idx, upd = ts
+    if idx.dtype != "int32" or not idx.shape:
+        raise _err(f"scatter_nd: indices must be int32 of rank >= 1, got {idx}")
+    q = idx.shape[-1]
+    if q > len(data.shape):
+        raise _err(f"scatter_nd: index tuples of {q} values for {data} of rank {len(data.shape)}")
+    want = idx.shape[:-1] + data.shape[q:]
+    if upd.shape != want or upd.dtype != data.dtype:
+        raise _err(f"scatter_nd: updates must be {data.dtype}{list(want)} for data {data} and indices {idx}, got {upd}")
+    return data
+
+
+def _scatter_nd(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    data, idx, upd = xs
+    q = idx.shape[-1]
+    out = np.array(data, copy=True)
+    dims = np.array(data.shape[:q], np.int64)
+    flat = idx.reshape(-1, q).astype(np.int64)
+    flat = np.where(flat < 0, flat + dims, flat)
+    if flat.size and ((flat < 0) | (flat >= dims)).any():
+        raise _err(f"scatter_nd: an index is out of range for the first {q} axes of {data.shape}")
+    rows = upd.reshape((flat.shape[0],) + data.shape[q:])
+    for k in range(flat.shape[0]):  # in order: of duplicate indices the last update wins
+        out[tuple(flat[k])] = rows[k]
+    return out
+
+
+#: ONNX ScatterND (reduction none): ``data`` with ``updates`` written at the int32 index tuples
+register("scatter_nd", "opaque", (3, 3))((_scatter_nd_infer, _scatter_nd))

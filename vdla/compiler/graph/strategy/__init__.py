@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ...driver import build
 from ...targets.target import Target, TargetError
 from ..ir import Graph, Node
@@ -31,10 +33,46 @@ from . import scan
 from .kernel import BuiltKernel, KernelCache
 from .topi_ops import arg_order, declare, schedule, signature
 
-__all__ = ["STRATEGIES", "BuiltKernel", "KernelCache", "lower", "kernel_cache", "kind_of", "VIEW_OPS"]
+__all__ = ["STRATEGIES", "BuiltKernel", "KernelCache", "lower", "kernel_cache", "kind_of", "VIEW_OPS", "view_offset"]
 
 #: ops whose output is their input's memory with a new shape: a view on every target (no kernel, no copy)
 VIEW_OPS = ("flatten", "reshape")
+#: a GPU view must start where a vector load may (the cuda code generator assumes buffers 16-byte aligned)
+_GPU_VIEW_ALIGN = 16
+
+
+def view_offset(node: Node, graph: Graph, kind: str = "llvm") -> int | None:
+    """The element offset at which ``node``'s output lies, contiguous and in order, in its input's
+    memory (0 for the :data:`VIEW_OPS`), or None when it is not such a view. A ``slice`` (Split's
+    parts too) or a ``take`` of one constant index is one where every axis it keeps more than one
+    element of has step 1 and is whole below (an offset and a shape in the flat memory: a block of
+    rows, one channel of a batch of one, ...). On a GPU the offset must keep the buffer aligned."""
+    if node.op in VIEW_OPS:
+        return 0
+    if node.op not in ("slice", "take") or node.type is None:
+        return None
+    src = graph.type_of(node.inputs[0])
+    shape, at = src.shape, node.attrs
+    if node.op == "slice":
+        ranges = [range(*slice(b, None if (s < 0 and e < 0) else e, s).indices(d))
+                  for b, e, s, d in zip(at["begin"], at["end"], at["step"], shape)]
+    else:  # one index along the axis, every other axis whole
+        if len(at["indices"]) != 1:
+            return None
+        a = int(at["axis"]) % len(shape)
+        k = int(at["indices"][0]) % shape[a]
+        ranges = [range(k, k + 1) if d == a else range(n) for d, n in enumerate(shape)]
+    if any(len(r) == 0 for r in ranges):
+        return None
+    offset, inner_in, inner_out = 0, 1, 1
+    for r, d in zip(reversed(ranges), reversed(shape)):
+        if len(r) > 1 and (r.step != 1 or inner_in != inner_out):
+            return None
+        offset += r.start * inner_in
+        inner_in, inner_out = inner_in * d, inner_out * len(r)
+    if kind == "cuda" and (offset * np.dtype(src.dtype).itemsize) % _GPU_VIEW_ALIGN:
+        return None
+    return offset
 
 
 def _topi(node: Node, graph: Graph, target: Any, name: str) -> BuiltKernel | str:

@@ -9,7 +9,11 @@ the classifier; every node of a float model that has an operator):
 
 * ``conv2d`` (groups 1, any stride/padding/dilation, optional bias) -> ``topi.conv2d_nchw``
   (+ ``bias_add``); depthwise (groups = input channels, weight ``[C*M, 1, KH, KW]``) ->
-  ``topi.depthwise_conv2d_nchw``;
+  ``topi.depthwise_conv2d_nchw``; other groupings (ResNeXt, RegNet) ->
+  ``topi.group_conv2d_nchw``;
+* ``conv2d_transpose`` (strides, any padding, output_padding, optional bias; the graph op
+  has no groups) -> ``topi.conv2d_transpose_nchw``;
+* ``matmul`` (numpy's, batch dimensions broadcast) -> ``topi.batch_matmul``;
 * ``dense`` (optional bias) -> ``topi.dense``;
 * ``max_pool2d`` / ``avg_pool2d`` -> ``topi.pool2d``; ``global_avg_pool2d`` -> ``topi.global_pool``;
 * ``softmax`` -> ``topi.softmax``; ``concat`` -> ``topi.concatenate``; ``transpose`` ->
@@ -19,8 +23,25 @@ the classifier; every node of a float model that has an operator):
   ``batch_norm`` -> topi's element-wise operators, and ``exp`` / ``log`` / ``sqrt`` /
   ``tanh`` / ``sigmoid`` / ``floor`` / ``ceil`` / ``neg`` / ``abs`` / ``leaky_relu`` -> te's
   intrinsics, and the activations of :mod:`vdla.compiler.topi.activation` (hard-sigmoid,
-  hard-swish, ELU, SELU, GELU's tanh form, mish, softplus, ...), as a fused node's tail
-  (inlined by the anchor's schedule) or alone (``schedule_injective``).
+  hard-swish, ELU, SELU, erf, GELU (erf and tanh forms), mish, softplus, ...), ``pow`` and
+  ``prelu``, as a fused node's tail (inlined by the anchor's schedule) or alone (``schedule_injective``);
+* ``layer_norm`` / ``instance_norm`` / ``group_norm`` / ``log_softmax`` -> :mod:`topi.norm <vdla.compiler.topi.norm>`
+  (``schedule_norm``: a block per row on a GPU); ``lrn`` -> ``topi.lrn`` (``schedule_reduce``);
+* ``slice`` -> ``topi.strided_slice``; ``pad`` (constant, reflect, edge; negative pads
+  crop) -> ``topi.pad_nd``; ``take`` (constant indices, folded into the index arithmetic) ->
+  ``topi.take``; ``gather`` (run-time int32 indices) -> ``topi.gather``; ``expand`` ->
+  ``topi.broadcast_to``; ``resize`` (nearest, linear; ONNX's coordinate modes) ->
+  ``topi.resize``; ``where`` (uint8 condition), ``equal`` / ``less`` / ``less_equal`` /
+  ``greater`` / ``greater_equal`` and ``logical_not`` / ``_and`` / ``_or`` (uint8 0/1)
+  -> ``topi.where`` / ``compare`` / ``logic``; ``cast`` to float32 (and float32 to int32):
+  all injective, anywhere in a chain (``schedule_injective``; concat and transpose too);
+* ``argmax`` / ``argmin`` (int32 out) -> ``topi.argreduce`` and ``scatter_nd`` (int32
+  indices) -> ``topi.scatter_nd``: ``schedule_reduce``. It and the pool schedules also
+  take a reduction or pool after the injective chain feeding it (the fusion's rule 3).
+
+A slice or one-index take that is a contiguous block of its input runs as a view instead
+(:func:`..strategy.view_offset`), as flatten and reshape do. A rank-0 input (a scalar
+constant) is passed as one element.
 
 Integer nodes (quantize/requantize/pack/unpack, int8 convs) stay on the host's numpy
 kernels, which are bit-exact by construction. A declaration depends only on the node's
@@ -39,26 +60,50 @@ import numpy as np
 from ... import te, topi
 from ...topi.activation import ACTIVATIONS, supports
 from ..ir import Graph, Node
+from ..ops.logic import COMPARE, LOGIC
 
 __all__ = ["DECLARE", "SCHEDULES", "check", "declares", "declare", "schedule", "schedule_key", "signature", "arg_order"]
 
 _REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
+#: two statistics per row, then the output: a block per row on a GPU (topi.norm)
+_NORMS = ("layer_norm", "instance_norm", "group_norm", "log_softmax")
 #: ops that are not element-wise: a fused node has at most one, first (its schedule is the node's)
 _ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax", "concat", "transpose",
-            *_REDUCE)
+            "conv2d_transpose", "matmul", *_REDUCE, "argmax", "argmin", "scatter_nd", *_NORMS, "lrn")
+#: anchors whose schedule inlines injective producers (TVM's schedule_reduce): a fused node may
+#: have injective ops before one (the fusion's rule 3: a reduction and the chain feeding it)
+_REDUCE_ANCHORS = (*_REDUCE, "argmax", "argmin", "max_pool2d", "avg_pool2d", "global_avg_pool2d")
 
 #: the anchor op of a node -> its schedule's name in the target's ``schedules`` package, or
 #: {target kind: name} where the targets differ; element-wise chains: ``schedule_injective``
 SCHEDULES: dict[str, str | dict[str, str]] = {
     "conv2d": "schedule_conv2d_nchw",
     "depthwise_conv2d": "schedule_depthwise_conv2d_nchw",
+    "group_conv2d": "schedule_group_conv2d_nchw",
+    "conv2d_transpose": "schedule_conv2d_transpose_nchw",
+    "matmul": "schedule_batch_matmul",
     "dense": "schedule_dense",
     "max_pool2d": "schedule_pool",
     "avg_pool2d": "schedule_pool",
     # a GPU block reduces one (n, c) plane with the pool schedule; the CPU has its own
     "global_avg_pool2d": {"llvm": "schedule_global_pool", "cuda": "schedule_pool"},
     "softmax": "schedule_softmax",
+    **{op: "schedule_norm" for op in _NORMS},
+    "lrn": "schedule_reduce",  # a window over channels per element
     **{op: "schedule_reduce" for op in _REDUCE},
+    # the extreme then its index, or the last update hitting each element: reductions per output
+    **{op: "schedule_reduce" for op in ("argmax", "argmin", "scatter_nd")},
+}
+
+#: ops with a non-float32 output or inputs: op -> (output dtypes, {input position: dtypes});
+#: every other op and position is float32 (integer nodes stay numpy-exact)
+_DTYPES: dict[str, tuple[tuple[str, ...], dict[int, tuple[str, ...]]]] = {
+    "argmax": (("int32",), {}), "argmin": (("int32",), {}),
+    "gather": (("float32",), {1: ("int32",)}), "scatter_nd": (("float32",), {1: ("int32",)}),
+    "where": (("float32",), {0: ("uint8",)}),
+    **{op: (("uint8",), {0: ("float32", "int32"), 1: ("float32", "int32")}) for op in COMPARE},
+    **{op: (("uint8",), {0: ("uint8",), 1: ("uint8",)}) for op in LOGIC},
+    "cast": (("float32",), {0: ("float32", "int32", "uint8")}),
 }
 
 
@@ -77,10 +122,11 @@ def check(node: Node, graph: Graph) -> str | None:
     nodes, types, outs = _body(node, graph)
     if len(outs) != 1:
         return "more than one output"
-    anchors = [n for n in nodes if n.op in _ANCHORS]
+    # concat and transpose run with schedule_injective, as element-wise ops do: anywhere in a chain
+    anchors = [n for n in nodes if n.op in _ANCHORS and n.op in SCHEDULES]
     if len(anchors) > 1:
         return f"two anchors ({anchors[0].op}, {anchors[1].op}) in one node"
-    if anchors and anchors[0] is not nodes[0]:
+    if anchors and anchors[0] is not nodes[0] and not (anchors[0] is nodes[-1] and anchors[0].op in _REDUCE_ANCHORS):
         return f"{nodes[0].op} before the {anchors[0].op} anchor"
     for n in nodes:
         if n.op in ACTIVATIONS:
@@ -89,13 +135,15 @@ def check(node: Node, graph: Graph) -> str | None:
                 return why
         elif n.op not in DECLARE:
             return f"{n.op} has no topi operator"
-        if n.op == "conv2d" and n.attrs.get("groups", 1) != 1 and not _depthwise(n, types, graph):
-            return "grouped conv2d with fewer groups than channels (topi has depthwise and groups=1 NCHW convs)"
-        if n.type is None or n.type.dtype != "float32":
+        outs_ok, ins_ok = _DTYPES.get(n.op, (("float32",), {}))
+        if n.op == "cast":  # float -> int32 too (an index computed in float); int -> int stays numpy
+            src = types.get(n.inputs[0]) or next((m.type for m in nodes if m.name == n.inputs[0]), None)
+            outs_ok = ("float32", "int32") if src is not None and src.dtype == "float32" else outs_ok
+        if n.type is None or n.type.dtype not in outs_ok:
             return f"{n.op} on {n.type.dtype if n.type else '?'} (llvm kernels are float32; integers stay numpy-exact)"
-    for k in nodes[0].inputs:
-        if k in types and types[k].dtype != "float32":
-            return f"{types[k].dtype} input"
+        for pos, k in enumerate(n.inputs):
+            if k in types and types[k].dtype not in ins_ok.get(pos, ("float32",)):
+                return f"{types[k].dtype} input"
     return None
 
 
@@ -108,9 +156,15 @@ def _depthwise(n: Node, types: dict[str, Any], graph: Graph) -> bool:
 
 
 def schedule_key(node: Node, graph: Graph) -> str:
-    """The anchor op that picks a node's schedule (``depthwise_conv2d`` for a depthwise conv2d)."""
+    """The anchor op that picks a node's schedule (``depthwise_conv2d`` for a depthwise conv2d,
+    ``group_conv2d`` for another grouping)."""
     nodes, types, _ = _body(node, graph)
-    return "depthwise_conv2d" if _depthwise(nodes[0], types, graph) else nodes[0].op
+    if _depthwise(nodes[0], types, graph):
+        return "depthwise_conv2d"
+    if nodes[0].op == "conv2d" and nodes[0].attrs.get("groups", 1) != 1:
+        return "group_conv2d"
+    last = nodes[-1].op  # a reduction after the injective chain feeding it (see check)
+    return last if last in _REDUCE_ANCHORS and len(nodes) > 1 else nodes[0].op
 
 
 def signature(node: Node, graph: Graph) -> str:
@@ -178,12 +232,30 @@ def declares(*ops: str) -> Callable[[Declare], Declare]:
 @declares("conv2d")
 def _conv2d(xs: list[Any], n: Node) -> Any:
     at = n.attrs
-    if at.get("groups", 1) != 1:  # depthwise (check() refused other groupings)
-        wv = _depthwise_weight(te, xs[1], int(xs[0].shape[1].value))
+    groups = int(at.get("groups", 1))
+    c = int(xs[0].shape[1].value)
+    if groups != 1 and groups == c and int(xs[1].shape[1].value) == 1:  # depthwise (channel multiplier M)
+        wv = _depthwise_weight(te, xs[1], c)
         y = topi.depthwise_conv2d_nchw(xs[0], wv, tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+    elif groups != 1:
+        y = topi.group_conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]),
+                                   groups)
     else:
         y = topi.conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
     return topi.bias_add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("conv2d_transpose")
+def _conv2d_transpose(xs: list[Any], n: Node) -> Any:
+    at = n.attrs  # weight [C, O, KH, KW]; the graph op has no groups or dilation (the importer's N-D op has)
+    y = topi.conv2d_transpose_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]),
+                                   tuple(at["output_padding"]))
+    return topi.bias_add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("matmul")
+def _matmul(xs: list[Any], n: Node) -> Any:
+    return topi.batch_matmul(xs[0], xs[1])
 
 
 @declares("dense")
@@ -210,6 +282,34 @@ def _softmax(xs: list[Any], n: Node) -> Any:
     return topi.softmax(xs[0], int(at["axis"]))
 
 
+@declares("log_softmax")
+def _log_softmax(xs: list[Any], n: Node) -> Any:
+    return topi.log_softmax(xs[0], int(n.attrs["axis"]))
+
+
+@declares("layer_norm")
+def _layer_norm(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.layer_norm(xs[0], xs[1], xs[2] if len(xs) > 2 else None, int(at["axis"]), float(at["epsilon"]))
+
+
+@declares("instance_norm")
+def _instance_norm(xs: list[Any], n: Node) -> Any:
+    return topi.instance_norm(*xs, epsilon=float(n.attrs["epsilon"]))
+
+
+@declares("group_norm")
+def _group_norm(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.group_norm(*xs, int(at["num_groups"]), float(at["epsilon"]))
+
+
+@declares("lrn")
+def _lrn(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.lrn(xs[0], int(at["size"]), float(at["alpha"]), float(at["beta"]), float(at["bias"]))
+
+
 @declares("relu")
 def _relu(xs: list[Any], n: Node) -> Any:
     return topi.relu(xs[0])
@@ -226,7 +326,7 @@ def _clip(xs: list[Any], n: Node) -> Any:
 
 
 _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum",
-           "minimum": "minimum"}
+           "minimum": "minimum", "pow": "power", "prelu": "prelu"}
 
 
 @declares(*_BINARY)
@@ -252,6 +352,13 @@ def _transpose(xs: list[Any], n: Node) -> Any:
     return topi.transpose(xs[0], at["perm"])
 
 
+@declares("reshape", "flatten")
+def _reshape(xs: list[Any], n: Node) -> Any:
+    # alone a view (strategy.VIEW_OPS); inside a fused chain an index remap the chain inlines
+    assert n.type is not None
+    return topi.reshape(xs[0], n.type.shape)
+
+
 @declares(*_REDUCE)
 def _reduce(xs: list[Any], n: Node) -> Any:
     return topi.reduce(xs[0], n.op.removeprefix("reduce_"), n.attrs["axes"], bool(n.attrs["keepdims"]))
@@ -265,6 +372,78 @@ def _te_unary(xs: list[Any], n: Node) -> Any:
 @declares(*ACTIVATIONS)
 def _activation(xs: list[Any], n: Node) -> Any:
     return topi.activation(xs[0], n.op, n.attrs)
+
+
+@declares("slice")
+def _slice(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.strided_slice(xs[0], at["begin"], at["end"], at["step"])
+
+
+@declares("pad")
+def _pad(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.pad_nd(xs[0], at["pads"], at["mode"], float(at["value"]))
+
+
+@declares("take")
+def _take(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.take(xs[0], at["indices"], at["ishape"], int(at["axis"]))
+
+
+@declares("gather")
+def _gather(xs: list[Any], n: Node) -> Any:
+    return topi.gather(xs[0], xs[1], int(n.attrs["axis"]))
+
+
+@declares("expand")
+def _expand(xs: list[Any], n: Node) -> Any:
+    assert n.type is not None
+    return topi.broadcast_to(xs[0], n.type.shape)
+
+
+@declares("where")
+def _where(xs: list[Any], n: Node) -> Any:
+    return topi.where(*xs)
+
+
+@declares(*COMPARE)
+def _compare(xs: list[Any], n: Node) -> Any:
+    return topi.compare(n.op, xs[0], xs[1])
+
+
+@declares(*LOGIC)
+def _logic(xs: list[Any], n: Node) -> Any:
+    return topi.logic(n.op, *xs)
+
+
+@declares("cast")
+def _cast(xs: list[Any], n: Node) -> Any:
+    from ...topi.util import INJECTIVE
+
+    x = xs[0]
+    return te.compute(x.shape, lambda *i: x[i].astype(n.attrs["dtype"]), name="cast", tag=INJECTIVE)
+
+
+@declares("argmax", "argmin")
+def _argreduce(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    return topi.argreduce(xs[0], n.op, int(at["axis"]), bool(at["keepdims"]), bool(at["select_last_index"]))
+
+
+@declares("resize")
+def _resize(xs: list[Any], n: Node) -> Any:
+    from ..ops.image import resize_scales
+
+    at = n.attrs
+    scales = resize_scales(at, tuple(int(d.value) for d in xs[0].shape))
+    return topi.resize(xs[0], at["sizes"], scales, at["mode"], at["coord_mode"], at["nearest_mode"])
+
+
+@declares("scatter_nd")
+def _scatter_nd(xs: list[Any], n: Node) -> Any:
+    return topi.scatter_nd(*xs)
 
 
 def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
@@ -284,9 +463,12 @@ def declare(node: Node, graph: Graph) -> tuple[list[Any], list[str], Any] | str:
     def get(v: str) -> Any:
         if v not in env:
             t = types[v] if v in types else graph.type_of(v)
-            env[v] = te.placeholder(tuple(t.shape), t.dtype, name=f"a{len(args)}")
+            ph = te.placeholder(tuple(t.shape) or (1,), t.dtype, name=f"a{len(args)}")
+            # a rank-0 value (a scalar constant) is passed as one element, as numpy's
+            # ascontiguousarray and the GPU copies make it; read as a scalar (inlined)
+            env[v] = ph if t.shape else te.compute((), lambda: ph[0], name=f"a{len(args)}_scalar", tag="injective")
             args.append(v)
-            placeholders.append(env[v])
+            placeholders.append(ph)
         return env[v]
 
     for n in nodes:

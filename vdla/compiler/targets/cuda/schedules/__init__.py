@@ -7,14 +7,17 @@ auto-tuner searches) and returns a Schedule for ``vdla.build(s, args, target="cu
     s = schedules.schedule_matmul(C, schedules.MatmulTiles(bm=64, bn=64, bk=16, tm=4, tn=4))
 """
 
+from .batch_matmul import schedule_batch_matmul
 from .conv2d import (
     Conv2dTiles,
     schedule_conv2d_nchw,
     schedule_conv2d_transpose_nchw,
     schedule_depthwise_conv2d_nchw,
+    schedule_group_conv2d_nchw,
 )
 from .elemwise import schedule_injective
 from .matmul import MatmulTiles, dense, matmul, schedule_dense, schedule_matmul
+from .norm import schedule_norm
 from .reduction import schedule_pool, schedule_reduce, schedule_softmax
 
 __all__ = [
@@ -22,12 +25,15 @@ __all__ = [
     "MatmulTiles",
     "dense",
     "matmul",
+    "schedule_batch_matmul",
     "schedule_conv2d_nchw",
     "schedule_conv2d_transpose_nchw",
     "schedule_dense",
     "schedule_depthwise_conv2d_nchw",
+    "schedule_group_conv2d_nchw",
     "schedule_injective",
     "schedule_matmul",
+    "schedule_norm",
     "schedule_pool",
     "schedule_reduce",
     "schedule_softmax",

@@ -8,12 +8,13 @@ channels are walked in steps of ``bk``: per step the block copies the padded inp
 shared memory cooperatively, then accumulates from there. Padding is inlined into that copy
 and injective consumers (bias, ReLU) into the output stage. Tiles are clipped to divisors of
 the shape (:class:`Conv2dTiles` are the knobs). Transposed convolution (topi's dilated form)
-uses the same tiling; depthwise convolution is one thread per output.
+uses the same tiling, and grouped convolution too (a block's channels within one group, or whole
+groups); depthwise convolution is one thread per output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .... import te
@@ -91,15 +92,24 @@ def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Sch
     traverse_inline(s, outs, lambda op: None)
     dp, kernel = _data_and_kernel(conv)
     _, oc, oh, ow = const_shape(out)
-    c = int(conv.op.reduce_axis[0].dom.extent.value)
+    c = int(conv.op.reduce_axis[0].dom.extent.value)  # input channels summed (a group's, grouped)
+    groups = int(conv.op.attrs.get("groups", 1))
+    og = oc // groups  # output channels per group
     bf, ty_n = divisor_at_most(oc, tiles.bf), divisor_at_most(oh, tiles.ty)
     xt = divisor_at_most(ow, tiles.tx * tiles.rx)  # columns per block
     rx_n = divisor_at_most(xt, tiles.rx)
     tx_n = xt // rx_n
-    bk = divisor_at_most(c, tiles.bk)
     nb = const_shape(out)[0]
-    while bf % 2 == 0 and bf > tiles.tz and nb * (oc // bf) * (oh // ty_n) * (ow // xt) < tiles.min_blocks:
+
+    def blocks(b: int) -> int:
+        return nb * (oc // b) * (oh // ty_n) * (ow // xt)
+
+    if groups > 1:
+        bf = _group_tile(og, groups, c, tiles, blocks)
+    while groups == 1 and bf % 2 == 0 and bf > tiles.tz and blocks(bf) < tiles.min_blocks:
         bf //= 2
+    # whole groups per block: each step copies all their input channels (the tile has no gaps)
+    bk = c if groups > 1 and bf > og else divisor_at_most(c, tiles.bk)
     tz_n = divisor_at_most(bf, tiles.tz)
     if out is conv:
         CL = s.cache_write(conv, "local")
@@ -109,7 +119,14 @@ def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Sch
     tza, tya, txa = te.thread_axis("threadIdx.z"), te.thread_axis("threadIdx.y"), te.thread_axis("threadIdx.x")
     so = s[out]
     n, f, y, x = so.op.axis
-    fo, fi = so.split(f, factor=bf)
+    if groups > 1 and bf < og:
+        # a block inside one group: the group is a loop of its own, so bound inference sees that
+        # the block's output channels read one group's input channels (f // og is the group index)
+        fg, f = so.split(f, factor=og)
+        fo, fi = so.split(f, factor=bf)
+        fo = so.fuse(fg, fo)
+    else:
+        fo, fi = so.split(f, factor=bf)
     fz, fi = so.split(fi, nparts=tz_n)
     yo, yi = so.split(y, factor=ty_n)
     xo, xi = so.split(x, factor=xt)
@@ -133,6 +150,25 @@ def _schedule_direct(outs: list[te.Tensor], tiles: Conv2dTiles, tag: str) -> Sch
         s[cache].compute_at(s[CL], rco)
         cooperative_fetch(s, cache, [(tza, tz_n), (tya, ty_n), (txa, tx_n)])
     return s
+
+
+def schedule_group_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], tiles: Conv2dTiles = Conv2dTiles()) -> Schedule:
+    """Grouped convolution (:func:`~vdla.compiler.topi.group_conv2d_nchw`, ResNeXt's and RegNet's):
+    the direct tiling with a block's output channels inside one group (a divisor of the group's
+    channels) or whole groups, so its shared-memory copy holds only the input channels they read."""
+    return _schedule_direct(as_list(outs), tiles, "group_conv2d_nchw")
+
+
+def _group_tile(og: int, groups: int, cg: int, tiles: Conv2dTiles, blocks: Callable[[int], int]) -> int:
+    """Output channels per block of a grouped convolution with ``og`` output and ``cg`` input
+    channels per group: a divisor of ``og``, or whole groups (at most 64 input channels to copy),
+    at most ``tiles.bf``; the largest that gives ``tiles.min_blocks`` blocks, else the smallest
+    of at least ``tiles.tz`` channels (or one group, if smaller)."""
+    whole = [og * m for m in range(1, groups + 1) if groups % m == 0 and m * cg <= 64]
+    cands = sorted({d for d in range(1, og + 1) if og % d == 0} | set(whole))
+    cands = [b for b in cands if b <= tiles.bf] or [divisor_at_most(og, tiles.bf)]
+    floor = [b for b in cands if b >= min(tiles.tz, og)] or cands[-1:]
+    return next((b for b in reversed(floor) if blocks(b) >= tiles.min_blocks), floor[0])
 
 
 def schedule_depthwise_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor], num_thread: int = 256) -> Schedule:

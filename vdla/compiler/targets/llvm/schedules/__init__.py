@@ -8,30 +8,36 @@ One module per operator family, beside the declarations in :mod:`vdla.compiler.t
     s = schedules.schedule_conv2d_nchw(y)
 """
 
+from .batch_matmul import schedule_batch_matmul
 from .conv2d import (
     NCHWcConfig,
     schedule_conv2d_nchw,
     schedule_conv2d_NCHWc,
     schedule_conv2d_transpose_nchw,
+    schedule_group_conv2d_nchw,
 )
 from .dense import schedule_dense
 from .depthwise import schedule_depthwise_conv2d_nchw
 from .elemwise import schedule_injective
 from .matmul import MatmulConfig, schedule_matmul_cpu
+from .norm import schedule_norm
 from .pooling import schedule_global_pool, schedule_pool
 from .reduction import schedule_reduce
 from .softmax import schedule_softmax
 
 __all__ = [
     "schedule_reduce",
+    "schedule_norm",
     "MatmulConfig",
     "NCHWcConfig",
+    "schedule_batch_matmul",
     "schedule_conv2d_NCHWc",
     "schedule_conv2d_nchw",
     "schedule_conv2d_transpose_nchw",
     "schedule_dense",
     "schedule_depthwise_conv2d_nchw",
     "schedule_global_pool",
+    "schedule_group_conv2d_nchw",
     "schedule_injective",
     "schedule_matmul_cpu",
     "schedule_pool",

@@ -35,9 +35,18 @@ def _inline_pad(s: Schedule, conv: te.ComputeOp) -> None:
 def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     """Default CPU schedule: output rows vectorised along ``x``, 4 output channels unrolled,
     ``(n, f.outer)`` in parallel, padding inlined."""
-    outs = as_list(outs)
+    return _schedule_nchw(as_list(outs), "conv2d_nchw")
+
+
+def schedule_group_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """Grouped convolution (:func:`~vdla.compiler.topi.group_conv2d_nchw`): the NCHW schedule, each
+    unrolled output channel reading its own group's input channels."""
+    return _schedule_nchw(as_list(outs), "group_conv2d_nchw")
+
+
+def _schedule_nchw(outs: list[te.Tensor], tag: str) -> Schedule:
     s = te.create_schedule([t.op for t in outs])
-    conv = find_tagged(outs, "conv2d_nchw")
+    conv = find_tagged(outs, tag)
     out, acc = _tail(s, outs, conv)
     _inline_pad(s, conv)
     ow = const_shape(conv.output(0))[3]
