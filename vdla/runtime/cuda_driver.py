@@ -238,7 +238,15 @@ class DeviceArray:
     def ndim(self) -> int:
         return len(self.shape)
 
-    def copyfrom(self, a: np.ndarray) -> DeviceArray:
+    def copyfrom(self, a: np.ndarray | DeviceArray) -> DeviceArray:
+        """Copy ``a`` (host memory, or another device array: GPU to GPU) into this array."""
+        if isinstance(a, DeviceArray):
+            if a.shape != self.shape or a.dtype != self.dtype:
+                raise ValueError(f"copyfrom: {a.dtype}{list(a.shape)} does not match the device array's "
+                                 f"{self.dtype}{list(self.shape)}")
+            self.device.activate()
+            _check(_driver().cuMemcpyDtoD(self.ptr, a.ptr, self.nbytes), "cuMemcpyDtoD")
+            return self
         a = np.ascontiguousarray(a, dtype=self.dtype)
         if a.shape != self.shape:
             raise ValueError(f"copyfrom: shape {a.shape} does not match the device array's {self.shape}")
@@ -264,6 +272,57 @@ class DeviceArray:
         return f"<DeviceArray {self.shape} {self.dtype} on {self.device.name}>"
 
 
+class CudaGraph:
+    """A fixed sequence of kernel launches captured once as a CUDA graph (the driver's graph API)
+    and replayed with one ``cuGraphLaunch`` per run, as torch's reduce-overhead mode does: the
+    per-kernel launch cost from Python is paid once, at :meth:`__init__`.
+
+    ``launches`` are ``(function, name, grid, block, values, types)`` as
+    :meth:`CudaDevice.launch` takes them; each becomes a kernel node depending on the one before
+    (the plan's order). The arrays they point at must stay where they are while the graph lives:
+    the caller keeps them (``keep``)."""
+
+    def __init__(self, device: CudaDevice, launches: list[tuple[Any, ...]], keep: Any = None) -> None:
+        drv = _driver()
+        device.activate()
+        self.device, self.names, self._keep = device, [launch[1] for launch in launches], keep
+        self.graph = _check(drv.cuGraphCreate(0), "cuGraphCreate")
+        self.exec: Any = None
+        prev: list[Any] = []
+        for func, name, grid, block, values, types in launches:
+            p = drv.CUDA_KERNEL_NODE_PARAMS()
+            p.func = func
+            p.gridDimX, p.gridDimY, p.gridDimZ = (tuple(grid) + (1, 1))[:3]
+            p.blockDimX, p.blockDimY, p.blockDimZ = (tuple(block) + (1, 1))[:3]
+            p.sharedMemBytes = 0
+            p.kernelParams = (tuple(values), tuple(types))  # the node copies the values when it is added
+            p.extra = 0
+            node = _check(drv.cuGraphAddKernelNode(self.graph, prev, len(prev), p),
+                          f"cuGraphAddKernelNode({name}, grid {grid}, block {block})")
+            prev = [node]
+        self.exec = _check(drv.cuGraphInstantiate(self.graph, 0), "cuGraphInstantiate")
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def launch(self, sync: bool = True) -> None:
+        """Replay every kernel in order (on the default stream); ``sync``: wait, so that a fault is
+        reported here (it names the graph's kernels: a graph does not say which one faulted)."""
+        self.device.activate()
+        _check(_driver().cuGraphLaunch(self.exec, 0), "cuGraphLaunch")
+        if sync:
+            self.device.synchronize(f"CUDA graph of {len(self.names)} kernels ({', '.join(self.names[:3])}, ...)")
+
+    def __del__(self) -> None:
+        try:
+            drv = _driver()
+            if self.exec is not None:
+                drv.cuGraphExecDestroy(self.exec)
+            drv.cuGraphDestroy(self.graph)
+        except Exception:  # interpreter shutdown: the context may be gone already
+            pass
+
+
 def to_device(a: np.ndarray, index: int = 0) -> DeviceArray:
     """Copy a numpy array to GPU ``index``."""
     a = np.ascontiguousarray(a)
@@ -280,4 +339,4 @@ CTYPES = {
     "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
 }  # fmt: skip
 
-__all__ = ["CudaError", "NoCudaDevice", "CudaDevice", "DeviceArray", "get_device", "device_count", "to_device", "empty"]
+__all__ = ["CudaError", "NoCudaDevice", "CudaDevice", "CudaGraph", "DeviceArray", "get_device", "device_count", "to_device", "empty"]

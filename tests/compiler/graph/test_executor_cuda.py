@@ -66,6 +66,29 @@ def test_resnet18_on_the_gpu() -> None:
     assert res.copies == 2  # the input up, the output down: every value between them stays on the GPU
 
 
+@needs_gpu
+@pytest.mark.parametrize("model", ["resnet18", "mobilenet_v1", "dcgan_generator"])
+def test_whole_gpu_plans_replay_as_a_cuda_graph(model: str) -> None:
+    """The first run launches kernel by kernel and captures them; later runs are one graph launch,
+    on new inputs each time (copied into the plan's input buffers), matching the reference."""
+    g = load_model(model, reduced=True).graph
+    m = compile_model(g, target="cuda")
+    assert m.host_steps() == []
+    for seed in range(3):
+        x = models.sample_input(g, seed)
+        res = m.run(x)
+        want = reference_run(g, x, check=False)
+        for got, w in zip(res.outputs, want, strict=True):
+            np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(w).max())))
+        if seed == 0:  # the capture run: a record per node
+            assert len(res.layers) == len(m.kernels)
+        else:
+            assert [r.node for r in res.layers] == ["(cuda graph)"]
+        assert res.copies == 1 + len(g.outputs)  # the input up, the outputs down
+    # per-step timing asks for the kernels one by one
+    assert len(m.run(x, time_layers=True).layers) == len(m.kernels)
+
+
 # ---------------------------------------------------------------------------- grouped convolutions
 
 #: (id, in channels, out channels, size, kernel, stride, padding, dilation, groups, bias, GPU kernel?)

@@ -18,6 +18,7 @@ bias + ReLU) and returns a :class:`~vdla.compiler.schedule.Schedule`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,23 @@ def _acc(x: Expr, out_dtype: str) -> Expr:
 # ---------------------------------------------------------------------------- NCHW
 
 
+def _direct_conv(data: te.Tensor, kernel: te.Tensor, stride: int | Sequence[int], padding: int | Sequence[int],
+                 dilation: int | Sequence[int]) -> tuple[Any, ...]:
+    """What a direct NCHW convolution (plain or grouped) derives from its arguments: strides,
+    dilations, pads, the output size, the padded data and the reduce axes over the kernel's
+    channels and taps (``kernel[OC, C or C/groups, KH, KW]``)."""
+    _, _, h, w = const_shape(data)
+    _, kc, kh, kw = const_shape(kernel)
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    pt, pl, pb, pr = padding4(padding)
+    oh = conv_out_size(h, kh, sh, pt, pb, dh)
+    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
+    axes = (te.reduce_axis((0, kc), name="rc"), te.reduce_axis((0, kh), name="ry"), te.reduce_axis((0, kw), name="rx"))
+    return (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), dp, axes
+
+
 def conv2d_nchw(
     data: te.Tensor,
     kernel: te.Tensor,
@@ -65,16 +83,9 @@ def conv2d_nchw(
     oc, ic, kh, kw = const_shape(kernel)
     if ic != c:
         raise ValueError(f"conv2d_nchw: data has {c} channels but the kernel expects {ic}")
-    sh, sw = pair(stride, "stride")
-    dh, dw = pair(dilation, "dilation")
-    pt, pl, pb, pr = padding4(padding)
-    oh = conv_out_size(h, kh, sh, pt, pb, dh)
-    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), dp, (rc, ry, rx) = _direct_conv(data, kernel, stride, padding,
+                                                                                    dilation)
     out_dtype = out_dtype or data.dtype
-    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
-    rc = te.reduce_axis((0, c), name="rc")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
     return te.compute(
         (n, oc, oh, ow),
         lambda b, f, y, x: te.sum(
@@ -211,16 +222,9 @@ def group_conv2d_nchw(
         raise ValueError(f"group_conv2d_nchw: {c} input channels, kernel {(oc, cg, kh, kw)} and groups={groups} "
                          "do not match")
     og = oc // groups
-    sh, sw = pair(stride, "stride")
-    dh, dw = pair(dilation, "dilation")
-    pt, pl, pb, pr = padding4(padding)
-    oh = conv_out_size(h, kh, sh, pt, pb, dh)
-    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), dp, (rc, ry, rx) = _direct_conv(data, kernel, stride, padding,
+                                                                                    dilation)
     out_dtype = out_dtype or data.dtype
-    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
-    rc = te.reduce_axis((0, cg), name="rc")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
     return te.compute(
         (n, oc, oh, ow),
         lambda b, f, y, x: te.sum(

@@ -104,6 +104,10 @@ class CompiledModel:
         self._gpu_consts: dict[str, DeviceArray] = {}
         self._gpu_outs: dict[str, DeviceArray] = {}
         self._gpu_buffers: dict[int, DeviceArray] = {}
+        # a whole-GPU plan: its inputs' own buffers and the CUDA graph captured on its first run
+        self._gpu_inputs: dict[str, DeviceArray] = {}
+        self._cuda_graph: Any = None
+        self._graph_env: dict[str, Any] = {}
         self._order: list[tuple[Node, Step, str, list[str]]] | None = None
         # the kernel outputs' buffers (memory.plan_storage), planned once; the host ones allocated once
         self._storage: StoragePlan | None = None
@@ -152,7 +156,7 @@ class CompiledModel:
     # -- running ----------------------------------------------------------------------
     def run(self, inputs: Any, device: Any = None, *, reference: bool = False, cpu_timing: bool = False,
             progress: Callable[[str], None] | None = None, time_layers: bool = False,
-            sync: bool = True) -> RunResult:
+            sync: bool = True, cuda_graph: bool = True) -> RunResult:
         """Run the plan. ``device``: the Device of the VDLA steps (with this model's config;
         None: a new fsim); cuda steps run on GPU 0 (NoCudaDevice without one).
 
@@ -164,7 +168,15 @@ class CompiledModel:
         each cuda step with CUDA events (inputs already on the GPU); ``sync=False`` does
         not wait after each GPU kernel (faster; a fault is then reported at the next copy,
         without the kernel's name).
+
+        A plan whose steps are all ``cuda`` kernels and views runs as a CUDA graph
+        (``cuda_graph=True``, unless ``reference``, ``cpu_timing`` or ``time_layers`` asks for
+        per-step work): the inputs are copied into buffers of their own, the first run launches
+        kernel by kernel and captures the launches (:class:`~vdla.runtime.cuda_driver.CudaGraph`),
+        and every later run is one graph launch; its ``layers`` then hold one record for the graph.
         """
+        if cuda_graph and not (reference or cpu_timing or time_layers) and self._graphable():
+            return self._run_graph(inputs, sync)
         g = self.graph
         env: dict[str, Any] = dict(g.consts)
         env.update(self._inputs(inputs))
@@ -218,6 +230,51 @@ class CompiledModel:
         ref_out = [ref_env[o] for o in g.outputs] if reference else None
         gone = self.storage().overwritten  # values whose buffer a later step reused
         return RunResult(outs, layers, {k: v for k, v in env.items() if k not in gone}, ref_out, traces, copies[0])
+
+    def _graphable(self) -> bool:
+        return bool(self.kernels) and all(k.target in ("cuda", "view") for k in self.kernels.values()) and any(
+            k.target == "cuda" for k in self.kernels.values())
+
+    def _run_graph(self, inputs: Any, sync: bool) -> RunResult:
+        """A whole-GPU plan: the inputs into their own buffers, then one CUDA graph launch (captured
+        on the first run, which launches kernel by kernel)."""
+        from ....runtime.cuda_driver import CudaGraph
+
+        t0 = time.perf_counter()
+        given = self._inputs(inputs)
+        self._gpu_setup()
+        copies = [0]
+        for k, t in self.graph.inputs.items():
+            buf = self._gpu_inputs.get(k)
+            if buf is None:
+                buf = self._gpu_inputs[k] = DeviceArray(self._gpu, tuple(t.shape), t.dtype)
+            v = given[k]
+            copies[0] += not isinstance(v, DeviceArray)
+            buf.copyfrom(v if isinstance(v, DeviceArray) else np.ascontiguousarray(v))
+        if self._cuda_graph is None:  # the capture run: kernel by kernel, from the input buffers
+            res = self.run(dict(self._gpu_inputs), sync=sync, cuda_graph=False)
+            # every value at its fixed address: constants, input buffers, each step's output buffer
+            env: dict[str, Any] = {**self._gpu_consts, **self._gpu_inputs}
+            launches, temps = [], []
+            for n, k, _, _ in self._steps():
+                if k.target == "cuda":
+                    env[n.name] = self._gpu_outs[n.name]
+                    ls, ts = k.kernel.func.launches((*[env[a] for a in k.kernel.args], env[n.name]))
+                    launches += ls
+                    temps += ts
+                else:
+                    env[n.name] = _view(env[n.inputs[0]], n, self.graph)
+            self._cuda_graph = CudaGraph(self._gpu, launches, keep=temps)
+            self._graph_env = env
+            res.copies += copies[0]
+            return res
+        self._cuda_graph.launch(sync)
+        env = self._graph_env
+        outs = [self._to_host(env[o], copies) for o in self.graph.outputs]
+        wall = time.perf_counter() - t0
+        rec = LayerRecord("(cuda graph)", f"{len(self._cuda_graph)} kernels", "cuda", wall, wall_s=wall)
+        gone = self.storage().overwritten
+        return RunResult(outs, [rec], {k: v for k, v in env.items() if k not in gone}, None, {}, copies[0])
 
     def storage(self) -> StoragePlan:
         """The buffers of the llvm and cuda steps' outputs (:func:`.memory.plan_storage`), planned once.
@@ -291,6 +348,7 @@ class CompiledModel:
             self._gpu_consts = {k: to_device(np.ascontiguousarray(v)) for k, v in self.graph.consts.items()}
             self._gpu_outs = {}
             self._gpu_buffers = {}
+            self._gpu_inputs, self._cuda_graph, self._graph_env = {}, None, {}
             self._gpu = dev
 
     def _host_values(self, env: dict[str, Any], copies: list[int], names: list[str],

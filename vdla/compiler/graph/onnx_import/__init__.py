@@ -59,7 +59,32 @@ def read_model(path: str | Path) -> Any:
     if not model.HasField("graph") or not model.opset_import or model.ir_version <= 0:
         raise GraphError(f"{p}: not an ONNX model ({len(data)} bytes parse as protobuf but hold no graph, "
                          f"opset or IR version)")
+    _load_external_data(onnx, model, p)
     return model
+
+
+def _load_external_data(onnx: Any, model: Any, p: Path) -> None:
+    """Weights kept beside the model (torch.onnx's dynamo exporter writes ``model.onnx.data``),
+    read from the model's folder; a missing or short data file is one GraphError naming it."""
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+
+    external = [t for t in _get_all_tensors(model) if uses_external_data(t)]
+    if not external:
+        return
+    for t in external:
+        info = ExternalDataInfo(t)
+        f = p.parent / info.location
+        if not f.is_file():
+            raise GraphError(f"{p}: tensor {t.name!r} is stored in {info.location!r} beside the model, and "
+                             f"{f} is not there (copy the .data file with the .onnx file)")
+        need = (info.offset or 0) + (info.length or 0)
+        if info.length and f.stat().st_size < need:
+            raise GraphError(f"{p}: tensor {t.name!r} needs bytes up to {need} of {f}, which has "
+                             f"{f.stat().st_size} (a truncated data file)")
+    try:
+        onnx.external_data_helper.load_external_data_for_model(model, str(p.parent))
+    except Exception as e:  # the checker's refusals (a location outside the folder, ...)
+        raise GraphError(f"{p}: cannot read its external weights: {str(e).splitlines()[0]}") from None
 
 
 def from_onnx(model: Any, shapes: Mapping[str, Sequence[int]] | None = None, *, rnn: str = "scan") -> Graph:

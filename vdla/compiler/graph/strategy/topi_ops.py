@@ -33,7 +33,8 @@ the classifier; every node of a float model that has an operator):
   ``topi.broadcast_to``; ``resize`` (nearest, linear; ONNX's coordinate modes) ->
   ``topi.resize``; ``where`` (uint8 condition), ``equal`` / ``less`` / ``less_equal`` /
   ``greater`` / ``greater_equal`` and ``logical_not`` / ``_and`` / ``_or`` (uint8 0/1)
-  -> ``topi.where`` / ``compare`` / ``logic``; ``cast`` to float32 (and float32 to int32):
+  -> ``topi.where`` / ``compare`` / ``logic``; ``cast`` to float32 (and float32 to int32);
+  ``reshape`` / ``flatten`` inside a fused chain -> ``topi.reshape`` (alone they are views):
   all injective, anywhere in a chain (``schedule_injective``; concat and transpose too);
 * ``argmax`` / ``argmin`` (int32 out) -> ``topi.argreduce`` and ``scatter_nd`` (int32
   indices) -> ``topi.scatter_nd``: ``schedule_reduce``. It and the pool schedules also

@@ -150,29 +150,53 @@ class CUDAModule(ModuleMixin):
     def _run(self, args: tuple[Any, ...], sync: bool, index: int = 0) -> None:
         """Check, copy numpy arrays in, launch every kernel (waiting after each when ``sync``, so
         a fault names its kernel) and copy numpy outputs back."""
+        args, bound = self.check_args(args)  # before anything touches a GPU
+        from ....runtime.cuda_driver import DeviceArray, get_device
+
+        dev = get_device(index)
+        copies: list[tuple[np.ndarray, DeviceArray]] = []
+        dargs = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                d = DeviceArray(dev, a.shape, a.dtype).copyfrom(a)
+                copies.append((a, d))
+                a = d
+            dargs.append(a)
+        launches, _temps = self._launches(tuple(dargs), bound, index)
+        for launch in launches:
+            dev.launch(*launch)
+            if sync or copies:
+                dev.synchronize(launch[1])
+        for host, d in copies:
+            host[...] = d.numpy()
+
+    def launches(self, args: tuple[Any, ...], index: int = 0) -> tuple[list[tuple[Any, ...]], list[Any]]:
+        """The kernel launches of one call on GPU ``index``, its arrays already on that GPU (no copy):
+        ``(function, name, grid, block, values, types)`` per kernel, in order, and the temporary
+        arrays they use (keep them alive as long as the launches: a CUDA graph replays them)."""
         args, bound = self.check_args(args)
+        return self._launches(args, bound, index)
+
+    def _launches(self, args: tuple[Any, ...], bound: dict[Var, int],
+                  index: int) -> tuple[list[tuple[Any, ...]], list[Any]]:
         from ....runtime.cuda_driver import CTYPES, DeviceArray, get_device
 
         dev = get_device(index)
         mod = dev.load(self._key, self.ptx)
         env: dict[Any, Any] = {}
-        copies: list[tuple[np.ndarray, DeviceArray]] = []
         for p, a in zip(self.lowered.params, args, strict=True):
-            if isinstance(p, Buffer):
-                if isinstance(a, DeviceArray):
-                    env[p] = a
-                else:
-                    d = DeviceArray(dev, a.shape, a.dtype).copyfrom(a)
-                    env[p] = d
-                    copies.append((a, d))
-            else:
-                env[p] = a
+            if isinstance(p, Buffer) and not isinstance(a, DeviceArray):
+                raise ArgumentError(f"{self.name}(): argument {p.name!r} is not on the GPU")
+            env[p] = a
         for v in self.shape_vars:
             env[v] = bound[v]
         sizes = {v: IntImm(int(x), v.dtype) for v, x in bound.items()}
+        temps = []
         for t in self.device_module.temps:
             shape = [_eval(s, sizes, t.name) for s in t.shape]
             env[t] = DeviceArray(dev, tuple(shape), t.dtype)
+            temps.append(env[t])
+        out = []
         for k in self.kernels:
             grid = tuple(_eval(g, sizes, k.name) for g in k.grid)
             if any(g <= 0 for g in grid):
@@ -185,11 +209,8 @@ class CUDAModule(ModuleMixin):
                 else:
                     values.append(env[p])
                     types.append(CTYPES[p.dtype])
-            dev.launch(dev.function(mod, k.name), k.name, grid, k.block, values, types)
-            if sync or copies:
-                dev.synchronize(k.name)
-        for host, d in copies:
-            host[...] = d.numpy()
+            out.append((dev.function(mod, k.name), k.name, grid, k.block, values, types))
+        return out, temps
 
     def time_evaluator(self, func_name: str = "", dev: Any = None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, **_: Any) -> Callable[..., BenchmarkResult]:
