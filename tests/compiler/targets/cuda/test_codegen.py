@@ -61,7 +61,7 @@ def test_unrolled_register_tile_has_no_loop() -> None:
     assert "alloca" not in f.optimized_ir  # ... and promoted out of memory
 
 
-@pytest.mark.skipif(libdevice_path() is None, reason="libdevice (nvidia-cuda-nvcc wheel) not installed")
+@pytest.mark.skipif(libdevice_path() is None, reason="libdevice (nvidia-nvvm wheel) not installed")
 def test_math_through_libdevice(rng: np.random.Generator) -> None:
     A = te.placeholder((256,), name="A")
     C = te.compute((256,), lambda i: te.exp(A[i]) + te.log(te.abs(A[i]) + 1.0) + te.tanh(A[i]), name="C")

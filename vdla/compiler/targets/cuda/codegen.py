@@ -10,7 +10,7 @@ one walk of the loop IR) with the GPU's differences overridden:
 * ``__syncthreads()`` is the CTA barrier; contiguous vector accesses whose start is
   provably a multiple of the vector length are aligned to it (``ld.v4``/``st.v4``);
 * math functions the NVPTX back end cannot lower (exp, log, tanh, pow, ...) call
-  libdevice's ``__nv_*``, linked in from the ``nvidia-cuda-nvcc`` wheel.
+  libdevice's ``__nv_*``, linked in from the ``nvidia-nvvm`` wheel (the ``gpu`` extra).
 
 :func:`compile_ptx` optimises the module with the NVPTX target machine for one
 architecture and returns the PTX text.
@@ -178,7 +178,7 @@ def generate(dev: DeviceModule) -> tuple[ir.Module, set[str]]:
 
 @functools.cache
 def libdevice_path() -> str | None:
-    """libdevice.10.bc from the nvidia-cuda-nvcc wheel (or $CUDA_HOME/nvvm/libdevice)."""
+    """libdevice.10.bc from the nvidia-nvvm wheel (or $CUDA_HOME/nvvm/libdevice)."""
     roots: list[str] = []
     try:
         import nvidia
@@ -233,7 +233,7 @@ def compile_ptx(llvm_ir: str, math: set[str], target: CudaLimits, opt_level: int
         code = _libdevice_bitcode()
         if code is None:
             raise CodegenError(
-                f"{', '.join(sorted(math))} on the GPU need libdevice: install the nvidia-cuda-nvcc wheel "
+                f"{', '.join(sorted(math))} on the GPU need libdevice: install the nvidia-nvvm wheel "
                 "(pip install 'vdla[gpu]')"
             )
         lib = llvm.parse_bitcode(code)
