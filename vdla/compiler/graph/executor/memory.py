@@ -95,12 +95,14 @@ def plan_storage(graph: Graph, steps: Mapping[str, Step], targets: Iterable[str]
             plan.of[n.name] = s
             live[s] += uses(n.name)
         # the step has read its inputs: a buffer with no reader left is free for the steps after
+        done: set[int] = set()
         for v in set(n.inputs):
             b = plan.of.get(v)
             if b is not None:
                 live[b] -= 1
                 if live[b] == 0:
-                    free.append(b)
-        if s is not None and live[s] == 0:  # an output nobody reads
-            free.append(s)
+                    done.add(b)
+        if s is not None and live[s] == 0:  # an output nobody reads (or a view that ended its input)
+            done.add(s)
+        free.extend(sorted(done))  # once each: a buffer listed twice would be handed out twice
     return plan
