@@ -68,15 +68,14 @@ __all__ = ["DECLARE", "SCHEDULES", "check", "declares", "declare", "schedule", "
 _REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
 #: two statistics per row, then the output: a block per row on a GPU (topi.norm)
 _NORMS = ("layer_norm", "instance_norm", "group_norm", "log_softmax")
-#: ops that are not element-wise: a fused node has at most one, first (its schedule is the node's)
-_ANCHORS = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "softmax", "concat", "transpose",
-            "conv2d_transpose", "matmul", *_REDUCE, "argmax", "argmin", "scatter_nd", *_NORMS, "lrn")
 #: anchors whose schedule inlines injective producers (TVM's schedule_reduce): a fused node may
 #: have injective ops before one (the fusion's rule 3: a reduction and the chain feeding it)
 _REDUCE_ANCHORS = (*_REDUCE, "argmax", "argmin", "max_pool2d", "avg_pool2d", "global_avg_pool2d")
 
 #: the anchor op of a node -> its schedule's name in the target's ``schedules`` package, or
-#: {target kind: name} where the targets differ; element-wise chains: ``schedule_injective``
+#: {target kind: name} where the targets differ. The ops with a schedule of their own are the
+#: anchors: a fused node has at most one, first (or last, see :data:`_REDUCE_ANCHORS`); every
+#: other op (element-wise, concat, transpose, slice ...) runs with ``schedule_injective``.
 SCHEDULES: dict[str, str | dict[str, str]] = {
     "conv2d": "schedule_conv2d_nchw",
     "depthwise_conv2d": "schedule_depthwise_conv2d_nchw",
@@ -123,8 +122,7 @@ def check(node: Node, graph: Graph) -> str | None:
     nodes, types, outs = _body(node, graph)
     if len(outs) != 1:
         return "more than one output"
-    # concat and transpose run with schedule_injective, as element-wise ops do: anywhere in a chain
-    anchors = [n for n in nodes if n.op in _ANCHORS and n.op in SCHEDULES]
+    anchors = [n for n in nodes if n.op in SCHEDULES]
     if len(anchors) > 1:
         return f"two anchors ({anchors[0].op}, {anchors[1].op}) in one node"
     if anchors and anchors[0] is not nodes[0] and not (anchors[0] is nodes[-1] and anchors[0].op in _REDUCE_ANCHORS):
@@ -148,22 +146,23 @@ def check(node: Node, graph: Graph) -> str | None:
     return None
 
 
-def _depthwise(n: Node, types: dict[str, Any], graph: Graph) -> bool:
-    """A conv2d with one group per input channel (weight ``[C*M, 1, KH, KW]``): topi's depthwise conv."""
-    if n.op != "conv2d" or n.attrs.get("groups", 1) == 1:
-        return False
-    x, w = (types[v] if v in types else graph.type_of(v) for v in n.inputs[:2])
-    return int(n.attrs["groups"]) == int(x.shape[1]) and int(w.shape[1]) == 1
+def _conv_kind(groups: int, channels: int, weight_in: int) -> str:
+    """Which topi convolution a conv2d of ``groups`` over ``channels`` input channels (weight
+    ``[O, weight_in, KH, KW]``) is: ``conv2d``, ``depthwise_conv2d`` (one group per channel,
+    weight ``[C*M, 1, KH, KW]``) or ``group_conv2d``. Its declaration and its schedule both ask."""
+    if groups == 1:
+        return "conv2d"
+    return "depthwise_conv2d" if groups == channels and weight_in == 1 else "group_conv2d"
 
 
 def schedule_key(node: Node, graph: Graph) -> str:
     """The anchor op that picks a node's schedule (``depthwise_conv2d`` for a depthwise conv2d,
     ``group_conv2d`` for another grouping)."""
     nodes, types, _ = _body(node, graph)
-    if _depthwise(nodes[0], types, graph):
-        return "depthwise_conv2d"
-    if nodes[0].op == "conv2d" and nodes[0].attrs.get("groups", 1) != 1:
-        return "group_conv2d"
+    n = nodes[0]
+    if n.op == "conv2d":
+        x, w = (types[v] if v in types else graph.type_of(v) for v in n.inputs[:2])
+        return _conv_kind(int(n.attrs.get("groups", 1)), int(x.shape[1]), int(w.shape[1]))
     last = nodes[-1].op  # a reduction after the injective chain feeding it (see check)
     return last if last in _REDUCE_ANCHORS and len(nodes) > 1 else nodes[0].op
 
@@ -235,10 +234,11 @@ def _conv2d(xs: list[Any], n: Node) -> Any:
     at = n.attrs
     groups = int(at.get("groups", 1))
     c = int(xs[0].shape[1].value)
-    if groups != 1 and groups == c and int(xs[1].shape[1].value) == 1:  # depthwise (channel multiplier M)
+    kind = _conv_kind(groups, c, int(xs[1].shape[1].value))
+    if kind == "depthwise_conv2d":  # (a channel multiplier M too)
         wv = _depthwise_weight(te, xs[1], c)
         y = topi.depthwise_conv2d_nchw(xs[0], wv, tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
-    elif groups != 1:
+    elif kind == "group_conv2d":
         y = topi.group_conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]),
                                    groups)
     else:
