@@ -13,7 +13,7 @@ import pytest
 from support.strategy import SEED
 from support.strategy import check_on_every_target as _check_on_every_target
 
-from vdla.compiler.graph.executor import compile_model
+from vdla.compiler.graph.executor import CompiledModel, compile_model
 from vdla.compiler.graph.ir import Graph
 from vdla.compiler.graph.reference import run as reference_run
 from vdla.compiler.graph.strategy import view_offset
@@ -210,7 +210,14 @@ def test_split_parts_and_a_take_of_one_index_are_views() -> None:
     for kind in ("llvm", "cuda"):
         m = compile_model(g, target=kind)
         assert {k.target for k in m.kernels.values()} == {"view"}
+        assert [m.kernels[n].offset for n in ("p0", "p1", "q")] == [0, 64, 128]  # worked out once, by place
     _check_on_every_target(g)
+    # a plan file keeps each view's offset (loading does not place its views again)
+    loaded = CompiledModel.from_bytes(compile_model(g, target="llvm").to_bytes())
+    assert [loaded.kernels[n].offset for n in ("p0", "p1", "q")] == [0, 64, 128]
+    x = {"x": np.arange(3 * 2 * 4 * 8, dtype=np.float32).reshape(3, 2, 4, 8)}
+    for got, want in zip(loaded.run(x).outputs, reference_run(g, x), strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_onnx_exported_patterns_have_no_host_step() -> None:

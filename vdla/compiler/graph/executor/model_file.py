@@ -191,7 +191,7 @@ def _graph_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) -> 
 
 def _kernel_to_json(k: Step) -> dict[str, Any]:
     d: dict[str, Any] = {"node": k.node, "target": k.target, "reason": k.reason, "func": k.func, "macs": k.macs,
-                         "host_reason": k.host_reason}
+                         "host_reason": k.host_reason, "offset": k.offset}
     if k.chain is not None:
         c = k.chain
         d["chain"] = {"anchor": c.anchor, "data": c.data, "weight": c.weight, "residual": c.residual,
@@ -211,6 +211,7 @@ def _kernel_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) ->
     k = Step(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0),
                d.get("host_reason", d.get("cpu_reason", "")))
     k.shifts_packed = consts.get(f"__shifts__/{d['node']}")
+    k.offset = int(d.get("offset", 0))  # files before slice views held flatten/reshape views only
     return k
 
 

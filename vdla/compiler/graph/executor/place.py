@@ -33,8 +33,9 @@ def place(graph: Graph, kernels: Mapping[str, Step], target: Any, *, build: bool
         k = kernels[n.name]
         if k.target != "host":
             continue
-        if view_offset(n, graph, kind_of(target)) is not None:
-            k.target, k.host_reason = "view", ""
+        offset = view_offset(n, graph, kind_of(target))
+        if offset is not None:
+            k.target, k.host_reason, k.offset = "view", "", offset
             continue
         if not build:
             k.host_reason = f"{kind_of(target)} disabled"

@@ -49,6 +49,8 @@ class Step:
     kernel: Any = field(default=None, repr=False, compare=False)
     #: per-channel SHR amounts, packed as the bias (kernels with a ``shrv`` in their chain)
     shifts_packed: np.ndarray | None = None
+    #: a ``view`` step: the element of its input's memory where the view starts (worked out once, by place)
+    offset: int = 0
 
     @property
     def record_reason(self) -> str:

@@ -212,7 +212,7 @@ class CompiledModel:
                 if k.target == "cuda":
                     val, seconds = self._run_cuda(n, k, env, copies, time_layers, sync)
                 elif k.target == "view":
-                    val, seconds = _view(env[n.inputs[0]], n, g), 0.0  # no kernel, no copy
+                    val, seconds = _view(env[n.inputs[0]], n, k), 0.0  # no kernel, no copy
                 else:
                     host = self._host_values(env, copies, n.inputs, on_host)
                     val = (self._run_llvm(n, k, host, self._host_buffer(n.name)) if k.target == "llvm"
@@ -263,7 +263,7 @@ class CompiledModel:
                     launches += ls
                     temps += ts
                 else:
-                    env[n.name] = _view(env[n.inputs[0]], n, self.graph)
+                    env[n.name] = _view(env[n.inputs[0]], n, k)
             self._cuda_graph = CudaGraph(self._gpu, launches, keep=temps)
             self._graph_env = env
             res.copies += copies[0]
@@ -462,7 +462,7 @@ class CompiledModel:
             elif k.target == "vdla":
                 y = self._run_vdla(n, k, env, dev)[0]
             elif k.target == "view":
-                y = _view(env[n.inputs[0]], n, self.graph)
+                y = _view(env[n.inputs[0]], n, k)
             elif k.target == "llvm":
                 y = self._run_llvm(n, k, env)
             else:
@@ -512,12 +512,10 @@ def op_name(node: Node) -> str:
     return "+".join(b.op for b in body.topo_order()) if isinstance(body, Graph) else node.op
 
 
-def _view(v: Any, n: Node, g: Graph) -> Any:
-    """A view step's value: its input's memory from the node's offset on, in the node's shape."""
-    from ..strategy import view_offset
-
+def _view(v: Any, n: Node, k: Step) -> Any:
+    """A view step's value: its input's memory from the step's offset on, in the node's shape."""
     assert n.type is not None
-    shape, off = tuple(n.type.shape), view_offset(n, g) or 0
+    shape, off = tuple(n.type.shape), k.offset
     if isinstance(v, DeviceArray):
         return v.view(off, shape)
     size = int(np.prod(shape, dtype=np.int64))
