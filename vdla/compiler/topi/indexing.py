@@ -21,15 +21,10 @@ from collections.abc import Sequence
 from .. import te
 from ..tir.nodes import Expr, convert
 from .elemwise import _bcast_read, broadcast_shape
-from .util import INJECTIVE, const_shape
+from .util import INJECTIVE, const_shape, ravel, slice_range, unravel
 
 __all__ = ["strided_slice", "pad_nd", "take", "gather", "where", "compare", "logic", "argreduce", "scatter_nd",
            "index_table"]
-
-
-def _slice_range(b: int, e: int, s: int, d: int) -> range:
-    """Python's slice (an end of -1 with a negative step: through index 0, as the graph writes it)."""
-    return range(*slice(b, None if (s < 0 and e < 0) else e, s).indices(d))
 
 
 def strided_slice(x: te.Tensor, begin: Sequence[int], end: Sequence[int], step: Sequence[int]) -> te.Tensor:
@@ -37,7 +32,7 @@ def strided_slice(x: te.Tensor, begin: Sequence[int], end: Sequence[int], step: 
     shape = const_shape(x)
     if not len(begin) == len(end) == len(step) == len(shape):
         raise ValueError(f"strided_slice: begin {begin}, end {end} and step {step} need {len(shape)} values")
-    rs = [_slice_range(b, e, s, d) for b, e, s, d in zip(begin, end, step, shape)]
+    rs = [slice_range(b, e, s, d) for b, e, s, d in zip(begin, end, step, shape)]
     out = tuple(len(r) for r in rs)
     starts = [r.start if len(r) else 0 for r in rs]
 
@@ -112,26 +107,6 @@ def index_table(p: Expr, values: Sequence[int]) -> Expr:
     return tree(0, len(runs))
 
 
-def _ravel(idx: Sequence[Expr], dims: Sequence[int]) -> Expr:
-    """The flat position of ``idx`` in a C-ordered array of shape ``dims``."""
-    out: Expr = convert(0)
-    for k, (i, d) in enumerate(zip(idx, dims)):
-        out = i if k == 0 else out * d + i
-    return out
-
-
-def _unravel(p: Expr, dims: Sequence[int]) -> list[Expr]:
-    out: list[Expr] = []
-    for k in range(len(dims) - 1, -1, -1):
-        d = dims[k]
-        if k == 0:
-            out.append(p)
-        else:
-            out.append(te.floormod(p, d))
-            p = te.floordiv(p, d)
-    return list(reversed(out))
-
-
 def take(x: te.Tensor, indices: Sequence[int], ishape: Sequence[int], axis: int = 0) -> te.Tensor:
     """``numpy.take(x, indices.reshape(ishape), axis)`` for constant ``indices`` (negative ones count
     from the end)."""
@@ -144,7 +119,7 @@ def take(x: te.Tensor, indices: Sequence[int], ishape: Sequence[int], axis: int 
     q = len(ishape)
 
     def f(*i: Expr) -> Expr:
-        j = _within(index_table(_ravel(i[a:a + q], ishape), vals), n)
+        j = _within(index_table(ravel(i[a:a + q], ishape), vals), n)
         return x[tuple(i[:a]) + (j,) + tuple(i[a + q:])]
 
     return te.compute(out, f, name="take", tag=INJECTIVE)
@@ -263,7 +238,7 @@ def scatter_nd(data: te.Tensor, indices: te.Tensor, updates: te.Tensor) -> te.Te
     r = te.reduce_axis((0, count), name="r_upd")
 
     def last_hit(*i: Expr) -> Expr:
-        k = _unravel(r.var, lead) if lead else []
+        k = unravel(r.var, lead) if lead else []
         hit = te.all(*[_clamped(indices[tuple(k) + (convert(j),)], dshape[j]) == i[j] for j in range(q)])
         return te.max(te.select(hit, r.var, te.const(-1, "int32")), axis=r)
 
@@ -271,7 +246,7 @@ def scatter_nd(data: te.Tensor, indices: te.Tensor, updates: te.Tensor) -> te.Te
 
     def f(*i: Expr) -> Expr:
         w = which[i]
-        k = _unravel(te.max(w, 0), lead) if lead else []
+        k = unravel(te.max(w, 0), lead) if lead else []
         return te.if_then_else(w >= 0, updates[tuple(k) + tuple(i[q:])], data[i])
 
     return te.compute(dshape, f, name="scatter_nd", tag=INJECTIVE)

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import te
 from ..tir.nodes import Expr
-from .util import const_shape
+from .util import const_shape, unravel
 
 __all__ = ["NORM_TAG", "group_norm", "instance_norm", "layer_norm", "log_softmax", "lrn", "norm_stages"]
 
@@ -38,16 +38,6 @@ Index = Callable[[Sequence[Expr], Expr], tuple[Expr, ...]]
 
 def _c(v: float) -> Expr:
     return te.const(float(v), "float32")
-
-
-def _unravel(k: Expr, dims: Sequence[int]) -> list[Expr]:
-    """The indices of flat (row-major) index ``k`` over ``dims``."""
-    out: list[Expr] = []
-    for d in reversed(dims[1:]):
-        out.append(te.floormod(k, d))
-        k = te.floordiv(k, d)
-    out.append(k)
-    return out[::-1]
 
 
 def _row_reduce(rows: Sequence[int], n: int, parts: int, kind: str, fn: Callable[[Sequence[Expr], Expr], Expr],
@@ -116,7 +106,7 @@ def layer_norm(x: te.Tensor, scale: te.Tensor, bias: te.Tensor | None = None, ax
     n = math.prod(tail)
 
     def index(r: Sequence[Expr], k: Expr) -> tuple[Expr, ...]:
-        return (*(r if a else ()), *_unravel(k, tail))
+        return (*(r if a else ()), *unravel(k, tail))
 
     s1, s2 = _moments(x, rows, n, index, "layer_norm")
 
@@ -141,7 +131,7 @@ def group_norm(x: te.Tensor, scale: te.Tensor, bias: te.Tensor, groups: int, eps
     n = math.prod(inner)
 
     def index(r: Sequence[Expr], k: Expr) -> tuple[Expr, ...]:
-        ci, *sp = _unravel(k, inner)
+        ci, *sp = unravel(k, inner)
         return (r[0], r[1] * cg + ci, *sp)
 
     s1, s2 = _moments(x, (shape[0], groups), n, index, "group_norm")

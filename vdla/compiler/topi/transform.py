@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from .. import te
 from ..tir.nodes import Expr
-from .util import INJECTIVE, const_shape
+from .util import INJECTIVE, const_shape, ravel, unravel
 
 __all__ = ["concatenate", "reshape", "transpose"]
 
@@ -72,14 +72,5 @@ def reshape(x: te.Tensor, shape: Sequence[int]) -> te.Tensor:
     if n != m:
         raise ValueError(f"reshape: {list(src)} ({n} elements) cannot become {list(out)} ({m} elements)")
 
-    def f(*i: Expr) -> Expr:
-        flat: Expr = te.const(0, "int32")
-        for k, d in zip(i, out):  # the row-major position of output index i ...
-            flat = flat * d + k
-        idx = []
-        for d in reversed(src):  # ... read back as an index of x (innermost axis first)
-            idx.append(te.floormod(flat, d) if d != 1 else te.const(0, "int32"))
-            flat = te.floordiv(flat, d)
-        return x[tuple(reversed(idx))]
-
-    return te.compute(out, f, name="reshape", tag=INJECTIVE)
+    # output index i is row-major position ravel(i) of both shapes
+    return te.compute(out, lambda *i: x[tuple(unravel(ravel(i, out), src))], name="reshape", tag=INJECTIVE)

@@ -57,6 +57,34 @@ def padding4(padding: int | Sequence[int]) -> tuple[int, int, int, int]:
     raise ValueError(f"padding must be an int, (h, w) or (top, left, bottom, right), got {padding!r}")
 
 
+def slice_range(begin: int, end: int, step: int, extent: int) -> range:
+    """The indices a graph ``slice`` keeps along an axis of ``extent``: Python's slice, with an end
+    of -1 under a negative step meaning "through index 0" (as the importer normalises it)."""
+    return range(*slice(begin, None if (step < 0 and end < 0) else end, step).indices(extent))
+
+
+def ravel(idx: Sequence[Expr], dims: Sequence[int]) -> Expr:
+    """The flat position of ``idx`` in a C-ordered array of shape ``dims``."""
+    out: Expr = convert(0)
+    for k, (i, d) in enumerate(zip(idx, dims)):
+        out = i if k == 0 else out * d + i
+    return out
+
+
+def unravel(p: Expr, dims: Sequence[int]) -> list[Expr]:
+    """The indices of flat (row-major) position ``p`` in an array of shape ``dims`` (the outermost
+    not reduced modulo its extent: ``p`` is in range)."""
+    out: list[Expr] = []
+    for k in range(len(dims) - 1, -1, -1):
+        d = dims[k]
+        if k == 0:
+            out.append(p)
+        else:
+            out.append(te.floormod(p, d))
+            p = te.floordiv(p, d)
+    return list(reversed(out))
+
+
 def is_injective(op: Any) -> bool:
     return isinstance(op, te.ComputeOp) and not op.reduce_axis and INJECTIVE in op.tag.split(",")
 

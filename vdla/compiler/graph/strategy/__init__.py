@@ -28,6 +28,7 @@ import numpy as np
 
 from ...driver import build
 from ...targets.target import Target, TargetError
+from ...topi.util import slice_range
 from ..ir import Graph, Node
 from . import scan
 from .kernel import BuiltKernel, KernelCache
@@ -54,8 +55,7 @@ def view_offset(node: Node, graph: Graph, kind: str = "llvm") -> int | None:
     src = graph.type_of(node.inputs[0])
     shape, at = src.shape, node.attrs
     if node.op == "slice":
-        ranges = [range(*slice(b, None if (s < 0 and e < 0) else e, s).indices(d))
-                  for b, e, s, d in zip(at["begin"], at["end"], at["step"], shape)]
+        ranges = [slice_range(b, e, s, d) for b, e, s, d in zip(at["begin"], at["end"], at["step"], shape)]
     else:  # one index along the axis, every other axis whole
         if len(at["indices"]) != 1:
             return None
