@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import GraphError
+from ..ops.registry import get_op
 
 __all__ = ["FOLDERS", "fold", "slice_bounds", "split_sizes"]
 
@@ -225,12 +226,10 @@ def _where(imp, node, idx, at, xs):
 def _scatter_nd(imp, node, idx, at, xs):
     if at.get("reduction", "none") != "none":
         raise imp.bad(node, idx, "reduction", at["reduction"], "none only")
-    data, ind, upd = (np.asarray(x) for x in xs)
-    out = data.copy()
-    q = ind.shape[-1]
-    for k, t in enumerate(ind.reshape(-1, q)):  # in order: of duplicate indices the last update wins
-        out[tuple(int(v) for v in t)] = upd.reshape((-1,) + data.shape[q:])[k]
-    return [out]
+    try:  # the graph op's own semantics (of duplicate indices the last update wins)
+        return [get_op("scatter_nd").compute({}, [np.asarray(x) for x in xs])]
+    except GraphError as e:  # an index out of range: say which node
+        raise imp.err(node, idx, str(e)) from None
 
 
 @folder("Max", "Min", "Sum", "Mean")
