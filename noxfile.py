@@ -1,4 +1,4 @@
-"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``, ``nox -s bitstreams``, ``nox -s sweep``.
+"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``, ``nox -s bench_cpu_models``, ``nox -s bitstreams``, ``nox -s sweep``.
 
 Only a Python 3.11+ interpreter and PyPI are needed: every tool the sessions use is a
 wheel.  Sessions run in the interpreter that runs nox (no ``python=`` pins), so
@@ -30,8 +30,8 @@ TEST_EXTRAS: list[str] = ["test"]
 DEMO_EXTRAS: list[str] = ["graph"]
 # "sim": benchmarks/bench_verilator_speed.py (Verilator vs pysim); "plot": the roofline PNG of bench_vdla_resnet.py;
 # "gpu": benchmarks/bench_gpu.py's runtime (it skips without a GPU, and without torch for the cuBLAS/cuDNN baselines);
-# "tune": benchmarks/bench_tuning.py.
-BENCH_EXTRAS: list[str] = ["sim", "plot", "gpu", "tune"]
+# "tune": benchmarks/bench_tuning.py; "graph": benchmarks/bench_cpu_models.py's onnxruntime baseline.
+BENCH_EXTRAS: list[str] = ["sim", "plot", "gpu", "tune", "graph"]
 
 
 def _project(extras: list[str]) -> str:
@@ -138,6 +138,16 @@ def bench(session: nox.Session) -> None:
     for script in scripts:
         session.log(f"--- {script.relative_to(ROOT)}")
         session.run("python", str(script.relative_to(ROOT)), *session.posargs, env=env)
+
+
+@nox.session
+def bench_cpu_models(session: nox.Session) -> None:
+    """Whole float32 models (ResNet-18/50, MobileNet v1/v2, ShuffleNet v2, SqueezeNet 1.1, MNASNet)
+    on vdla's llvm target against onnxruntime, with the per-convolution table; writes
+    docs/bench_cpu_models.md. posargs go to the script (e.g. ``-- --models resnet18 --threads 2``,
+    ``-- --size 64 --no-layers``, ``-- --tuning-log FILE``, ``-- --json``)."""
+    _install_project(session, ["graph"])  # onnxruntime
+    session.run("python", "benchmarks/bench_cpu_models.py", *session.posargs)
 
 
 @nox.session

@@ -6,7 +6,8 @@
 float model through the same graph executor (no GPU needed for cuda: PTX is built) and
 prints its plan: where each node will run and why. ``--json`` prints the plan as JSON
 (``nodes``: ``name``, ``op``, ``target``, ``reason``). The options are the model options of
-`vdla.cli.common` (``--tuning-log``: build with a `vdla tune` log's schedules).
+`vdla.cli.common` (``--tuning-log``: build with a `vdla tune` log's schedules; ``--threads N``:
+the parallel loops of the kernels a build runs, such as calibration's, on N threads).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .common import add_model_arguments, model_config, stderr_progress, warn_host_steps
+from .common import add_model_arguments, model_config, stderr_progress, threads, warn_host_steps
 from .errors import CommandError
 
 __all__ = ["add_parser", "run"]
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     progress = stderr_progress(not args.quiet)
     spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size, shapes=parse_shapes(args.shape)),
                          per_channel=args.per_channel, calibration=args.calibration)
-    with tuning_context(getattr(args, "tuning_log", None)):
+    with threads(args.threads), tuning_context(getattr(args, "tuning_log", None)):
         if target.backend == "vdla":
             m = build_model(spec, model_config(args), calib=args.calib, progress=progress,
                             host_ops=not args.no_host_ops)

@@ -1,22 +1,29 @@
 """What `vdla run MODEL` and `vdla build` share: the model options, the Config, progress on stderr.
 
 `add_model_arguments` adds the model options (``--config``, ``--reduced``, ``--size``,
-``--calib``, ``--per-channel``, ``--calibration``, ``-q``, ``--shape``, ``--tuning-log``);
-`model_config` is the Config they name; `stderr_progress` the compiler's progress callback
-(one updating stderr line, or None with ``-q``). ``--shape`` is read by
+``--calib``, ``--per-channel``, ``--calibration``, ``-q``, ``--shape``, ``--tuning-log``,
+``--no-host-ops``, ``--threads``); `model_config` is the Config they name; `threads` the thread
+count of the job's parallel loops (``--threads``); `stderr_progress` the compiler's progress
+callback (one updating stderr line, or None with ``-q``). ``--shape`` is read by
 `vdla.compiler.graph.zoo.parse_shapes` (the library reads the same text back from a model file).
+`one_line_warnings` prints the warnings of vdla's own classes (a tuning log measured on another
+CPU, more threads than cores) as one ``vdla CMD: warning: ...`` line each, as `warn_host_steps` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..config import Config, preset
-from .errors import count
+from .errors import CommandError, count
 
-__all__ = ["warn_host_steps", "Progress", "add_model_arguments", "model_config", "stderr_progress"]
+__all__ = ["warn_host_steps", "Progress", "add_model_arguments", "model_config", "stderr_progress", "threads",
+           "check_threads", "one_line_warnings"]
 
 #: A progress callback: takes one message.
 Progress = Callable[[str], None]
@@ -38,6 +45,59 @@ def add_model_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--tuning-log", default=None, help="a `vdla tune` log: build with its best schedules")
     q.add_argument("--no-host-ops", action="store_true",
                    help="refuse a plan with nodes on the host's numpy kernels (exit 2) instead of warning")
+    q.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="threads of the parallel loops on llvm (default: VDLA_NUM_THREADS or every core)")
+
+
+def check_threads(n: int | None, option: str = "--threads") -> None:
+    """``--threads N``: a CommandError unless 1 <= N <= the pool's most; beyond this process's cores,
+    one warning (the count is still used: oversubscription is the user's call)."""
+    if n is None:
+        return
+    from ..compiler.targets.llvm.threadpool import MAX_THREADS, check_cores
+
+    if not 1 <= n <= MAX_THREADS:
+        raise CommandError(f"{option} must be a number of threads from 1 to {MAX_THREADS}, got {n}")
+    check_cores(n, f"{option} {n}")
+
+
+@contextlib.contextmanager
+def threads(n: int | None, option: str = "--threads") -> Iterator[None]:
+    """Parallel loops on ``n`` threads for this command (None: as they are); the count before is
+    restored after (`vdla.cli.main` is also called in-process)."""
+    if n is None:
+        yield
+        return
+    check_threads(n, option)
+    from ..compiler.targets.llvm.threadpool import get_num_threads, set_num_threads
+
+    old = get_num_threads()
+    set_num_threads(n)
+    try:
+        yield
+    finally:
+        set_num_threads(old)
+
+
+@contextlib.contextmanager
+def one_line_warnings(cmd: str) -> Iterator[None]:
+    """While ``vdla CMD`` runs, a warning of one of vdla's own classes is one stderr line,
+    ``vdla CMD: warning: MESSAGE``; other warnings are shown as before."""
+    before = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        if (category.__module__ or "").split(".")[0] == "vdla":
+            print(f"vdla {cmd}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+        else:
+            before(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        if warnings.showwarning is show:
+            warnings.showwarning = before
 
 
 def warn_host_steps(cmd: str, line: str | None) -> None:

@@ -2,8 +2,9 @@
 
 `main(argv)` builds the parser (``--debug``, ``--version``, then each module's
 ``add_parser``, in the order `COMMANDS` lists them), runs the command's ``fn`` with ``-q``
-in force for that call only, and turns every error into one line and exit status 2
-(`vdla.cli.errors.report`; ``--debug`` prints the traceback).
+in force for that call only and vdla's own warnings as one ``vdla CMD: warning: ...`` line
+each (`vdla.cli.common.one_line_warnings`), and turns every error into one line and exit
+status 2 (`vdla.cli.errors.report`; ``--debug`` prints the traceback).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import ModuleType
 from .. import __version__
 from ..progress import quiet
 from . import asm, build, formal, fuzz, info, run, sweep, synth, tune, verilog
+from .common import one_line_warnings
 from .errors import Parser, report
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -41,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # -q for this command only: main() is also called in-process (tests, scripts), and a later
     # call without -q must show progress again
-    with quiet(bool(getattr(args, "quiet", False))):
+    with quiet(bool(getattr(args, "quiet", False))), one_line_warnings(args.cmd):
         try:
             return args.fn(args)
         except (Exception, KeyboardInterrupt) as e:  # every error: one line, exit status 2 (vdla.cli.errors)

@@ -1,7 +1,7 @@
 """``vdla run FILE``: run a program file, or compile, run and check a model, and print the report.
 
     vdla run prog.vdla [--device fsim] [--json]
-    vdla run MODEL [--device fsim] [--reduced] [--json] [--tuning-log LOG]
+    vdla run MODEL [--device fsim] [--reduced] [--json] [--tuning-log LOG] [--threads N]
     vdla run MODEL --compare          llvm, cuda and VDLA in one table (`vdla.compiler.graph.compare`)
     vdla run MODEL --target llvm|cuda the float model on this CPU or a GPU, through the graph executor
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import outputs
-from .common import add_model_arguments, model_config, stderr_progress, warn_host_steps
+from .common import add_model_arguments, model_config, stderr_progress, threads, warn_host_steps
 from .errors import CommandError, count
 
 __all__ = ["add_parser", "run", "is_program", "run_model", "run_float_model", "run_compare"]
@@ -83,7 +83,7 @@ def run_model(args: argparse.Namespace) -> int:
     from ..progress import close as close_progress
 
     progress = stderr_progress(not args.quiet)
-    with tuning_context(getattr(args, "tuning_log", None)):
+    with threads(args.threads), tuning_context(getattr(args, "tuning_log", None)):
         res = run_job(args.file, args.device, model_config(args), reduced=args.reduced, size=args.size,
                       seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
                       per_channel=args.per_channel, calibration=args.calibration,
@@ -100,12 +100,15 @@ def run_float_model(args: argparse.Namespace) -> int:
     """``vdla run MODEL --target llvm|cuda``: the float model's plan and times, checked against
     the numpy fp32 reference (exit 1 on a mismatch); without a GPU a cuda model compiles, then
     the error says so."""
+    from ..compiler.autotvm.tuning import tuning_context
     from ..compiler.graph.compare import run_float
     from ..compiler.targets.target import Target, TargetError
 
     try:  # a target that does not parse, is not a float one or names an unknown architecture
-        res = run_float(args.file, Target(args.target), reduced=args.reduced, size=args.size, seed=args.seed,
-                        progress=_stderr_lines(args), host_ops=not args.no_host_ops)
+        target = Target(args.target)
+        with threads(args.threads), tuning_context(getattr(args, "tuning_log", None)):
+            res = run_float(args.file, target, reduced=args.reduced, size=args.size, seed=args.seed,
+                            progress=_stderr_lines(args), host_ops=not args.no_host_ops)
     except TargetError as e:
         raise CommandError(f"--target {args.target!r}: {e}") from None
     warn_host_steps("run", res.model.host_warning())
@@ -115,11 +118,13 @@ def run_float_model(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     """``vdla run MODEL --compare [--target 'cuda -arch=sm_90'] [--json]``: the table (exit 1 if a check fails)."""
+    from ..compiler.autotvm.tuning import tuning_context
     from ..compiler.graph.compare import compare
 
-    res = compare(args.file, model_config(args), reduced=args.reduced, size=args.size, seed=args.seed,
-                  calib=args.calib, cuda_target=args.target or "cuda", device=args.device,
-                  progress=_stderr_lines(args))
+    with threads(args.threads), tuning_context(getattr(args, "tuning_log", None)):
+        res = compare(args.file, model_config(args), reduced=args.reduced, size=args.size, seed=args.seed,
+                      calib=args.calib, cuda_target=args.target or "cuda", device=args.device,
+                      progress=_stderr_lines(args))
     print(json.dumps(res.to_dict(), indent=2) if args.json else res.table())
     return 0 if res.ok else 1
 

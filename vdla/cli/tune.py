@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compiler.autotvm.tuning import TUNERS
+from .common import check_threads
 from .errors import CommandError
 
 __all__ = ["add_parser", "run"]
@@ -39,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--config", default="default", help="VDLA configuration preset")
     q.add_argument("--reduced", action="store_true", help="the model's reduced size")
     q.add_argument("--size", type=int, default=None, help="input height/width of the model")
-    q.add_argument("--threads", type=int, default=None, help="llvm: threads of the measured kernels")
+    q.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="llvm: threads of the measured kernels (more than the cores: used, with a warning)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     q.set_defaults(fn=run)
@@ -97,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.trials <= 0:
         raise CommandError(f"--trials must be a positive number of trials, got {args.trials}")
+    check_threads(args.threads)  # 1 or more; beyond the cores, said once (the workers do not repeat it)
     tasks = _tasks(args)  # a TaskError goes to vdla.cli.errors.report
     if not tasks:
         raise CommandError(f"{args.model} has no tunable workload on {args.target}")

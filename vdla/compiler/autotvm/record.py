@@ -7,6 +7,14 @@ A line::
      "result": {"costs": [575855.0], "unit": "cycles", "error_no": 0, "error": "", "all_cost": 0.4,
                 "timestamp": 1790000000.0}}
 
+A record of an ``llvm`` target also says which CPU measured it: ``"host": {"cpu": "znver3",
+"features": ["+avx", "+avx2", "+fma", ...]}`` (:func:`host_record`: the CPU's name and its
+enabled instruction-set features that change LLVM's code). Applying a log
+(:func:`apply_history_best`) whose llvm records were measured on a CPU with other features
+uses their schedules and says so once (a :class:`HostMismatchWarning` naming both CPUs and
+the features that differ): their timings may not carry over. Another CPU name with the same
+features says nothing; a record without ``"host"`` (an older log) is used silently.
+
 Reading is forgiving and says what it skipped: a line that is not a record is a warning
 naming the file and line (the rest is used); records of another target (when one is asked
 for), of another log format or another vdla minor version, or of an unknown template are
@@ -16,8 +24,11 @@ is how a tuning run resumes.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import warnings
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,9 +39,42 @@ from .space import ConfigEntity
 from .task import Task, TaskError, backend_of, create, target_kind
 
 __all__ = ["encode", "decode", "load_from_file", "save_to_file", "ApplyHistoryBest", "apply_history_best",
-           "pick_best", "FORMAT"]
+           "pick_best", "host_record", "host_mismatch", "HostMismatchWarning", "FORMAT"]
 
 FORMAT = 1
+
+
+class HostMismatchWarning(UserWarning):
+    """A tuning log's llvm records were measured on a CPU with other instruction-set features."""
+
+
+#: the CPU features a record keeps: the instruction sets LLVM generates code for (x86 vector, bit
+#: and crypto extensions; AArch64/ARM NEON, SVE, SME, dot products; POWER VSX; RISC-V V)
+_ISA = re.compile(r"\+(sse|ssse3|avx|fma|f16c|amx|evex512|bmi|popcnt|lzcnt|movbe|adx|aes|vaes|pclmul|vpclmulqdq|gfni"
+                  r"|sha|xop|neon|sve|sme|dotprod|i8mm|bf16|fullfp16|fp16|fp-armv8|crypto|lse|mve|vfp|vsx|altivec"
+                  r"|power\d|v$|zv)")
+
+
+def _isa(features: Iterable[str]) -> list[str]:
+    """The enabled features of ``features`` (``"+avx2"`` ...) that change code generation, sorted;
+    every enabled one on an architecture none of whose features :data:`_ISA` knows."""
+    on = {f.strip() for f in features if f.strip().startswith("+")}
+    known = {f for f in on if _ISA.match(f)}
+    return sorted(known or on)
+
+
+@functools.cache
+def _host() -> tuple[str, tuple[str, ...]]:
+    from ..targets.llvm.jit import host_info
+
+    info = host_info()
+    return info["cpu"], tuple(_isa(info["features"].split(",")))
+
+
+def host_record() -> dict[str, Any]:
+    """This machine as an llvm record names it: ``{"cpu": NAME, "features": ["+avx2", ...]}``."""
+    cpu, feats = _host()
+    return {"cpu": cpu, "features": list(feats)}
 
 
 def _version() -> str:
@@ -42,12 +86,15 @@ def _version() -> str:
 def encode(inp: MeasureInput, res: MeasureResult) -> str:
     """One record as a JSON line (no newline)."""
     t = inp.task
-    return json.dumps({
+    d = {
         "format": FORMAT, "vdla": _version(), "task": t.name, "args": t.args, "target": t.target,
         "workload": t.workload, "config": inp.config.to_json_dict(),
         "result": {"costs": list(res.costs), "unit": res.unit, "error_no": int(res.error_no), "error": res.error_msg,
                    "all_cost": res.all_cost, "timestamp": res.timestamp},
-    })
+    }
+    if backend_of(t.target) == "llvm":  # measured on this CPU
+        d["host"] = host_record()
+    return json.dumps(d)
 
 
 def decode_raw(line: str) -> dict[str, Any]:
@@ -154,6 +201,45 @@ def pick_best(path: str | Path, out: str | Path) -> int:
     return len(best)
 
 
+def _host_of(d: dict[str, Any]) -> tuple[str, tuple[str, ...]] | None:
+    """(CPU name, ISA features) of an llvm record; None for another target or a record without
+    a well-formed ``"host"`` (an older log's)."""
+    h = d.get("host")
+    if not isinstance(h, dict) or backend_of(d.get("target")) != "llvm":
+        return None
+    feats = h.get("features")
+    if not isinstance(feats, list) or not all(isinstance(f, str) for f in feats):
+        return None
+    return str(h.get("cpu", "?")), tuple(_isa(feats))
+
+
+def _names(features: Iterable[str], most: int = 8) -> str:
+    names = [f.lstrip("+") for f in sorted(features)]
+    more = f", and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def host_mismatch(records: Iterable[dict[str, Any]], source: str = "this tuning history") -> str | None:
+    """What to say when ``records`` (raw records) include llvm ones measured on a CPU whose ISA
+    features differ from this one's (:func:`host_record`), naming both CPUs and the features that
+    differ; None when they all match (or say nothing: other targets, older records)."""
+    hosts = Counter(h for h in map(_host_of, records) if h is not None)
+    if not hosts:
+        return None
+    mine = host_record()
+    my_feats = set(_isa(mine["features"]))
+    other = [h for h, _ in hosts.most_common() if set(h[1]) != my_feats]  # the most records' CPU first
+    if not other:
+        return None
+    cpu, feats = other[0]
+    theirs, ours = set(feats) - my_feats, my_feats - set(feats)
+    their_side = _names(theirs) if theirs else f"without {_names(ours)}"
+    our_side = "; ".join(([f"lacks {_names(theirs)}"] if theirs else []) + ([f"has {_names(ours)}"] if ours else []))
+    also = f" (and {len(other) - 1} other CPU(s))" if len(other) > 1 else ""
+    return (f"{source} was measured on {cpu} ({their_side}){also} but this CPU is {mine['cpu']} ({our_side}): "
+            "its schedules are used, their timings may not carry over")
+
+
 class ApplyHistoryBest(DispatchContext):
     """The best (lowest cost) valid record of each workload, for the schedules that consult it."""
 
@@ -163,6 +249,10 @@ class ApplyHistoryBest(DispatchContext):
             raws: Iterable[dict[str, Any]] = list(_raw_records(records, target))
         else:
             raws = [json.loads(encode(i, r)) for i, r in records]
+        why = host_mismatch(raws, f"tuning log {str(records)!r}" if isinstance(records, str | Path) else
+                            "this tuning history")
+        if why is not None:
+            warnings.warn(why, HostMismatchWarning, stacklevel=3)
         for d in raws:
             r = _result(d)
             if not r.ok or not r.costs:

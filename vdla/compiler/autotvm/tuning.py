@@ -79,11 +79,12 @@ def model_tasks(model: str, target: str, config: str = "default", reduced: bool 
 def _schedule_float_graph(graph: Any) -> None:
     """Schedule (without building) every node of the float graph that the llvm strategy maps,
     so the schedules ask for their workloads."""
+    from ..graph.cpu_layout import to_nchwc
     from ..graph.fuse import fuse
     from ..graph.passes import simplify
     from ..graph.strategy.topi_ops import declare, schedule
 
-    g = fuse(simplify(graph))
+    g = fuse(to_nchwc(simplify(graph)))  # as compile_model lays it out for llvm
     for node in g.topo_order():
         decl = declare(node, g)
         if not isinstance(decl, str):

@@ -12,7 +12,10 @@
 * :func:`dqn` — the Atari DQN (84x84x4 frames; 8x8/4, 4x4/2, 3x3/1 convs, two dense layers);
 * :func:`lstm_lm` — the LSTM language model (2 layers, hidden 650, PTB's 10,000 words),
   unrolled over a few timesteps from dense / sigmoid / tanh / mul / add (there is no LSTM
-  op): each gate is a dense layer on ``[x_t, h_{t-1}]``, so every matmul is a GEMM.
+  op): each gate is a dense layer on ``[x_t, h_{t-1}]``, so every matmul is a GEMM;
+* :func:`mobilenet_v2`, :func:`shufflenet_v2` (x0.5), :func:`squeezenet1_1`, :func:`mnasnet0_5` —
+  torchvision's mobile classifiers, layer for layer (inverted residuals with depthwise convs,
+  channel split and shuffle as slice / reshape / transpose, fire modules with ceil-mode pools).
 
 All are float32 graphs with inference-mode batch norms (fold them with
 :func:`.fold.fold_batch_norm`). Weights use He-normal initialisation and batch-norm
@@ -31,7 +34,7 @@ from .ir import Graph, GraphError
 from .reference import run
 
 __all__ = ["resnet18", "resnet_block", "mobilenet_v1", "mlp", "dcgan_generator", "resnet50", "dqn", "lstm_lm",
-           "MODELS", "get", "sample_input"]
+           "mobilenet_v2", "shufflenet_v2", "squeezenet1_1", "mnasnet0_5", "MODELS", "get", "sample_input"]
 
 
 class _Builder:
@@ -308,6 +311,244 @@ def lstm_lm(vocab: int = 10000, hidden: int = 650, layers: int = 2, steps: int =
     return g.infer_types()
 
 
+def _make_divisible(v: float, divisor: int = 8) -> int:
+    """torchvision's ``_make_divisible``: ``v`` rounded to a multiple of ``divisor``, never
+    more than 10 % below ``v``."""
+    new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new_v + divisor if new_v < 0.9 * v else new_v
+
+
+def _relu6(b: _Builder, x: str, name: str) -> str:
+    return b.g.add_node("clip", [x], name=name, min=0.0, max=6.0)
+
+
+def _inverted_residual(b: _Builder, x: str, cout: int, k: int, stride: int, expand: int, p: str,
+                       act: Callable[[_Builder, str, str], str]) -> str:
+    """MobileNet v2 / MNASNet's block: 1x1 expand (skipped at ratio 1) + BN + act, kxk
+    depthwise + BN + act, 1x1 project + BN; the input added when the shape is kept. The
+    projection's batch norm starts small (gamma 0.2-0.5) where a residual follows, so the
+    stacked blocks keep activations in range."""
+    cin = b.g.type_of(x).shape[1]
+    hidden = cin * expand
+    y = x
+    if expand != 1:
+        y = act(b, b.bn(b.conv(y, hidden, 1, 1, 0, f"{p}.expand"), hidden, f"{p}.expand.bn"), f"{p}.expand.act")
+    y = act(b, b.bn(b.conv(y, hidden, k, stride, k // 2, f"{p}.dw", groups=hidden), hidden, f"{p}.dw.bn"),
+            f"{p}.dw.act")
+    y = b.bn(b.conv(y, cout, 1, 1, 0, f"{p}.project"), cout, f"{p}.project.bn")
+    if stride == 1 and cin == cout:
+        b.g.consts[f"{p}.project.bn.gamma"] = b.rng.uniform(0.2, 0.5, cout).astype(np.float32)
+        y = b.g.add_node("add", [y, x], name=f"{p}.add")
+    return y
+
+
+def _head(b: _Builder, x: str, num_classes: int) -> str:
+    x = b.g.add_node("global_avg_pool2d", [x], name="avgpool")
+    x = b.g.add_node("flatten", [x], name="flatten")
+    return b.dense(x, num_classes, "fc", gain=1.0)
+
+
+# (expansion t, output channels c, repeats n, first stride s) of MobileNet v2's stages (torchvision)
+_MOBILENET_V2 = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                 (6, 320, 1, 1)]
+
+
+def mobilenet_v2(
+    input_size: int = 224,
+    num_classes: int = 1000,
+    batch: int = 1,
+    width_mult: float = 1.0,
+    seed: int = 0,
+    centre_head: bool = False,
+) -> Graph:
+    """MobileNet v2 as torchvision builds it: conv 3x3/2 to 32, 17 inverted residuals
+    (:data:`_MOBILENET_V2`; ReLU6 as ``clip(0, 6)``, 3x3 depthwise), 1x1 conv to 1280,
+    global pool, FC. ``width_mult`` scales the channels (rounded to multiples of 8)."""
+    _check_size("mobilenet_v2", input_size, 32)
+    b = _Builder("mobilenet_v2", seed)
+    c0 = _make_divisible(32 * width_mult)
+    last = _make_divisible(1280 * max(1.0, width_mult))
+    x = b.g.add_input("data", (batch, 3, input_size, input_size))
+    x = _relu6(b, b.bn(b.conv(x, c0, 3, 2, 1, "conv1"), c0, "bn1"), "relu1")
+    i = 0
+    for t, c, n, s in _MOBILENET_V2:
+        for r in range(n):
+            x = _inverted_residual(b, x, _make_divisible(c * width_mult), 3, s if r == 0 else 1, t, f"block{i}",
+                                   _relu6)
+            i += 1
+    x = _relu6(b, b.bn(b.conv(x, last, 1, 1, 0, "conv_last"), last, "conv_last.bn"), "conv_last.relu")
+    b.g.set_outputs(_head(b, x, num_classes))
+    b.g.infer_types()
+    return _centre_head(b.g, "fc", seed) if centre_head else b.g
+
+
+#: ShuffleNet v2's stage output channels (conv1, stage 2-4, conv5) by width (torchvision's x0.5 ... x2.0)
+_SHUFFLENET_V2 = {
+    "0.5": (24, 48, 96, 192, 1024),
+    "1.0": (24, 116, 232, 464, 1024),
+    "1.5": (24, 176, 352, 704, 1024),
+    "2.0": (24, 244, 488, 976, 2048),
+}
+
+
+def shufflenet_v2(
+    input_size: int = 224,
+    num_classes: int = 1000,
+    batch: int = 1,
+    width: str = "0.5",
+    seed: int = 0,
+    centre_head: bool = False,
+) -> Graph:
+    """ShuffleNet v2 as torchvision builds it (``width`` "0.5" is ``shufflenet_v2_x0_5``):
+    conv 3x3/2 + BN + ReLU, max-pool 3x3/2, stages of 4, 8 and 4 units, conv 1x1 to
+    1024, global pool, FC. A stride-2 unit runs two branches on the whole input (depthwise
+    3x3/2 + BN, 1x1 + BN + ReLU; and 1x1 + BN + ReLU, depthwise 3x3/2 + BN, 1x1 + BN +
+    ReLU); a stride-1 unit splits the channels in halves (two ``slice`` nodes), keeps the
+    first and runs the second branch on the other. The halves are concatenated and the
+    channels shuffled (reshape to ``[N, 2, C/2, H, W]``, transpose, reshape back)."""
+    _check_size("shufflenet_v2", input_size, 32)
+    if width not in _SHUFFLENET_V2:
+        raise GraphError(f"shufflenet_v2: width {width!r} is not one of {', '.join(_SHUFFLENET_V2)}")
+    chans = _SHUFFLENET_V2[width]
+    b = _Builder("shufflenet_v2", seed)
+    g = b.g
+
+    def cbr(x: str, c: int, k: int, s: int, p: str, groups: int = 1, relu: bool = True) -> str:
+        y = b.bn(b.conv(x, c, k, s, k // 2, p, groups=groups), c, f"{p}.bn")
+        return g.add_node("relu", [y], name=f"{p}.relu") if relu else y
+
+    def split(x: str, lo: int, hi: int, name: str) -> str:
+        n, _, h, w = g.type_of(x).shape
+        return g.add_node("slice", [x], name=name, begin=(0, lo, 0, 0), end=(n, hi, h, w), step=(1, 1, 1, 1))
+
+    x = g.add_input("data", (batch, 3, input_size, input_size))
+    x = cbr(x, chans[0], 3, 2, "conv1")
+    x = g.add_node("max_pool2d", [x], name="maxpool", kernel=3, strides=2, padding=1)
+    for stage, (repeats, cout) in enumerate(zip((4, 8, 4), chans[1:4]), start=2):
+        bf = cout // 2
+        for u in range(repeats):
+            p = f"stage{stage}.{u}"
+            cin = g.type_of(x).shape[1]
+            if u == 0:  # stride 2: both branches on the whole input
+                left = cbr(x, cin, 3, 2, f"{p}.branch1.dw", groups=cin, relu=False)
+                left = cbr(left, bf, 1, 1, f"{p}.branch1.pw")
+                right = x
+                stride = 2
+            else:
+                left, right = split(x, 0, cin // 2, f"{p}.split0"), split(x, cin // 2, cin, f"{p}.split1")
+                stride = 1
+            right = cbr(right, bf, 1, 1, f"{p}.branch2.pw1")
+            right = cbr(right, bf, 3, stride, f"{p}.branch2.dw", groups=bf, relu=False)
+            right = cbr(right, bf, 1, 1, f"{p}.branch2.pw2")
+            y = g.add_node("concat", [left, right], name=f"{p}.concat", axis=1)
+            n, c, h, w = g.type_of(y).shape
+            y = g.add_node("reshape", [y], name=f"{p}.shuffle.split", shape=(n, 2, c // 2, h, w))
+            y = g.add_node("transpose", [y], name=f"{p}.shuffle.transpose", perm=(0, 2, 1, 3, 4))
+            x = g.add_node("reshape", [y], name=f"{p}.shuffle", shape=(n, c, h, w))
+    x = cbr(x, chans[4], 1, 1, "conv5")
+    g.set_outputs(_head(b, x, num_classes))
+    g.infer_types()
+    return _centre_head(g, "fc", seed) if centre_head else g
+
+
+def _ceil_pool(b: _Builder, x: str, name: str, kernel: int = 3, stride: int = 2) -> str:
+    """``max_pool2d`` with PyTorch's ``ceil_mode=True`` (no padding): the partial window at
+    the bottom / right edge is kept, as end padding of -inf (the max pool's padding value)."""
+    _, _, h, w = b.g.type_of(x).shape
+
+    def extra(d: int) -> int:
+        out = -(-(d - kernel) // stride) + 1  # ceil
+        return max(0, (out - 1) * stride + kernel - d)
+
+    return b.g.add_node("max_pool2d", [x], name=name, kernel=kernel, strides=stride,
+                        padding=(0, 0, extra(h), extra(w)))
+
+
+# (squeeze, expand 1x1, expand 3x3) of SqueezeNet 1.1's fire modules, "pool" a ceil-mode max-pool
+_SQUEEZENET_1_1: list[tuple[int, int, int] | str] = [
+    "pool", (16, 64, 64), (16, 64, 64), "pool", (32, 128, 128), (32, 128, 128), "pool",
+    (48, 192, 192), (48, 192, 192), (64, 256, 256), (64, 256, 256),
+]
+
+
+def squeezenet1_1(input_size: int = 224, num_classes: int = 1000, batch: int = 1, seed: int = 0) -> Graph:
+    """SqueezeNet 1.1 as torchvision builds it: conv 3x3/2 to 64 (bias, no padding) + ReLU,
+    then fire modules (squeeze 1x1 + ReLU; expand 1x1 and 3x3, each + ReLU, concatenated on
+    the channels) between three 3x3/2 max-pools in ceil mode (:func:`_ceil_pool`), a 1x1
+    conv to the classes + ReLU, global pool, flatten. Every conv has a bias; no batch norm."""
+    _check_size("squeezenet1_1", input_size, 32)
+    b = _Builder("squeezenet1_1", seed)
+    g = b.g
+
+    def conv_relu(x: str, c: int, k: int, s: int, pad: int, p: str, gain: float = 2.0) -> str:
+        cin = g.type_of(x).shape[1]
+        w = b.weight(f"{p}.weight", (c, cin, k, k), cin * k * k, gain)
+        bias = g.add_const(f"{p}.bias", b.rng.normal(0, 0.05, c).astype(np.float32))
+        return g.add_node("relu", [g.add_node("conv2d", [x, w, bias], name=p, strides=s, padding=pad)],
+                          name=f"{p}.relu")
+
+    x = g.add_input("data", (batch, 3, input_size, input_size))
+    x = conv_relu(x, 64, 3, 2, 0, "conv1")
+    pools = fires = 0
+    for item in _SQUEEZENET_1_1:
+        if item == "pool":
+            pools += 1
+            x = _ceil_pool(b, x, f"maxpool{pools}")
+            continue
+        sq, e1, e3 = item
+        fires += 1
+        p = f"fire{fires}"
+        s = conv_relu(x, sq, 1, 1, 0, f"{p}.squeeze")
+        x = g.add_node("concat", [conv_relu(s, e1, 1, 1, 0, f"{p}.expand1x1"),
+                                  conv_relu(s, e3, 3, 1, 1, f"{p}.expand3x3")], name=f"{p}.concat", axis=1)
+    x = conv_relu(x, num_classes, 1, 1, 0, "classifier", gain=1.0)
+    x = g.add_node("global_avg_pool2d", [x], name="avgpool")
+    g.set_outputs(g.add_node("flatten", [x], name="flatten"))
+    return g.infer_types()
+
+
+# (kernel, first stride, expansion, repeats) of MNASNet's six stacks (torchvision)
+_MNASNET = [(3, 2, 3, 3), (5, 2, 3, 3), (5, 2, 6, 3), (3, 1, 6, 2), (5, 2, 6, 4), (3, 1, 6, 1)]
+
+
+def _mnasnet_depths(alpha: float) -> list[int]:
+    """torchvision's ``_get_depths``: the channel counts scaled by ``alpha``, rounded to multiples
+    of 8 (never below 90 % of the scaled value): [16, 8, 16, 24, 40, 48, 96, 160] at 0.5."""
+    return [_make_divisible(d * alpha) for d in (32, 16, 24, 40, 80, 96, 192, 320)]
+
+
+def mnasnet0_5(
+    input_size: int = 224,
+    num_classes: int = 1000,
+    batch: int = 1,
+    alpha: float = 0.5,
+    seed: int = 0,
+    centre_head: bool = False,
+) -> Graph:
+    """MNASNet as torchvision builds it (``alpha`` 0.5 is ``mnasnet0_5``): conv 3x3/2 + BN +
+    ReLU, a depthwise-separable block without skip (depthwise 3x3 + BN + ReLU, 1x1 + BN),
+    six stacks of inverted residuals (:data:`_MNASNET`: 3x3 and 5x5 depthwise, ReLU), 1x1
+    conv to 1280 + BN + ReLU, global pool, FC."""
+    _check_size("mnasnet0_5", input_size, 32)
+    b = _Builder("mnasnet0_5", seed)
+    d = _mnasnet_depths(alpha)
+
+    def relu(b: _Builder, x: str, name: str) -> str:
+        return b.g.add_node("relu", [x], name=name)
+
+    x = b.g.add_input("data", (batch, 3, input_size, input_size))
+    x = relu(b, b.bn(b.conv(x, d[0], 3, 2, 1, "conv1"), d[0], "bn1"), "relu1")
+    x = relu(b, b.bn(b.conv(x, d[0], 3, 1, 1, "sep.dw", groups=d[0]), d[0], "sep.dw.bn"), "sep.dw.relu")
+    x = b.bn(b.conv(x, d[1], 1, 1, 0, "sep.pw"), d[1], "sep.pw.bn")
+    for st, ((k, s, t, n), c) in enumerate(zip(_MNASNET, d[2:]), start=1):
+        for r in range(n):
+            x = _inverted_residual(b, x, c, k, s if r == 0 else 1, t, f"stack{st}.{r}", relu)
+    x = relu(b, b.bn(b.conv(x, 1280, 1, 1, 0, "conv_last"), 1280, "conv_last.bn"), "conv_last.relu")
+    b.g.set_outputs(_head(b, x, num_classes))
+    b.g.infer_types()
+    return _centre_head(b.g, "fc", seed) if centre_head else b.g
+
+
 MODELS: dict[str, Callable[..., Graph]] = {
     "resnet18": resnet18,
     "resnet_block": resnet_block,
@@ -317,6 +558,10 @@ MODELS: dict[str, Callable[..., Graph]] = {
     "resnet50": resnet50,
     "dqn": dqn,
     "lstm_lm": lstm_lm,
+    "mobilenet_v2": mobilenet_v2,
+    "shufflenet_v2": shufflenet_v2,
+    "squeezenet1_1": squeezenet1_1,
+    "mnasnet0_5": mnasnet0_5,
 }
 
 

@@ -119,6 +119,21 @@ def to_onnx(graph: Graph, opset: int = OPSET) -> Any:
             nodes.append(helper.make_node("Reshape", [ins[0], shp], out, name=n.name))
         elif op == "concat":
             nodes.append(helper.make_node("Concat", ins, out, name=n.name, axis=a["axis"]))
+        elif op == "transpose":
+            rank = len(g.type_of(ins[0]).shape)
+            perm = list(a["perm"]) if a["perm"] is not None else list(reversed(range(rank)))
+            nodes.append(helper.make_node("Transpose", ins, out, name=n.name, perm=perm))
+        elif op == "slice":
+            # each axis's python slice resolved against its extent; a negative step running
+            # through index 0 ends "before the first element", which ONNX spells -(dim + 1)
+            dims = g.type_of(ins[0]).shape
+            rng = [slice(b, None if (s < 0 and e < 0) else e, s).indices(d)
+                   for b, e, s, d in zip(a["begin"], a["end"], a["step"], dims)]
+            starts = [r[0] for r in rng]
+            ends = [r[1] if r[1] >= 0 else -(d + 1) for r, d in zip(rng, dims)]
+            steps = [r[2] for r in rng]
+            parts = [const(n.name, np.array(v, np.int64)) for v in (starts, ends, list(range(len(dims))), steps)]
+            nodes.append(helper.make_node("Slice", [ins[0], *parts], out, name=n.name))
         elif op == "softmax":
             nodes.append(helper.make_node("Softmax", ins, out, name=n.name, axis=a["axis"]))
         elif op == "cast":

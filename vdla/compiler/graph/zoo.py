@@ -62,6 +62,11 @@ SETTINGS: dict[str, Settings] = {
         {}, {"vocab": 100, "hidden": 32, "steps": 2},
         QConfig(skip_dense=False, per_channel=True), PartitionPolicy(offload_dense=True), size_arg=None,
     ),
+    # torchvision's mobile classifiers (bench_cpu_models.py times them at 224x224 against onnxruntime)
+    "mobilenet_v2": Settings({}, {"input_size": 32, "width_mult": 0.25, "num_classes": 10}),
+    "shufflenet_v2": Settings({}, {"input_size": 32, "num_classes": 10}),
+    "squeezenet1_1": Settings({}, {"input_size": 32, "num_classes": 10}),
+    "mnasnet0_5": Settings({}, {"input_size": 32, "alpha": 0.25, "num_classes": 10}),
     # the trained digits CNN (:mod:`.digits`): every conv and dense on VDLA, per-channel
     # weight scales, calibrated on training images; full: the whole held-out set as one batch
     "digits": Settings(

@@ -23,6 +23,7 @@ from .conv2d import (
     conv2d_NCHWc,
     conv2d_transpose_nchw,
     depthwise_conv2d_nchw,
+    depthwise_conv2d_NCHWc,
     group_conv2d_nchw,
     pack_kernel,
     pack_nchwc,
@@ -52,7 +53,7 @@ from .norm import group_norm, instance_norm, layer_norm, log_softmax, lrn
 from .pooling import global_pool, pool2d
 from .reduction import reduce
 from .softmax import softmax
-from .transform import concatenate, reshape, transpose
+from .transform import concatenate, layout_transform, reshape, transpose
 from .util import pad
 
 __getattr__ = module_getattr(__name__)  # topi.schedule_* -> targets.llvm.schedules, for one release
@@ -84,10 +85,12 @@ __all__ = [
     "conv2d_nchw",
     "conv2d_transpose_nchw",
     "dense",
+    "depthwise_conv2d_NCHWc",
     "depthwise_conv2d_nchw",
     "divide",
     "global_pool",
     "group_conv2d_nchw",
+    "layout_transform",
     "matmul",
     "maximum",
     "minimum",

@@ -6,6 +6,8 @@
   innermost ``ob`` output channels are one vector.  :func:`pack_nchwc` /
   :func:`pack_kernel` / :func:`unpack_nchwc` convert numpy arrays.
 * :func:`depthwise_conv2d_nchw` — one filter set per input channel (channel multiplier)
+* :func:`depthwise_conv2d_NCHWc` — depthwise on NCHW[x]c data (``kernel[C/cb, KH, KW, cb]``): a
+  block of ``cb`` channels is one vector through the whole window
 * :func:`group_conv2d_nchw` — ``groups`` independent convolutions over channel slices
   (ResNeXt, RegNet): ``kernel[OC, C/groups, KH, KW]``
 * :func:`conv2d_transpose_nchw` — the gradient of conv2d w.r.t. its input: dilate by the
@@ -33,6 +35,7 @@ __all__ = [
     "pack_kernel",
     "unpack_nchwc",
     "depthwise_conv2d_nchw",
+    "depthwise_conv2d_NCHWc",
     "group_conv2d_nchw",
     "conv2d_transpose_nchw",
     "conv_out_size",
@@ -123,6 +126,11 @@ def conv2d_NCHWc(  # noqa: N802 - TVM's name
     ow = conv_out_size(w, kw, sw, pl, pr, dw)
     out_dtype = out_dtype or data.dtype
     dp = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
+    # the key a tuned schedule of this workload is found by: autotvm's conv2d_NCHWc.x86 args
+    # ([N, IC, H, W, OC, K, stride, pad]), which name square kernels, one stride and one padding
+    workload = None
+    if kh == kw and sh == sw and len({pt, pl, pb, pr}) == 1 and (dh, dw) == (1, 1) and h == w:
+        workload = ["conv2d_NCHWc.x86", [n, cc * cb, h, w, occ * ob, kh, sh, pt]]
     rco = te.reduce_axis((0, cc), name="rco")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
@@ -136,6 +144,7 @@ def conv2d_NCHWc(  # noqa: N802 - TVM's name
         ),
         name="conv2d_NCHWc",
         tag="conv2d_NCHWc",
+        attrs={"workload": workload} if workload else {},
     )
 
 
@@ -198,6 +207,44 @@ def depthwise_conv2d_nchw(
         # the key a tuned schedule of this workload is found by (autotvm's depthwise_conv2d_nchw.x86 args)
         attrs={"workload": ["depthwise_conv2d_nchw.x86", [[n, c, h, w], [kc, m, kh, kw], [sh, sw],
                                                           [pt, pl, pb, pr], [dh, dw]]]},
+    )
+
+
+def depthwise_conv2d_NCHWc(  # noqa: N802 - TVM's name
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """``data[N, C/cb, H, W, cb]`` with ``kernel[C/cb, KH, KW, cb]`` → ``[N, C/cb, OH, OW, cb]`` (one
+    filter per channel, channel multiplier 1)."""
+    n, cc, h, w, cb = const_shape(data)
+    kc, kh, kw, kcb = const_shape(kernel)
+    if (kc, kcb) != (cc, cb):
+        raise ValueError(f"depthwise_conv2d_NCHWc: data channel blocks ({cc} x {cb}) do not match the kernel's "
+                         f"({kc} x {kcb})")
+    sh, sw = pair(stride, "stride")
+    dh, dw = pair(dilation, "dilation")
+    pt, pl, pb, pr = padding4(padding)
+    oh = conv_out_size(h, kh, sh, pt, pb, dh)
+    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    out_dtype = out_dtype or data.dtype
+    dp = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute(
+        (n, cc, oh, ow, cb),
+        lambda b, f, y, x, c: te.sum(
+            _acc(dp[b, f, y * sh + ry * dh, x * sw + rx * dw, c], out_dtype) * _acc(kernel[f, ry, rx, c], out_dtype),
+            axis=[ry, rx],
+        ),
+        name="depthwise_conv2d_NCHWc",
+        tag="depthwise_conv2d_NCHWc",
+        # the key a tuned schedule of this workload is found by (autotvm's depthwise_conv2d_NCHWc.x86 args)
+        attrs={"workload": ["depthwise_conv2d_NCHWc.x86", [[n, cc, h, w, cb], [kh, kw], [sh, sw], [pt, pl, pb, pr],
+                                                           [dh, dw]]]},
     )
 
 

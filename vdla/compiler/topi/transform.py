@@ -1,5 +1,6 @@
-"""Data movement as computes: ``concatenate`` along any axis, ``transpose`` by a permutation and
-``reshape`` (TVM's ``topi.concatenate`` / ``topi.transpose`` / ``topi.reshape``).
+"""Data movement as computes: ``concatenate`` along any axis, ``transpose`` by a permutation,
+``reshape`` and ``layout_transform`` between NCHW and NCHW[x]c (TVM's ``topi.concatenate`` /
+``topi.transpose`` / ``topi.reshape`` / ``topi.layout_transform``).
 
 All are tagged ``injective``: ``schedule_injective`` runs them on every target, each
 output element read from the one input element it copies.
@@ -13,7 +14,7 @@ from .. import te
 from ..tir.nodes import Expr
 from .util import INJECTIVE, const_shape, ravel, unravel
 
-__all__ = ["concatenate", "reshape", "transpose"]
+__all__ = ["concatenate", "layout_transform", "reshape", "transpose"]
 
 
 def concatenate(xs: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
@@ -74,3 +75,24 @@ def reshape(x: te.Tensor, shape: Sequence[int]) -> te.Tensor:
 
     # output index i is row-major position ravel(i) of both shapes
     return te.compute(out, lambda *i: x[tuple(unravel(ravel(i, out), src))], name="reshape", tag=INJECTIVE)
+
+
+def layout_transform(x: te.Tensor, src: int, dst: int) -> te.Tensor:
+    """``x`` from NCHW[src]c to NCHW[dst]c, a block of 0 meaning plain NCHW: channel ``c`` of a
+    blocked tensor is at ``[n, c // block, h, w, c % block]``."""
+    shape = const_shape(x)
+    if src:
+        n, cc, h, w, _ = shape
+        c = cc * src
+    else:
+        n, c, h, w = shape
+
+    def read(b: Expr, ch: Expr, y: Expr, xx: Expr) -> Expr:
+        return x[b, ch // src, y, xx, ch % src] if src else x[b, ch, y, xx]
+
+    if not dst:
+        return te.compute((n, c, h, w), read, name="layout_transform", tag=INJECTIVE)
+    if c % dst:
+        raise ValueError(f"layout_transform: {c} channels are not a multiple of the block {dst}")
+    return te.compute((n, c // dst, h, w, dst), lambda b, f, y, xx, k: read(b, f * dst + k, y, xx),
+                      name="layout_transform", tag=INJECTIVE)

@@ -4,8 +4,9 @@
 chooses the channel blocking itself (``tile_ic`` / ``tile_oc``: the inner factor is the
 block, as TVM's x86 template); the schedule adds ``tile_ow`` (the register tile of output
 columns), ``tile_oh`` (output rows per task of the one parallel loop: its granularity) and
-``unroll_kw``. The fallback is the
-blocking of 16 that ``benchmarks/bench_cpu_conv2d.py`` uses and the schedule's hand pick.
+``unroll_kw``. The fallback is the blocking the untuned graph picks
+(:func:`~vdla.compiler.targets.llvm.schedules.conv2d.channel_block`: one vector's lanes) and the
+schedule's hand pick.
 Inputs are pre-packed (the layout transform is outside the measured kernel, as in the paper).
 """
 
@@ -27,7 +28,8 @@ _BLOCKS = (4, 8, 16, 32, 64)
 
 
 def _hand_block(c: int) -> int:
-    return 16 if c % 16 == 0 else c
+    """The untuned graph's block of ``c`` channels (the cost rule; a few channels are one block)."""
+    return schedules.channel_block(c) or c
 
 
 def _conv_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -46,7 +48,7 @@ def conv2d_nchwc(n: int, ic: int, h: int, w: int, oc: int, k: int, stride: int, 
     cfg.define_split("tile_oc", oc, num_outputs=2, filter=lambda e: e.size[-1] in _BLOCKS[1:4])
     if cfg.is_fallback:
         cfg.set("tile_ic", [ic // _hand_block(ic), _hand_block(ic)])
-        cfg.set("tile_oc", [oc // 16, 16])
+        cfg.set("tile_oc", [oc // _hand_block(oc), _hand_block(oc)])
     cb, ob = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
     x = te.placeholder((n, ic // cb, h, w, cb), name="data")
     wt = te.placeholder((oc // ob, ic // cb, k, k, cb, ob), name="kernel")

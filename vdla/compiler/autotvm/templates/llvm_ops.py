@@ -8,6 +8,8 @@ find their tuned records under ``apply_history_best``.
 
 * ``depthwise_conv2d_nchw.x86`` ``[data, kernel [C, M, KH, KW], stride, padding4, dilation]``
   (MobileNet's; the graph's ``[C*M, 1, KH, KW]`` weights are read as ``[C, M, KH, KW]``);
+* ``depthwise_conv2d_NCHWc.x86`` ``[data [N, C/cb, H, W, cb], [KH, KW], stride, padding4, dilation]``
+  (the CPU graph's packed depthwise layers: ``tile_ow`` output columns in registers, ``unroll_kw``);
 * ``pool2d.x86`` ``[data, kernel, stride, padding4, "max"|"avg", count_include_pad]``;
 * ``matmul.x86`` ``[n, m, k]`` (topi's packed-panel matmul; the template also chooses the
   panel width ``tile_bn``, which :func:`vdla.compiler.topi.matmul` declares with when tuned).
@@ -26,7 +28,7 @@ from ...topi.matmul import DEFAULT_BN
 from ..dispatch import get_config
 from ..registry import template
 
-__all__ = ["depthwise_conv2d_nchw", "pool2d", "matmul"]
+__all__ = ["depthwise_conv2d_nchw", "depthwise_conv2d_nchwc", "pool2d", "matmul"]
 
 
 def _uniform(*pairs: list[int]) -> bool:
@@ -51,11 +53,38 @@ def depthwise_conv2d_nchw(data: list[int], kernel: list[int], stride: list[int],
     return schedules.schedule_depthwise_conv2d_nchw(y), [x, wt, y]
 
 
+def _depthwise_nchwc_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
+    _, _, stride, padding, dilation = args
+    if not _uniform(stride, padding) or list(dilation) != [1, 1]:
+        return []
+    x, w = inputs
+    cc, kh, kw, cb = w.shape
+    xn = topi.unpack_nchwc(x)
+    wn = w.transpose(0, 3, 1, 2).reshape(cc * cb, 1, kh, kw)
+    return [topi.pack_nchwc(ref.depthwise_conv2d_nchw(xn, wn, stride[0], padding[0]), cb)]
+
+
+@template("depthwise_conv2d_NCHWc.x86", reference=_depthwise_nchwc_reference)
+def depthwise_conv2d_nchwc(data: list[int], kernel: list[int], stride: list[int], padding: list[int],
+                           dilation: list[int]) -> tuple[Any, list[Any]]:
+    n, cc, h, w, cb = data
+    x = te.placeholder(tuple(data), name="data")
+    wt = te.placeholder((cc, kernel[0], kernel[1], cb), name="kernel")
+    y = topi.depthwise_conv2d_NCHWc(x, wt, tuple(stride), tuple(padding), tuple(dilation))
+    shp = [int(getattr(d, "value", d)) for d in y.shape]
+    get_config().add_flop(2.0 * float(np.prod(shp)) * kernel[0] * kernel[1])
+    return schedules.schedule_depthwise_conv2d_NCHWc(y), [x, wt, y]
+
+
 def _pool_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
-    _, kernel, stride, padding, kind, count_include_pad = args
+    data, kernel, stride, padding, kind, count_include_pad = args
     if not _uniform(kernel, stride, padding):
         return []
-    return [ref.pool2d(inputs[0], kernel[0], stride[0], padding[0], kind, count_include_pad)]
+    x = inputs[0]
+    if len(data) == 5:  # NCHW[x]c: pooled as NCHW, the block back after
+        return [topi.pack_nchwc(ref.pool2d(topi.unpack_nchwc(x), kernel[0], stride[0], padding[0], kind,
+                                           count_include_pad), data[4])]
+    return [ref.pool2d(x, kernel[0], stride[0], padding[0], kind, count_include_pad)]
 
 
 @template("pool2d.x86", reference=_pool_reference)

@@ -7,7 +7,8 @@ shape and tail, or falls back to the CPU with the reason recorded; the CPU side 
 on ``llvm`` (:func:`.place.place`: views, llvm kernels, else the host's numpy kernels).
 
 ``compile_model(graph, target="llvm" | "cuda -arch=sm_90")`` takes a float32 graph,
-simplifies and fuses it (the passes every target shares) and places every node on that
+simplifies and fuses it (the passes every target shares; on llvm the convolutions move to the
+packed NCHW[x]c layout in between, :func:`..cpu_layout.to_nchwc`) and places every node on that
 target the same way. A model may mix targets: the runner (:mod:`.run`) keeps each value on
 the device that made it.
 """
@@ -25,6 +26,7 @@ from ...autotvm.dispatch import tuning_active, untuned
 from ...targets.target import Target
 from ...targets.vdla.packing import pack_bias
 from ...targets.vdla.top.tuning import HAND_VTHREADS
+from ..cpu_layout import to_nchwc
 from ..fuse import fuse
 from ..ir import Graph
 from ..passes import simplify
@@ -69,7 +71,10 @@ def compile_model(
 
 def _compile_float(graph: Graph, target: str | Target, progress: Callable[[str], None] | None) -> CompiledModel:
     t0 = time.perf_counter()
-    g = fuse(simplify(graph))
+    g = simplify(graph)
+    if kind_of(target) == "llvm":  # the CPU's packed layout: NCHW[x]c convolutions, blocks per layer
+        g = to_nchwc(g)
+    g = fuse(g)
     kernels = {n.name: Step(n.name, "host", macs=count_macs(n, g)) for n in g.topo_order()}
     if progress:
         progress(f"compiling {len(kernels)} nodes for {target}")

@@ -99,7 +99,7 @@ def count_macs(node: Node, graph: Graph) -> int:
     g = body if isinstance(body, Graph) else graph
     n = body.topo_order()[0] if isinstance(body, Graph) else node
     if n.op not in ("conv2d", "conv2d_packed", "dense", "dense_packed", "conv2d_transpose", "conv2d_transpose_packed",
-                    "matmul"):
+                    "matmul", "conv2d_nchwc", "depthwise_conv2d_nchwc"):
         return 0
     w = g.type_of(n.inputs[1]).shape
     o = n.type.shape if n.type else ()
@@ -112,6 +112,10 @@ def count_macs(node: Node, graph: Graph) -> int:
         return int(np.prod(o)) * w[3] * w[4] * w[5] * w[7]
     if n.op == "conv2d":
         return int(np.prod(o)) * w[1] * w[2] * w[3]
+    if n.op == "conv2d_nchwc":  # weight (OC/ob, C/cb, KH, KW, cb, ob)
+        return int(np.prod(o)) * w[1] * w[2] * w[3] * w[4]
+    if n.op == "depthwise_conv2d_nchwc":  # weight (C/cb, KH, KW, cb)
+        return int(np.prod(o)) * w[1] * w[2]
     if n.op == "conv2d_transpose":
         return int(np.prod(g.type_of(n.inputs[0]).shape)) * w[1] * w[2] * w[3]
     if n.op == "matmul":  # [..., K, M]: K products per output

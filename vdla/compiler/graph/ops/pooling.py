@@ -1,5 +1,8 @@
 """Pooling and reductions: max/avg pooling, global pooling, softmax and friends.
 
+The pools take NCHW data or the CPU's NCHW[x]c (rank 5, the channel block last: see
+:mod:`.nchwc`), pooling the same ``H, W`` axes either way.
+
 Each op registers itself (:func:`.registry.register`) when this module is imported.
 """
 
@@ -10,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import TensorType
+from .nchwc import to_blocks
 from .nn import conv_out, windows
 from .registry import _REQUIRED, Infer, _axis, _err, register
 
@@ -17,8 +21,8 @@ from .registry import _REQUIRED, Infer, _axis, _err, register
 def _pool_infer(op: str) -> Infer:
     def infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
         x = ts[0]
-        if len(x.shape) != 4:
-            raise _err(f"{op} needs 4-D NCHW data, got {x}")
+        if len(x.shape) not in (4, 5):
+            raise _err(f"{op} needs 4-D NCHW (or rank-5 NCHW[x]c) data, got {x}")
         if op == "avg_pool2d" and x.dtype != "float32":
             raise _err(f"avg_pool2d needs a float32 input, got {x}; dequantize first")
         kh, kw = at["kernel"]
@@ -29,9 +33,19 @@ def _pool_infer(op: str) -> Infer:
         oh, ow = conv_out(x.shape[2], kh, sh, pt, pb), conv_out(x.shape[3], kw, sw, pl, pr)
         if oh <= 0 or ow <= 0:
             raise _err(f"{op}: input {x.shape[2]}x{x.shape[3]} is smaller than the kernel {kh}x{kw}")
-        return TensorType((x.shape[0], x.shape[1], oh, ow), x.dtype)
+        return TensorType((x.shape[0], x.shape[1], oh, ow, *x.shape[4:]), x.dtype)
 
     return infer
+
+
+def _blocked(fn: Any) -> Any:
+    """``fn`` over NCHW, applied to NCHW[x]c data through its NCHW form (the block back after)."""
+    def compute(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+        x = xs[0]
+        if x.ndim == 4:
+            return fn(at, xs)
+        return to_blocks(fn(at, [to_blocks(x, x.shape[4], 0)]), 0, x.shape[4])
+    return compute
 
 
 def _maxpool(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
@@ -53,17 +67,17 @@ def _avgpool(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 _POOL = {"kernel": _REQUIRED, "strides": (1, 1), "padding": (0, 0, 0, 0)}
-register("max_pool2d", "reduction", (1, 1), _POOL)((_pool_infer("max_pool2d"), _maxpool))
+register("max_pool2d", "reduction", (1, 1), _POOL)((_pool_infer("max_pool2d"), _blocked(_maxpool)))
 register("avg_pool2d", "reduction", (1, 1), {**_POOL, "count_include_pad": False})(
-    (_pool_infer("avg_pool2d"), _avgpool)
+    (_pool_infer("avg_pool2d"), _blocked(_avgpool))
 )
 
 
 def _gap_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
     x = ts[0]
-    if len(x.shape) != 4 or x.dtype != "float32":
-        raise _err(f"global_avg_pool2d needs float32 NCHW data, got {x}")
-    return TensorType(x.shape[:2] + (1, 1), "float32")
+    if len(x.shape) not in (4, 5) or x.dtype != "float32":
+        raise _err(f"global_avg_pool2d needs float32 NCHW (or NCHW[x]c) data, got {x}")
+    return TensorType(x.shape[:2] + (1, 1) + x.shape[4:], "float32")
 
 
 register("global_avg_pool2d", "reduction", (1, 1))(

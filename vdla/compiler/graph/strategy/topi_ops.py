@@ -11,6 +11,9 @@ the classifier; every node of a float model that has an operator):
   (+ ``bias_add``); depthwise (groups = input channels, weight ``[C*M, 1, KH, KW]``) ->
   ``topi.depthwise_conv2d_nchw``; other groupings (ResNeXt, RegNet) ->
   ``topi.group_conv2d_nchw``;
+* on llvm, after :func:`..cpu_layout.to_nchwc`: ``conv2d_nchwc`` / ``depthwise_conv2d_nchwc`` ->
+  ``topi.conv2d_NCHWc`` / ``topi.depthwise_conv2d_NCHWc`` with the NCHW[x]c schedules, and
+  ``layout_transform`` -> ``topi.layout_transform`` (injective); the pools take rank-5 data;
 * ``conv2d_transpose`` (strides, any padding, output_padding, optional bias; the graph op
   has no groups) -> ``topi.conv2d_transpose_nchw``;
 * ``matmul`` (numpy's, batch dimensions broadcast) -> ``topi.batch_matmul``;
@@ -78,6 +81,9 @@ _REDUCE_ANCHORS = (*_REDUCE, "argmax", "argmin", "max_pool2d", "avg_pool2d", "gl
 #: other op (element-wise, concat, transpose, slice ...) runs with ``schedule_injective``.
 SCHEDULES: dict[str, str | dict[str, str]] = {
     "conv2d": "schedule_conv2d_nchw",
+    # the CPU's NCHW[x]c layout (graph.cpu_layout rewrites llvm graphs onto it)
+    "conv2d_nchwc": "schedule_conv2d_NCHWc",
+    "depthwise_conv2d_nchwc": "schedule_depthwise_conv2d_NCHWc",
     "depthwise_conv2d": "schedule_depthwise_conv2d_nchw",
     "group_conv2d": "schedule_group_conv2d_nchw",
     "conv2d_transpose": "schedule_conv2d_transpose_nchw",
@@ -244,6 +250,25 @@ def _conv2d(xs: list[Any], n: Node) -> Any:
     else:
         y = topi.conv2d_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
     return topi.bias_add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("conv2d_nchwc")
+def _conv2d_nchwc(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    y = topi.conv2d_NCHWc(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+    return topi.add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("depthwise_conv2d_nchwc")
+def _depthwise_conv2d_nchwc(xs: list[Any], n: Node) -> Any:
+    at = n.attrs
+    y = topi.depthwise_conv2d_NCHWc(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+    return topi.add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("layout_transform")
+def _layout_transform(xs: list[Any], n: Node) -> Any:
+    return topi.layout_transform(xs[0], int(n.attrs["src"]), int(n.attrs["dst"]))
 
 
 @declares("conv2d_transpose")

@@ -54,6 +54,17 @@ def host_info() -> dict[str, str]:
         }
 
 
+def vector_registers() -> tuple[int, int]:
+    """(float32 lanes of a vector register, vector registers) of the host: what a register
+    tile of a CPU schedule may hold (AVX-512: 16 x 32, AVX/AVX2: 8 x 16, else SSE/NEON's 4 x 16)."""
+    feats = set(host_info()["features"].split(","))
+    if "+avx512f" in feats:
+        return 16, 32
+    if "+avx" in feats:
+        return 8, 16
+    return 4, 16
+
+
 def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True

@@ -15,8 +15,11 @@ JIT-compiled kernels call ``vdla_parallel_launch(task, closure, n)`` for each pa
   when ``VDLA_NATIVE_POOL=0``.
 
 The thread count is :func:`set_num_threads` / :func:`get_num_threads` (default
-``VDLA_NUM_THREADS`` or every core). A region from inside another one runs serially in its
-caller on both back ends.
+``VDLA_NUM_THREADS`` or every core this process may run on, :func:`available_cores`). A count
+beyond those cores, from either, is used as asked (oversubscription is the user's call) and
+said once per process and count: one :class:`ThreadCountWarning` (:func:`check_cores`; a
+child process started after it, such as a Dask worker of ``vdla tune``, does not repeat it).
+A region from inside another one runs serially in its caller on both back ends.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 __all__ = ["set_num_threads", "get_num_threads", "launch_address", "backend", "native_stats", "configure",
-           "cache_dir", "build_library", "MAX_THREADS", "SOURCE"]
+           "cache_dir", "build_library", "available_cores", "check_cores", "ThreadCountWarning", "MAX_THREADS",
+           "SOURCE"]
 
 #: the C source of the native pool
 SOURCE = Path(__file__).with_name("threadpool.c")
@@ -51,26 +55,69 @@ _native: ctypes.CDLL | None = None
 _launch_addr: int | None = None
 
 
-def _env_threads() -> int:
-    raw = os.environ.get("VDLA_NUM_THREADS", "")
+class ThreadCountWarning(UserWarning):
+    """More threads asked for than this process has cores (the count is still used)."""
+
+
+#: the counts already warned about, in this process and (through the environment) its parent
+_WARNED_ENV = "_VDLA_THREADS_WARNED"
+_warned: set[int] = set()
+#: where the thread count came from while no one has set it: "VDLA_NUM_THREADS=N", or "" (every core)
+_env_source = ""
+
+
+def available_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the OS has one, else ``os.cpu_count()``."""
     try:
-        n = int(raw) if raw.strip() else os.cpu_count() or 1
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def check_cores(n: int, source: str = "") -> bool:
+    """Warn (one :class:`ThreadCountWarning`, once per process and count) when ``n`` threads are more
+    than :func:`available_cores`; ``source`` says who asks (``"--threads 64"``). True when beyond."""
+    cores = available_cores()
+    if n <= cores:
+        return False
+    told = {int(x) for x in os.environ.get(_WARNED_ENV, "").split(",") if x.strip().isdigit()}
+    if n not in _warned and n not in told:
+        _warned.add(n)
+        os.environ[_WARNED_ENV] = ",".join(str(k) for k in sorted(_warned | told))
+        who = source or f"{n} threads"
+        warnings.warn(f"{who} asks for {n} threads but this process has {cores} core{'s' * (cores != 1)}: parallel "
+                      f"loops use {n} threads anyway (oversubscribed; usually slower than {cores})",
+                      ThreadCountWarning, stacklevel=3)
+    return True
+
+
+def _env_threads() -> int:
+    global _env_source
+    raw = os.environ.get("VDLA_NUM_THREADS", "")
+    cores = available_cores()
+    try:
+        n = int(raw) if raw.strip() else cores
     except ValueError:
         warnings.warn(f"VDLA_NUM_THREADS={raw!r} is not an integer: using every core", RuntimeWarning, stacklevel=2)
-        n = os.cpu_count() or 1
-    return max(1, min(MAX_THREADS, n))
+        n = cores
+    n = max(1, min(MAX_THREADS, n))
+    _env_source = f"VDLA_NUM_THREADS={raw.strip()}" if n > cores else ""
+    return n
 
 
 def set_num_threads(n: int) -> None:
-    """Number of threads parallel loops use (default: VDLA_NUM_THREADS or all cores)."""
-    global _num_threads
+    """Number of threads parallel loops use (default: VDLA_NUM_THREADS or all cores). More than
+    :func:`available_cores` is used as asked, with one :class:`ThreadCountWarning` per count."""
+    global _num_threads, _env_source
     try:
         k = operator.index(n)  # ints and numpy integers, not floats or strings
     except TypeError:
         k = 0
     if isinstance(n, bool) or not 1 <= k <= MAX_THREADS:
         raise ValueError(f"number of threads must be an integer from 1 to {MAX_THREADS}, got {n!r}")
+    check_cores(k, f"set_num_threads({k})")
     _num_threads = n = k
+    _env_source = ""
     if _native is not None:
         _native.vdla_pool_set_num_threads(n)
 
@@ -198,6 +245,8 @@ def launch_address() -> int:
     global _native, _launch_addr
     with _lock:
         if _launch_addr is None:
+            if _env_source:  # VDLA_NUM_THREADS beyond the cores: said when the first kernel needs the pool
+                check_cores(_num_threads, _env_source)
             if os.environ.get("VDLA_NATIVE_POOL", "1").strip() != "0":
                 lib, why = _load_native()
                 if lib is None:

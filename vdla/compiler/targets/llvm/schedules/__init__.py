@@ -11,13 +11,14 @@ One module per operator family, beside the declarations in :mod:`vdla.compiler.t
 from .batch_matmul import schedule_batch_matmul
 from .conv2d import (
     NCHWcConfig,
+    channel_block,
     schedule_conv2d_nchw,
     schedule_conv2d_NCHWc,
     schedule_conv2d_transpose_nchw,
     schedule_group_conv2d_nchw,
 )
 from .dense import schedule_dense
-from .depthwise import schedule_depthwise_conv2d_nchw
+from .depthwise import schedule_depthwise_conv2d_nchw, schedule_depthwise_conv2d_NCHWc
 from .elemwise import schedule_injective
 from .matmul import MatmulConfig, schedule_matmul_cpu
 from .norm import schedule_norm
@@ -26,6 +27,7 @@ from .reduction import schedule_reduce
 from .softmax import schedule_softmax
 
 __all__ = [
+    "channel_block",
     "schedule_reduce",
     "schedule_norm",
     "MatmulConfig",
@@ -36,6 +38,7 @@ __all__ = [
     "schedule_conv2d_transpose_nchw",
     "schedule_dense",
     "schedule_depthwise_conv2d_nchw",
+    "schedule_depthwise_conv2d_NCHWc",
     "schedule_global_pool",
     "schedule_group_conv2d_nchw",
     "schedule_injective",

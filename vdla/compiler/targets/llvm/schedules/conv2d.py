@@ -115,6 +115,32 @@ def _reg_n(ow: int, cap: int = 14) -> int:
     return min(cap, ow)
 
 
+def channel_block(channels: int, lanes: int | None = None) -> int | None:
+    """The block of ``channels`` channels by the cost rule: one vector of ``lanes`` (the register
+    tile then holds the most output columns: 14 with AVX2's 16 registers, where two-vector
+    blocks halve it and ran ResNet-18's 3x3 layers at half the speed), else two, else half of
+    one; None when no such block divides the channels (the node stays NCHW). ``lanes``: the
+    host's float32 lanes by default."""
+    if lanes is None:
+        from ..jit import vector_registers
+
+        lanes = vector_registers()[0]
+    for b in (lanes, 2 * lanes, lanes // 2):
+        if b >= 4 and channels % b == 0:
+            return b
+    return None
+
+
+def register_tile_cap(ob: int) -> int:
+    """The most output columns of ``ob`` channels whose accumulators fit the host's vector
+    registers, two kept for the weights and the broadcast input (14 with AVX-512 and 16-channel
+    blocks; 7 with AVX2 and 8-channel ones)."""
+    from ..jit import vector_registers
+
+    lanes, regs = vector_registers()
+    return max(1, min(14, (regs - 2) // max(1, -(-ob // lanes))))
+
+
 def schedule_conv2d_NCHWc(  # noqa: N802
     outs: te.Tensor | Sequence[te.Tensor], cfg: NCHWcConfig | None = None
 ) -> Schedule:
@@ -137,8 +163,14 @@ def schedule_conv2d_NCHWc(  # noqa: N802
         if not tcfg.is_fallback and not isinstance(tcfg, ConfigSpace):
             cfg = NCHWcConfig(reg_n=tcfg["tile_ow"].size[-1], unroll_kw=tcfg["unroll_kw"].val,
                               tile_oh=tcfg["tile_oh"].size[-1])
+    elif tcfg is None and cfg is None:  # a tuned record of this workload (its blocks must be these)
+        tuned = query("llvm", conv.attrs.get("workload"))
+        if tuned is not None and (tuned["tile_ic"].size[-1], tuned["tile_oc"].size[-1]) == (
+                next(const_shape(t)[4] for t in conv.input_tensors() if len(t.shape) == 5), ob):
+            cfg = NCHWcConfig(reg_n=tuned["tile_ow"].size[-1], unroll_kw=tuned["unroll_kw"].val,
+                              tile_oh=tuned["tile_oh"].size[-1])
     cfg = cfg or NCHWcConfig()
-    reg_n = cfg.reg_n or _reg_n(ow)
+    reg_n = cfg.reg_n or _reg_n(ow, register_tile_cap(ob))
     if oh % cfg.tile_oh:
         raise ValueError(f"schedule_conv2d_NCHWc: tile_oh={cfg.tile_oh} does not divide the output height {oh}")
     if tcfg is not None and tcfg.is_fallback:

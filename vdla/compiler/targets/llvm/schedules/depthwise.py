@@ -12,6 +12,11 @@ whose space these knobs are:
 
 Untuned (and as the template's fallback) it is the hand-picked schedule: 16 lanes, one
 channel, ``(n, f)`` in parallel, the kernel's columns unrolled.
+
+:func:`schedule_depthwise_conv2d_NCHWc` runs the NCHW[x]c form (TVM's x86 depthwise): a register
+tile of ``tile_ow`` output columns x one channel block (the vector), the window unrolled, the
+padded input computed once at root; knobs ``tile_ow`` and ``unroll_kw``
+(the ``depthwise_conv2d_NCHWc.x86`` template's space).
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ from .... import te
 from ....autotvm.dispatch import schedule_knobs
 from ....schedule.primitives import Schedule
 from ....topi.util import as_list, const_shape, find_tagged
-from .conv2d import _inline_pad, _tail
+from .conv2d import _inline_pad, _reg_n, _tail, register_tile_cap
 
-__all__ = ["schedule_depthwise_conv2d_nchw"]
+__all__ = ["schedule_depthwise_conv2d_nchw", "schedule_depthwise_conv2d_NCHWc"]
 
 
 def _define(ow: int, hand_x: int) -> Any:
@@ -76,4 +81,52 @@ def schedule_depthwise_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Sch
     for ax, ann in zip((ry, rx), k["ann_reduce"]):
         if ann == "unroll":
             st.unroll(ax)
+    return s
+
+
+def _define_nchwc(ow: int, cap: int, hand: int) -> Any:
+    def define(cfg: Any) -> None:
+        cfg.define_knob("tile_ow", sorted({r for r in range(1, min(ow, 2 * cap) + 1) if ow % r == 0} | {hand}))
+        cfg.define_knob("unroll_kw", [True, False])
+    return define
+
+
+def schedule_depthwise_conv2d_NCHWc(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:  # noqa: N802
+    """Depthwise convolution on NCHW[x]c data: ``tile_ow`` output columns x one block of channels
+    (the vector) accumulated in registers over the unrolled window; ``(n, c.outer, rows)`` in
+    parallel; the padded input at root (a parallel, vectorised loop of its own), as TVM does."""
+    outs = as_list(outs)
+    s = te.create_schedule([t.op for t in outs])
+    conv = find_tagged(outs, "depthwise_conv2d_NCHWc")
+    out, acc = _tail(s, outs, conv)
+    ct = conv.output(0)
+    _, _, _, ow, cb = const_shape(ct)
+    cap = register_tile_cap(cb)
+    hand = {"tile_ow": _reg_n(ow, cap), "unroll_kw": True}
+    k = schedule_knobs("llvm", conv.attrs.get("workload"), _define_nchwc(ow, cap, hand["tile_ow"]), hand)
+    reg_n = int(k["tile_ow"])
+    if acc is None:
+        acc = s[s.cache_write(ct, "local")]
+        out = s[conv] if conv in s.stage_map else s[ct]
+    n, c, y, x, kb = out.op.axis
+    xo, xi = out.split(x, factor=reg_n)
+    out.reorder(n, c, y, xo, xi, kb)
+    out.parallel(out.fuse(n, c, y))
+    out.vectorize(kb)
+    out.unroll(xi)
+    acc.compute_at(out, xo)
+    _, _, _, xa, ka = acc.op.axis
+    ry, rx = acc.op.reduce_axis
+    acc.reorder(ry, rx, xa, ka)
+    acc.vectorize(ka)
+    acc.unroll(xa)
+    if k["unroll_kw"]:
+        acc.unroll(rx)
+    for t in conv.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
+            ps = s[t.op]
+            ps.compute_root()
+            pn, pc, py, _, pcb = ps.op.axis
+            ps.vectorize(pcb)
+            ps.parallel(ps.fuse(pn, pc, py))
     return s

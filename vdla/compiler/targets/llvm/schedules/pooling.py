@@ -35,6 +35,8 @@ def schedule_pool(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     s = te.create_schedule([t.op for t in outs])
     reds: list[te.ComputeOp] = []
     traverse_inline(s, outs, lambda op: reds.append(op) if op.tag in ("pool_max", "pool_sum") else None)
+    if len(outs[0].shape) == 5:
+        return _schedule_pool_blocked(s, outs, reds)
     hand = {"tile_x": 1, "par": "nc", "ann_reduce": ["none", "none"]}
     k = hand
     if len(outs) == 1 and len(reds) == 1:  # one pool (with its tail): tunable
@@ -66,6 +68,26 @@ def schedule_pool(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     return s
 
 
+def _schedule_pool_blocked(s: Schedule, outs: list[te.Tensor], reds: list[te.ComputeOp]) -> Schedule:
+    """Pools on NCHW[x]c data: the channel block is the vector, accumulated over the window per
+    output pixel; ``(n, c.outer, rows)`` in parallel."""
+    for t in outs:
+        st = s[t]
+        n, c, y, x, kb = st.op.axis
+        st.parallel(st.fuse(n, c, y))
+        for red in reds:
+            rs = st if red is t.op else s[red]
+            if red is not t.op:
+                rs.compute_at(st, x)
+            ry, rx = rs.op.reduce_axis
+            inner = rs.op.axis[4]
+            rs.reorder(ry, rx, inner)
+            rs.vectorize(inner)
+        if not reds or reds[0] is not t.op:
+            st.vectorize(kb)
+    return s
+
+
 def schedule_global_pool(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     """Default CPU schedule of :func:`global_pool`: ``(n, c)`` in parallel, the plane
     reduction computed per channel."""
@@ -75,10 +97,18 @@ def schedule_global_pool(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     traverse_inline(s, outs, lambda op: reds.append(op) if op.tag == "global_pool" else None)
     for t in outs:
         st = s[t]
-        n, c, _, _ = st.op.axis
+        n, c = st.op.axis[:2]
         par = st.fuse(n, c)
         st.parallel(par)
+        blocked = len(st.op.axis) == 5  # NCHW[x]c: the block is the vector, summed over the plane
         for red in reds:
+            rs = st if red is t.op else s[red]
             if red is not t.op:
-                s[red].compute_at(st, par)
+                rs.compute_at(st, par)
+            if blocked:
+                ry, rx = rs.op.reduce_axis
+                rs.reorder(ry, rx, rs.op.axis[4])
+                rs.vectorize(rs.op.axis[4])
+        if blocked and (not reds or reds[0] is not t.op):
+            st.vectorize(st.op.axis[4])
     return s

@@ -1,0 +1,244 @@
+"""The CPU's packed layout at graph level: a float graph rewritten onto NCHW[x]c for llvm
+(TVM's ``AlterOpLayout`` to ``conv2d_NCHWc`` on x86).
+
+:func:`to_nchwc` walks the graph in order and
+
+* turns each float convolution with constant weights into ``conv2d_nchwc`` (groups 1) or
+  ``depthwise_conv2d_nchwc`` (one filter per channel), its weights and bias packed once here;
+* picks each convolution's blocks: ``(tile_ic, tile_oc)`` of the tuned record of its
+  ``conv2d_NCHWc.x86`` workload when a tuning log is applied (``apply_history_best``), else
+  the cost rule of :func:`channel_block` (the input block its producer already has, an output
+  block of one vector register's lanes where the channels allow);
+* keeps values packed through the ops that do not care about the layout: the element-wise
+  ones (per-channel constants such as a PReLU slope packed alike), the pools, and concat along
+  channels when every part fills whole blocks;
+* inserts a ``layout_transform`` only where a block changes or a value meets an op that
+  needs NCHW (a flatten, a transpose, a graph output): one per value and block, shared by
+  its readers.
+
+The fusion pass then folds the element-wise tails (bias, ReLU, the residual add) into the
+packed convolutions; the strategy declares them with ``topi.conv2d_NCHWc`` /
+``topi.depthwise_conv2d_NCHWc`` and the NCHW[x]c schedules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autotvm.dispatch import query
+from ..targets.llvm.schedules.conv2d import channel_block
+from ..topi.activation import ACTIVATIONS
+from ..topi.conv2d import pack_kernel
+from .ir import Graph, Node
+from .ops.nchwc import to_blocks
+
+__all__ = ["to_nchwc", "conv_workload"]
+
+#: element-wise ops whose result does not depend on the layout (numpy broadcasting of their
+#: constants is per channel or per tensor, which a packed constant keeps)
+_ELEMWISE = frozenset({"relu", "clip", "add", "sub", "mul", "div", "maximum", "minimum", "pow", "prelu", "exp",
+                       "log", "sqrt", "tanh", "sigmoid", "neg", "abs", "leaky_relu", "floor", "ceil", *ACTIVATIONS})
+_POOLS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d"})
+
+
+def conv_workload(n: Node, data_shape: tuple[int, ...], weight_shape: tuple[int, ...]) -> list[Any] | None:
+    """The ``conv2d_NCHWc.x86`` workload ``[N, IC, H, W, OC, K, stride, pad]`` of a conv2d node, or
+    None when the template's arguments cannot name it (non-square kernel or input, mixed strides
+    or paddings, dilation)."""
+    at = n.attrs
+    nb, ic, h, w = data_shape
+    oc, _, kh, kw = weight_shape
+    if kh != kw or h != w or len(set(at["strides"])) != 1 or len(set(at["padding"])) != 1 or tuple(
+            at["dilation"]) != (1, 1):
+        return None
+    return ["conv2d_NCHWc.x86", [nb, ic, h, w, oc, kh, int(at["strides"][0]), int(at["padding"][0])]]
+
+
+class _Rewriter:
+    """The walk of :func:`to_nchwc`: the new graph, and where each value now is and in which block."""
+
+    def __init__(self, graph: Graph, lanes: int) -> None:
+        self.src = graph
+        self.lanes = lanes
+        self.g = Graph(graph.name)
+        self.g.inputs = dict(graph.inputs)
+        self.g.consts = dict(graph.consts)
+        self.at: dict[str, str] = {v: v for v in [*graph.inputs, *graph.consts]}  # value -> its name here
+        self.block: dict[str, int] = {}  # name here -> block (absent: plain)
+        self.forms: dict[tuple[str, int], str] = {}  # (name here, block) -> the transformed value
+
+    def blk(self, v: str) -> int:
+        return self.block.get(self.at[v], 0)
+
+    def as_block(self, v: str, b: int) -> str:
+        """Value ``v`` (an original name) in block ``b`` (0: NCHW), transformed once per block."""
+        name = self.at[v]
+        src = self.block.get(name, 0)
+        if src == b:
+            return name
+        key = (name, b)
+        if key not in self.forms:
+            if v in self.src.consts:
+                self.forms[key] = self.g.add_const(f"{v}.nchw{b}c" if b else f"{v}.nchw",
+                                                   to_blocks(self.src.consts[v], src, b))
+            else:  # a graph output's NCHW form is the output itself (its packed producer was renamed)
+                out = f"{v}.nchw{b}c" if b else v if v in self.src.outputs else f"{v}.nchw"
+                self.forms[key] = self.g.add_node("layout_transform", [name], name=out, src=src, dst=b)
+            if b:
+                self.block[self.forms[key]] = b
+        return self.forms[key]
+
+    def emit(self, n: Node, op: str, inputs: list[str], attrs: dict[str, Any], block: int) -> None:
+        # a graph output keeps its name for the NCHW value the transform back makes (see finish)
+        name = self.g.fresh(f"{n.name}.nchwc") if block and n.name in self.src.outputs else n.name
+        made = self.g.add_node(op, inputs, name=name, **attrs)
+        node = self.g.nodes[-1]
+        node.target, node.notes = n.target, dict(n.notes)
+        self.at[n.name] = made
+        if block:
+            self.block[made] = block
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        return self.g.add_const(name, value)
+
+    # -- the node kinds ---------------------------------------------------------------------
+    def conv(self, n: Node) -> bool:
+        if len(n.inputs) < 2 or any(i not in self.src.consts for i in n.inputs[1:]):
+            return False
+        x, w = self.src.type_of(n.inputs[0]), self.src.consts[n.inputs[1]]
+        if x.dtype != "float32" or w.dtype != np.float32 or len(x.shape) != 4:
+            return False
+        groups, c, oc = int(n.attrs.get("groups", 1)), x.shape[1], w.shape[0]
+        bias = self.src.consts[n.inputs[2]].astype(np.float32) if len(n.inputs) == 3 else None
+        at = {k: n.attrs[k] for k in ("strides", "padding", "dilation")}
+        have = self.blk(n.inputs[0])
+        if groups == c and w.shape[1] == 1 and oc == c:  # depthwise, channel multiplier 1
+            cb = have if have and c % have == 0 else channel_block(c, self.lanes)
+            if cb is None:
+                return False
+            wt = np.ascontiguousarray(w.reshape(c // cb, cb, *w.shape[2:]).transpose(0, 2, 3, 1))
+            ins = [self.as_block(n.inputs[0], cb), self.const(f"{n.inputs[1]}.nchw{cb}c", wt)]
+            if bias is not None:
+                ins.append(self.const(f"{n.inputs[2]}.nchw{cb}c", bias.reshape(1, c // cb, 1, 1, cb)))
+            self.emit(n, "depthwise_conv2d_nchwc", ins, at, cb)
+            return True
+        if groups != 1:
+            return False
+        blocks = self.conv_blocks(n, x.shape, w.shape, have)
+        if blocks is None:
+            return False
+        cb, ob = blocks
+        ins = [self.as_block(n.inputs[0], cb), self.const(f"{n.inputs[1]}.nchw{cb}i{ob}o", pack_kernel(w, cb, ob))]
+        if bias is not None:
+            ins.append(self.const(f"{n.inputs[2]}.nchw{ob}c", bias.reshape(1, oc // ob, 1, 1, ob)))
+        self.emit(n, "conv2d_nchwc", ins, at, ob)
+        return True
+
+    def conv_blocks(self, n: Node, xs: tuple[int, ...], ws: tuple[int, ...], have: int) -> tuple[int, int] | None:
+        """(input block, output block): a tuned record's, else the cost rule's."""
+        c, oc = xs[1], ws[0]
+        wl = conv_workload(n, xs, ws)
+        tuned = query("llvm", wl) if wl is not None else None
+        if tuned is not None:
+            cb, ob = tuned["tile_ic"].size[-1], tuned["tile_oc"].size[-1]
+            if c % cb == 0 and oc % ob == 0:
+                return cb, ob
+        ob = channel_block(oc, self.lanes)
+        if ob is None:
+            return None
+        if have and c % have == 0:
+            return have, ob
+        cb = channel_block(c, self.lanes)
+        if cb is None:  # a few channels (an image's three) are one block; many that no block divides stay NCHW
+            if c > 2 * self.lanes:
+                return None
+            cb = c
+        return cb, ob
+
+    def elemwise(self, n: Node) -> bool:
+        out = n.type
+        if out is None or out.dtype != "float32" or len(out.shape) != 4:
+            return False
+        acts = [i for i in n.inputs if i not in self.src.consts]
+        b = next((self.blk(i) for i in acts if self.blk(i)), 0)
+        if not b or any(self.src.type_of(i).shape != out.shape for i in acts):
+            return False
+        ins = []
+        for i in n.inputs:
+            if i in self.src.consts:
+                packed = self.per_channel(self.src.consts[i], out.shape[1], b)
+                if packed is None:
+                    return False
+                ins.append(self.const(f"{i}.nchw{b}c", packed))
+            else:
+                ins.append(self.as_block(i, b))
+        self.emit(n, n.op, ins, dict(n.attrs), b)
+        return True
+
+    def per_channel(self, a: np.ndarray, c: int, b: int) -> np.ndarray | None:
+        """A constant broadcast against NCHW as a constant broadcast alike against NCHW[b]c, or None."""
+        if a.ndim > 4:
+            return None
+        s = (1,) * (4 - a.ndim) + a.shape
+        if a.size == 1:
+            return a.reshape((1,) * a.ndim) if a.ndim else a
+        if s[0] != 1 or s[2:] != (1, 1) or s[1] != c:
+            return None
+        return np.ascontiguousarray(a.reshape(1, c // b, b).reshape(1, c // b, 1, 1, b))
+
+    def pool(self, n: Node) -> bool:
+        b = self.blk(n.inputs[0])
+        if not b:
+            return False
+        self.emit(n, n.op, [self.at[n.inputs[0]]], dict(n.attrs), b)
+        return True
+
+    def concat(self, n: Node) -> bool:
+        out = n.type
+        if out is None or len(out.shape) != 4 or int(n.attrs["axis"]) % 4 != 1 or out.dtype != "float32":
+            return False
+        b = next((self.blk(i) for i in n.inputs if i not in self.src.consts and self.blk(i)), 0)
+        if not b or any(self.src.type_of(i).shape[1] % b for i in n.inputs):
+            return False
+        self.emit(n, "concat", [self.as_block(i, b) for i in n.inputs], {**n.attrs, "axis": 1}, b)
+        return True
+
+    def plain(self, n: Node) -> None:
+        ins = [self.as_block(i, 0) if i not in self.src.consts else i for i in n.inputs]
+        self.emit(n, n.op, ins, dict(n.attrs), 0)
+
+    def finish(self) -> Graph:
+        self.g.outputs = [self.as_block(o, 0) for o in self.src.outputs]
+        return self.g.infer_types()
+
+
+def to_nchwc(graph: Graph, lanes: int | None = None) -> Graph:
+    """``graph`` (float32, simplified) with its convolutions, their element-wise tails and the
+    pools on NCHW[x]c (see the module doc). ``lanes``: float32 lanes of a vector register (the
+    host's by default). The outputs keep their names, shapes and NCHW layout."""
+    if lanes is None:
+        from ..targets.llvm.jit import vector_registers
+
+        lanes = vector_registers()[0]
+    g = graph.copy().infer_types()
+    rw = _Rewriter(g, lanes)
+    for n in g.topo_order():
+        if n.op == "fused" or (n.type is not None and n.type.dtype != "float32"):
+            rw.plain(n)
+        elif n.op == "conv2d":
+            if not rw.conv(n):
+                rw.plain(n)
+        elif n.op in _ELEMWISE:
+            if not rw.elemwise(n):
+                rw.plain(n)
+        elif n.op in _POOLS:
+            if not rw.pool(n):
+                rw.plain(n)
+        elif n.op == "concat":
+            if not rw.concat(n):
+                rw.plain(n)
+        else:
+            rw.plain(n)
+    return rw.finish()

@@ -1,0 +1,141 @@
+"""The CPU's packed layout NCHW[x]c (TVM's x86 layout): a layout transform and the convolutions on it.
+
+A value in NCHW[x]c is rank 5, ``(N, C/x, H, W, x)``: channel ``c`` of pixel ``(h, w)`` is at
+``[n, c // x, h, w, c % x]``, so ``x`` channels of one pixel are one vector. The graph pass
+:mod:`..cpu_layout` rewrites a float graph onto it for the llvm target; these are the ops it
+uses (element-wise ops and the pools take rank-5 values as they are):
+
+* ``layout_transform`` ``src`` -> ``dst`` blocks (0: plain NCHW): packs, unpacks or re-blocks;
+* ``conv2d_nchwc``: data ``(N, C/cb, H, W, cb)``, weight ``(OC/ob, C/cb, KH, KW, cb, ob)``, optional
+  bias ``(1, OC/ob, 1, 1, ob)`` -> ``(N, OC/ob, OH, OW, ob)``;
+* ``depthwise_conv2d_nchwc``: data ``(N, C/cb, H, W, cb)``, weight ``(C/cb, KH, KW, cb)``, optional
+  bias ``(1, C/cb, 1, 1, cb)`` -> ``(N, C/cb, OH, OW, cb)``.
+
+Their numpy semantics unpack, run the NCHW reference and pack again (the reference executor
+checks the packed kernels against it).
+
+Each op registers itself (:func:`.registry.register`) when this module is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...topi.conv2d import pack_nchwc, unpack_nchwc
+from ...topi.util import conv_out
+from ..ir import TensorType
+from .nn import conv2d_nchw
+from .registry import _err, register
+
+__all__ = ["to_blocks", "unpack_weight", "unpack_depthwise_weight"]
+
+
+def to_blocks(x: np.ndarray, src: int, dst: int) -> np.ndarray:
+    """``x`` from ``src`` blocks to ``dst`` blocks (0: plain NCHW)."""
+    plain = unpack_nchwc(x) if src else x
+    return pack_nchwc(plain, dst) if dst else np.ascontiguousarray(plain)
+
+
+def _lt_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, src, dst = ts[0], int(at["src"]), int(at["dst"])
+    if src < 0 or dst < 0 or src == dst:
+        raise _err(f"layout_transform: blocks src={src}, dst={dst} must be >= 0 and differ (0: NCHW)")
+    if src:
+        if len(x.shape) != 5 or x.shape[4] != src:
+            raise _err(f"layout_transform: src={src} needs NCHW{src}c data (rank 5, last dim {src}), got {x}")
+        n, cc, h, w, _ = x.shape
+        c = cc * src
+    else:
+        if len(x.shape) != 4:
+            raise _err(f"layout_transform: src=0 needs NCHW data, got {x}")
+        n, c, h, w = x.shape
+    if not dst:
+        return TensorType((n, c, h, w), x.dtype)
+    if c % dst:
+        raise _err(f"layout_transform: {c} channels are not a multiple of the block {dst}")
+    return TensorType((n, c // dst, h, w, dst), x.dtype)
+
+
+register("layout_transform", "injective", (1, 1), {"src": 0, "dst": 0})(
+    (_lt_infer, lambda at, xs: to_blocks(xs[0], int(at["src"]), int(at["dst"]))))
+
+
+def unpack_weight(w: np.ndarray) -> np.ndarray:
+    """``(OC/ob, C/cb, KH, KW, cb, ob)`` -> OIHW."""
+    occ, icc, kh, kw, cb, ob = w.shape
+    return np.ascontiguousarray(w.transpose(0, 5, 1, 4, 2, 3).reshape(occ * ob, icc * cb, kh, kw))
+
+
+def unpack_depthwise_weight(w: np.ndarray) -> np.ndarray:
+    """``(C/cb, KH, KW, cb)`` -> ``(C, 1, KH, KW)``."""
+    cc, kh, kw, cb = w.shape
+    return np.ascontiguousarray(w.transpose(0, 3, 1, 2).reshape(cc * cb, 1, kh, kw))
+
+
+def _out_hw(at: dict[str, Any], h: int, w: int, kh: int, kw: int, op: str) -> tuple[int, int]:
+    (sh, sw), (dh, dw) = at["strides"], at["dilation"]
+    pt, pl, pb, pr = at["padding"]
+    oh, ow = conv_out(h, (kh - 1) * dh + 1, sh, pt, pb), conv_out(w, (kw - 1) * dw + 1, sw, pl, pr)
+    if oh <= 0 or ow <= 0:
+        raise _err(f"{op}: input {h}x{w} is smaller than the kernel {kh}x{kw}")
+    return oh, ow
+
+
+def _check_packed_bias(ts: list[TensorType], occ: int, ob: int, op: str) -> None:
+    if len(ts) == 3 and ts[2].shape != (1, occ, 1, 1, ob):
+        raise _err(f"{op}: bias must be float32[1, {occ}, 1, 1, {ob}], got {ts[2]}")
+
+
+def _float5(x: TensorType, op: str) -> None:
+    if len(x.shape) != 5 or x.dtype != "float32":
+        raise _err(f"{op} needs float32 NCHW[x]c data (rank 5), got {x}")
+
+
+def _conv_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, w = ts[0], ts[1]
+    _float5(x, "conv2d_nchwc")
+    n, cc, h, wd, cb = x.shape
+    if len(w.shape) != 6 or w.shape[1] != cc or w.shape[4] != cb:
+        raise _err(f"conv2d_nchwc: weight must be (OC/ob, {cc}, KH, KW, {cb}, ob), got {w}")
+    occ, _, kh, kw, _, ob = w.shape
+    _check_packed_bias(ts, occ, ob, "conv2d_nchwc")
+    return TensorType((n, occ, *_out_hw(at, h, wd, kh, kw, "conv2d_nchwc"), ob), "float32")
+
+
+def _packed_bias(xs: list[np.ndarray]) -> list[np.ndarray]:
+    return [xs[2].reshape(-1)] if len(xs) == 3 else []
+
+
+def _conv(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    w = xs[1]
+    y = conv2d_nchw(unpack_nchwc(xs[0]), unpack_weight(w), at["strides"], at["padding"], at["dilation"])
+    for b in _packed_bias(xs):
+        y = y + b.reshape(1, -1, 1, 1)
+    return pack_nchwc(y.astype(np.float32), w.shape[5])
+
+
+_ATTRS = {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1)}
+register("conv2d_nchwc", "complex", (2, 3), _ATTRS)((_conv_infer, _conv))
+
+
+def _dw_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, w = ts[0], ts[1]
+    _float5(x, "depthwise_conv2d_nchwc")
+    n, cc, h, wd, cb = x.shape
+    if len(w.shape) != 4 or w.shape[0] != cc or w.shape[3] != cb:
+        raise _err(f"depthwise_conv2d_nchwc: weight must be ({cc}, KH, KW, {cb}), got {w}")
+    _check_packed_bias(ts, cc, cb, "depthwise_conv2d_nchwc")
+    return TensorType((n, cc, *_out_hw(at, h, wd, w.shape[1], w.shape[2], "depthwise_conv2d_nchwc"), cb), "float32")
+
+
+def _dw(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    x = unpack_nchwc(xs[0])
+    y = conv2d_nchw(x, unpack_depthwise_weight(xs[1]), at["strides"], at["padding"], at["dilation"], x.shape[1])
+    for b in _packed_bias(xs):
+        y = y + b.reshape(1, -1, 1, 1)
+    return pack_nchwc(y.astype(np.float32), xs[0].shape[4])
+
+
+register("depthwise_conv2d_nchwc", "complex", (2, 3), _ATTRS)((_dw_infer, _dw))
