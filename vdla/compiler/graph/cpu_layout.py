@@ -7,8 +7,9 @@
   ``depthwise_conv2d_nchwc`` (one filter per channel), its weights and bias packed once here;
 * picks each convolution's blocks: ``(tile_ic, tile_oc)`` of the tuned record of its
   ``conv2d_NCHWc.x86`` workload when a tuning log is applied (``apply_history_best``), else
-  the cost rule of :func:`channel_block` (the input block its producer already has, an output
-  block of one vector register's lanes where the channels allow);
+  the cost rule (the input block its producer already has; the output block whose register
+  tile holds the most accumulators, :func:`~vdla.compiler.targets.llvm.schedules.conv2d.conv_block`);
+* packs a dense layer's constant weight by blocks of output features, ``dense_blocked``;
 * keeps values packed through the ops that do not care about the layout: the element-wise
   ones (per-channel constants such as a PReLU slope packed alike), the pools, and concat along
   channels when every part fills whole blocks;
@@ -28,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from ..autotvm.dispatch import query
-from ..targets.llvm.schedules.conv2d import channel_block
+from ..targets.llvm.schedules.conv2d import channel_block, conv_block
 from ..topi.activation import ACTIVATIONS
 from ..topi.conv2d import pack_kernel
 from .ir import Graph, Node
-from .ops.nchwc import to_blocks
+from .ops.nchwc import block_dense_weight, to_blocks
 
 __all__ = ["to_nchwc", "conv_workload"]
 
@@ -59,9 +60,9 @@ def conv_workload(n: Node, data_shape: tuple[int, ...], weight_shape: tuple[int,
 class _Rewriter:
     """The walk of :func:`to_nchwc`: the new graph, and where each value now is and in which block."""
 
-    def __init__(self, graph: Graph, lanes: int) -> None:
+    def __init__(self, graph: Graph, lanes: int, regs: int) -> None:
         self.src = graph
-        self.lanes = lanes
+        self.lanes, self.regs = lanes, regs
         self.g = Graph(graph.name)
         self.g.inputs = dict(graph.inputs)
         self.g.consts = dict(graph.consts)
@@ -145,7 +146,7 @@ class _Rewriter:
             cb, ob = tuned["tile_ic"].size[-1], tuned["tile_oc"].size[-1]
             if c % cb == 0 and oc % ob == 0:
                 return cb, ob
-        ob = channel_block(oc, self.lanes)
+        ob = conv_block(oc, int(self.src.type_of(n.name).shape[3]), self.lanes, self.regs)
         if ob is None:
             return None
         if have and c % have == 0:
@@ -199,10 +200,25 @@ class _Rewriter:
         out = n.type
         if out is None or len(out.shape) != 4 or int(n.attrs["axis"]) % 4 != 1 or out.dtype != "float32":
             return False
-        b = next((self.blk(i) for i in n.inputs if i not in self.src.consts and self.blk(i)), 0)
+        # the smallest block among the packed parts: the others re-block to it
+        b = min((self.blk(i) for i in n.inputs if i not in self.src.consts and self.blk(i)), default=0)
         if not b or any(self.src.type_of(i).shape[1] % b for i in n.inputs):
             return False
         self.emit(n, "concat", [self.as_block(i, b) for i in n.inputs], {**n.attrs, "axis": 1}, b)
+        return True
+
+    def dense(self, n: Node) -> bool:
+        """A constant weight packed once by blocks of output features (the kernel's vector): the
+        graph's ``(O, K)`` would be re-packed on every call, or read a column at a time."""
+        if n.inputs[1] not in self.src.consts or any(i in self.src.consts for i in n.inputs[:1]):
+            return False
+        w = self.src.consts[n.inputs[1]]
+        bn = next((b for b in (16, 8) if w.shape[0] % b == 0), None)
+        if bn is None or w.dtype != np.float32 or self.src.type_of(n.inputs[0]).dtype != "float32":
+            return False
+        ins = [self.as_block(n.inputs[0], 0), self.const(f"{n.inputs[1]}.blocked{bn}", block_dense_weight(w, bn)),
+               *n.inputs[2:]]
+        self.emit(n, "dense_blocked", ins, {}, 0)
         return True
 
     def plain(self, n: Node) -> None:
@@ -217,13 +233,13 @@ class _Rewriter:
 def to_nchwc(graph: Graph, lanes: int | None = None) -> Graph:
     """``graph`` (float32, simplified) with its convolutions, their element-wise tails and the
     pools on NCHW[x]c (see the module doc). ``lanes``: float32 lanes of a vector register (the
-    host's by default). The outputs keep their names, shapes and NCHW layout."""
+    host's by default; 16 means AVX-512's 32 registers, else 16 registers). The outputs keep their names, shapes and NCHW layout."""
     if lanes is None:
         from ..targets.llvm.jit import vector_registers
 
         lanes = vector_registers()[0]
     g = graph.copy().infer_types()
-    rw = _Rewriter(g, lanes)
+    rw = _Rewriter(g, lanes, 32 if lanes >= 16 else 16)
     for n in g.topo_order():
         if n.op == "fused" or (n.type is not None and n.type.dtype != "float32"):
             rw.plain(n)
@@ -235,6 +251,9 @@ def to_nchwc(graph: Graph, lanes: int | None = None) -> Graph:
                 rw.plain(n)
         elif n.op in _POOLS:
             if not rw.pool(n):
+                rw.plain(n)
+        elif n.op == "dense":
+            if not rw.dense(n):
                 rw.plain(n)
         elif n.op == "concat":
             if not rw.concat(n):

@@ -5,8 +5,9 @@ chooses the channel blocking itself (``tile_ic`` / ``tile_oc``: the inner factor
 block, as TVM's x86 template); the schedule adds ``tile_ow`` (the register tile of output
 columns), ``tile_oh`` (output rows per task of the one parallel loop: its granularity) and
 ``unroll_kw``. The fallback is the blocking the untuned graph picks
-(:func:`~vdla.compiler.targets.llvm.schedules.conv2d.channel_block`: one vector's lanes) and the
-schedule's hand pick.
+(:func:`~vdla.compiler.targets.llvm.schedules.conv2d.channel_block` for the input,
+:func:`~vdla.compiler.targets.llvm.schedules.conv2d.conv_block` for the output) and the schedule's
+hand pick.
 Inputs are pre-packed (the layout transform is outside the measured kernel, as in the paper).
 """
 
@@ -48,7 +49,8 @@ def conv2d_nchwc(n: int, ic: int, h: int, w: int, oc: int, k: int, stride: int, 
     cfg.define_split("tile_oc", oc, num_outputs=2, filter=lambda e: e.size[-1] in _BLOCKS[1:4])
     if cfg.is_fallback:
         cfg.set("tile_ic", [ic // _hand_block(ic), _hand_block(ic)])
-        cfg.set("tile_oc", [oc // _hand_block(oc), _hand_block(oc)])
+        ob = schedules.conv_block(oc, (w + 2 * pad - k) // stride + 1) or oc
+        cfg.set("tile_oc", [oc // ob, ob])
     cb, ob = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
     x = te.placeholder((n, ic // cb, h, w, cb), name="data")
     wt = te.placeholder((oc // ob, ic // cb, k, k, cb, ob), name="kernel")

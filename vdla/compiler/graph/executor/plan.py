@@ -99,7 +99,7 @@ def count_macs(node: Node, graph: Graph) -> int:
     g = body if isinstance(body, Graph) else graph
     n = body.topo_order()[0] if isinstance(body, Graph) else node
     if n.op not in ("conv2d", "conv2d_packed", "dense", "dense_packed", "conv2d_transpose", "conv2d_transpose_packed",
-                    "matmul", "conv2d_nchwc", "depthwise_conv2d_nchwc"):
+                    "matmul", "conv2d_nchwc", "depthwise_conv2d_nchwc", "dense_blocked"):
         return 0
     w = g.type_of(n.inputs[1]).shape
     o = n.type.shape if n.type else ()

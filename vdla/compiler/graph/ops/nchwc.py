@@ -1,4 +1,5 @@
-"""The CPU's packed layout NCHW[x]c (TVM's x86 layout): a layout transform and the convolutions on it.
+"""The CPU's packed layouts: NCHW[x]c (TVM's x86 layout) with its layout transform and the
+convolutions on it, and dense weights packed by blocks of output features.
 
 A value in NCHW[x]c is rank 5, ``(N, C/x, H, W, x)``: channel ``c`` of pixel ``(h, w)`` is at
 ``[n, c // x, h, w, c % x]``, so ``x`` channels of one pixel are one vector. The graph pass
@@ -9,7 +10,9 @@ uses (element-wise ops and the pools take rank-5 values as they are):
 * ``conv2d_nchwc``: data ``(N, C/cb, H, W, cb)``, weight ``(OC/ob, C/cb, KH, KW, cb, ob)``, optional
   bias ``(1, OC/ob, 1, 1, ob)`` -> ``(N, OC/ob, OH, OW, ob)``;
 * ``depthwise_conv2d_nchwc``: data ``(N, C/cb, H, W, cb)``, weight ``(C/cb, KH, KW, cb)``, optional
-  bias ``(1, C/cb, 1, 1, cb)`` -> ``(N, C/cb, OH, OW, cb)``.
+  bias ``(1, C/cb, 1, 1, cb)`` -> ``(N, C/cb, OH, OW, cb)``;
+* ``dense_blocked``: data ``(B, K)``, weight ``(O/bn, K, bn)`` (``bn`` outputs one vector), optional
+  bias ``(O,)`` -> ``(B, O)``.
 
 Their numpy semantics unpack, run the NCHW reference and pack again (the reference executor
 checks the packed kernels against it).
@@ -29,7 +32,7 @@ from ..ir import TensorType
 from .nn import conv2d_nchw
 from .registry import _err, register
 
-__all__ = ["to_blocks", "unpack_weight", "unpack_depthwise_weight"]
+__all__ = ["to_blocks", "unpack_weight", "unpack_depthwise_weight", "block_dense_weight"]
 
 
 def to_blocks(x: np.ndarray, src: int, dst: int) -> np.ndarray:
@@ -139,3 +142,30 @@ def _dw(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 register("depthwise_conv2d_nchwc", "complex", (2, 3), _ATTRS)((_dw_infer, _dw))
+
+
+def block_dense_weight(w: np.ndarray, bn: int) -> np.ndarray:
+    """``(O, K)`` -> ``(O/bn, K, bn)``."""
+    o, k = w.shape
+    return np.ascontiguousarray(w.reshape(o // bn, bn, k).transpose(0, 2, 1))
+
+
+def _dense_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, w = ts[0], ts[1]
+    if len(x.shape) != 2 or x.dtype != "float32":
+        raise _err(f"dense_blocked needs float32 [B, K] data, got {x}")
+    if len(w.shape) != 3 or w.shape[1] != x.shape[1] or w.dtype != "float32":
+        raise _err(f"dense_blocked: weight must be float32 (O/bn, {x.shape[1]}, bn), got {w}")
+    o = w.shape[0] * w.shape[2]
+    if len(ts) == 3 and ts[2].shape != (o,):
+        raise _err(f"dense_blocked: bias must be float32[{o}], got {ts[2]}")
+    return TensorType((x.shape[0], o), "float32")
+
+
+def _dense(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    w = xs[1]
+    y = xs[0] @ w.transpose(0, 2, 1).reshape(-1, w.shape[1]).T
+    return (y + xs[2] if len(xs) == 3 else y).astype(np.float32)
+
+
+register("dense_blocked", "complex", (2, 3))((_dense_infer, _dense))

@@ -14,6 +14,7 @@ the classifier; every node of a float model that has an operator):
 * on llvm, after :func:`..cpu_layout.to_nchwc`: ``conv2d_nchwc`` / ``depthwise_conv2d_nchwc`` ->
   ``topi.conv2d_NCHWc`` / ``topi.depthwise_conv2d_NCHWc`` with the NCHW[x]c schedules, and
   ``layout_transform`` -> ``topi.layout_transform`` (injective); the pools take rank-5 data;
+  ``dense_blocked`` (its weight packed at compile time) -> ``topi.dense``;
 * ``conv2d_transpose`` (strides, any padding, output_padding, optional bias; the graph op
   has no groups) -> ``topi.conv2d_transpose_nchw``;
 * ``matmul`` (numpy's, batch dimensions broadcast) -> ``topi.batch_matmul``;
@@ -89,6 +90,7 @@ SCHEDULES: dict[str, str | dict[str, str]] = {
     "conv2d_transpose": "schedule_conv2d_transpose_nchw",
     "matmul": "schedule_batch_matmul",
     "dense": "schedule_dense",
+    "dense_blocked": "schedule_dense",
     "max_pool2d": "schedule_pool",
     "avg_pool2d": "schedule_pool",
     # a GPU block reduces one (n, c) plane with the pool schedule; the CPU has its own
@@ -284,7 +286,7 @@ def _matmul(xs: list[Any], n: Node) -> Any:
     return topi.batch_matmul(xs[0], xs[1])
 
 
-@declares("dense")
+@declares("dense", "dense_blocked")  # dense_blocked: the weight packed once, (O/bn, K, bn)
 def _dense(xs: list[Any], n: Node) -> Any:
     return topi.dense(xs[0], xs[1], xs[2] if len(xs) == 3 else None)
 

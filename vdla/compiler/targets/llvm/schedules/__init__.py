@@ -12,6 +12,8 @@ from .batch_matmul import schedule_batch_matmul
 from .conv2d import (
     NCHWcConfig,
     channel_block,
+    conv_block,
+    register_tile,
     schedule_conv2d_nchw,
     schedule_conv2d_NCHWc,
     schedule_conv2d_transpose_nchw,
@@ -28,6 +30,8 @@ from .softmax import schedule_softmax
 
 __all__ = [
     "channel_block",
+    "conv_block",
+    "register_tile",
     "schedule_reduce",
     "schedule_norm",
     "MatmulConfig",

@@ -115,29 +115,58 @@ def _reg_n(ow: int, cap: int = 14) -> int:
     return min(cap, ow)
 
 
-def channel_block(channels: int, lanes: int | None = None) -> int | None:
-    """The block of ``channels`` channels by the cost rule: one vector of ``lanes`` (the register
-    tile then holds the most output columns: 14 with AVX2's 16 registers, where two-vector
-    blocks halve it and ran ResNet-18's 3x3 layers at half the speed), else two, else half of
-    one; None when no such block divides the channels (the node stays NCHW). ``lanes``: the
-    host's float32 lanes by default."""
-    if lanes is None:
+def _host_registers(lanes: int | None, regs: int | None) -> tuple[int, int]:
+    if lanes is None or regs is None:
         from ..jit import vector_registers
 
-        lanes = vector_registers()[0]
+        hl, hr = vector_registers()
+        lanes, regs = lanes or hl, regs or hr
+    return lanes, regs
+
+
+def channel_block(channels: int, lanes: int | None = None) -> int | None:
+    """The block of an input's ``channels`` channels when its producer gives none: one vector of
+    ``lanes`` (the host's by default), else two, else half of one; None when no such block
+    divides the channels."""
+    lanes, _ = _host_registers(lanes, 16)
     for b in (lanes, 2 * lanes, lanes // 2):
         if b >= 4 and channels % b == 0:
             return b
     return None
 
 
+def register_tile(ow: int, ob: int, lanes: int | None = None, regs: int | None = None) -> int:
+    """Output columns of the register tile of ``ob`` output channels: the widest that divides the
+    row (a ragged tile guards every column) with at most half the vector registers as
+    accumulators, the rest left to the weights, the broadcast input and LLVM (on AVX2 a tile of
+    16 accumulators in 16 registers spilled, and ran ResNet-18's 3x3 layers at 60 % of the speed
+    of 8)."""
+    lanes, regs = _host_registers(lanes, regs)
+    v = -(-ob // lanes)
+    return max((r for r in range(1, ow + 1) if ow % r == 0 and r * v <= max(1, regs // 2)), default=1)
+
+
+def conv_block(oc: int, ow: int, lanes: int | None = None, regs: int | None = None) -> int | None:
+    """The output block of a conv of ``oc`` channels and ``ow`` output columns by the cost rule:
+    of one or two vectors (or half of one), the block whose register tile
+    (:func:`register_tile`) holds the most accumulators, then the fewest loads per FMA (the wider
+    block: a weight vector more, a broadcast input fewer); None when none divides ``oc``."""
+    lanes, regs = _host_registers(lanes, regs)
+
+    def score(ob: int) -> tuple[int, float]:
+        v = -(-ob // lanes)
+        r = register_tile(ow, ob, lanes, regs)
+        return r * v, -(v + r) / (v * r)
+
+    blocks = [b for b in (lanes, 2 * lanes, lanes // 2) if b >= 4 and oc % b == 0]
+    return max(blocks, key=score, default=None)
+
+
 def register_tile_cap(ob: int) -> int:
     """The most output columns of ``ob`` channels whose accumulators fit the host's vector
-    registers, two kept for the weights and the broadcast input (14 with AVX-512 and 16-channel
-    blocks; 7 with AVX2 and 8-channel ones)."""
-    from ..jit import vector_registers
-
-    lanes, regs = vector_registers()
+    registers, two kept for the weights and the broadcast input (the depthwise schedule's tile:
+    14 with AVX-512 and 16-channel blocks; 7 with AVX2 and 8-channel ones)."""
+    lanes, regs = _host_registers(None, None)
     return max(1, min(14, (regs - 2) // max(1, -(-ob // lanes))))
 
 
@@ -170,7 +199,7 @@ def schedule_conv2d_NCHWc(  # noqa: N802
             cfg = NCHWcConfig(reg_n=tuned["tile_ow"].size[-1], unroll_kw=tuned["unroll_kw"].val,
                               tile_oh=tuned["tile_oh"].size[-1])
     cfg = cfg or NCHWcConfig()
-    reg_n = cfg.reg_n or _reg_n(ow, register_tile_cap(ob))
+    reg_n = cfg.reg_n or register_tile(ow, ob)
     if oh % cfg.tile_oh:
         raise ValueError(f"schedule_conv2d_NCHWc: tile_oh={cfg.tile_oh} does not divide the output height {oh}")
     if tcfg is not None and tcfg.is_fallback:

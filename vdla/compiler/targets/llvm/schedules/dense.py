@@ -34,7 +34,7 @@ def schedule_dense(outs: te.Tensor | Sequence[te.Tensor], mr: int = 4, ku: int =
     d = found[0]
     ot = d.output(0)
     mr, ku = _knobs(outs, d, mr, ku)
-    bn = d.attrs["bn"] if packs else 16
+    bn = d.attrs["bn"] if packs or len(d.input_tensors()[1].shape) == 3 else 16
     nb, no = const_shape(ot)
     if d in {t.op for t in outs}:
         acc = s[s.cache_write(ot, "local")]
