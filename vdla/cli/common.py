@@ -42,7 +42,8 @@ def add_model_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     q.add_argument("--shape", action="append", default=[], metavar="NAME=d0,d1,...",
                    help="bind an ONNX input's dynamic dimensions (repeat per input)")
-    q.add_argument("--tuning-log", default=None, help="a `vdla tune` log: build with its best schedules")
+    q.add_argument("--tuning-log", default=None, help="a `vdla tune` log: build with its best schedules (llvm: by "
+                   "default the committed log of this CPU family when there is one; 'none': the hand picks)")
     q.add_argument("--no-host-ops", action="store_true",
                    help="refuse a plan with nodes on the host's numpy kernels (exit 2) instead of warning")
     q.add_argument("--threads", type=int, default=None, metavar="N",

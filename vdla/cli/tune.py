@@ -108,7 +108,12 @@ def run(args: argparse.Namespace) -> int:
             _prepare_device(tasks, args.device, args.quiet)
         except Exception as e:  # noqa: BLE001 - a device name, a missing simulator, a failed Verilator build
             raise CommandError(f"--device {args.device}: {type(e).__name__}: {e}") from e
-    client = cluster.get_client(args.scheduler)  # a ClusterError goes to vdla.cli.errors.report
+    workers = None
+    if args.target == "llvm":  # a CPU measurement runs its threads on the cores: one at a time per core set
+        from ..compiler.targets.llvm.threadpool import available_cores
+
+        workers = max(1, available_cores() // (args.threads or available_cores()))
+    client = cluster.get_client(args.scheduler, n_workers=workers)  # a ClusterError goes to vdla.cli.errors.report
     option = measure_option(LocalBuilder(timeout=30), LocalRunner(number=3 if args.target == "llvm" else 1, repeat=3
                                                                   if args.target == "llvm" else 1, timeout=60,
                                                                   device=args.device, threads=args.threads),

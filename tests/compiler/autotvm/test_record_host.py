@@ -98,3 +98,24 @@ def test_no_warning(case: str, tmp_path: Path) -> None:
     caught, picked = _apply(_log(tmp_path / "t.log", d))
     assert caught == []
     assert (picked is not None) == (case != "vdla record")
+
+
+def test_the_committed_log_of_this_cpu_family_applies_when_no_log_is_given(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vdla run|build --target llvm`` without ``--tuning-log``: the log named after this host's CPU
+    in ``autotvm/logs`` is applied; ``--tuning-log none`` applies nothing, nor does another target."""
+    from vdla.compiler.autotvm import tuning
+
+    monkeypatch.setattr(tuning, "LOGS", tmp_path)
+    task = autotvm.task.create(*MATMUL, "llvm")
+    with tuning_context(None, "llvm") as ctx:  # no log for this CPU yet
+        assert ctx is None
+    (tmp_path / "llvm_someothercpu.log").write_text(_line(index=2) + "\n")
+    assert tuning.default_log("llvm") is None  # another family's log is not this host's
+    (tmp_path / f"llvm_{llvm.get_host_cpu_name()}.log").write_text(_line(index=3) + "\n")
+    assert tuning.default_log("llvm") == tmp_path / f"llvm_{llvm.get_host_cpu_name()}.log"
+    with tuning_context(None, "llvm") as ctx:
+        assert ctx.query("llvm", task.workload).index == 3
+    for log, target in (("none", "llvm"), (None, "vdla"), (None, None)):
+        with tuning_context(log, target) as ctx:
+            assert ctx is None

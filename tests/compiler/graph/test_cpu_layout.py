@@ -157,6 +157,7 @@ def test_a_tuned_record_picks_the_blocks() -> None:
     with ApplyConfig(cfg, wl):
         p = to_nchwc(simplify(g), lanes=8)
         m = compile_model(g, target="llvm")
+    assert m.host_steps() == [], m.table()  # the tuned point builds (its knobs reach the schedule)
     conv = next(n for n in p.nodes if n.name == "c2")
     assert p.type_of(conv.inputs[1]).shape == (1, 4, 3, 3, 4, 16)  # (OC/ob, IC/cb, KH, KW, cb, ob)
     assert any(n.op == "layout_transform" and n.attrs["dst"] == 4 for n in p.nodes)  # c1's blocks -> the record's

@@ -23,7 +23,7 @@ from typing import Any
 from .dispatch import DispatchContext, workload_key
 from .task import Task, TaskError, create
 
-__all__ = ["tune_tasks", "tuning_context", "model_tasks", "layer_task", "make_tuner", "TUNERS"]
+__all__ = ["tune_tasks", "tuning_context", "default_log", "LOGS", "model_tasks", "layer_task", "make_tuner", "TUNERS"]
 
 TUNERS = ("xgb", "ga", "random", "grid")
 
@@ -91,17 +91,39 @@ def _schedule_float_graph(graph: Any) -> None:
             schedule(node, g, decl[2], "llvm")
 
 
+#: the committed tuning logs of CPU families: ``llvm_<cpu>.log`` (``vdla tune`` on that CPU, the
+#: best record per workload kept), applied by :func:`tuning_context` when the host's CPU matches
+LOGS = Path(__file__).parent / "logs"
+
+
+def default_log(target: str | None = "llvm") -> Path | None:
+    """The committed log of this host's CPU family (:data:`LOGS`, matched by LLVM's CPU name) for
+    ``target`` (llvm only), or None when there is none."""
+    if target != "llvm":
+        return None
+    from ..targets.llvm.jit import host_info
+
+    path = LOGS / f"llvm_{host_info()['cpu']}.log"
+    return path if path.exists() else None
+
+
 @contextlib.contextmanager
 def tuning_context(log: str | None, target: str | None = None) -> Any:
-    """``apply_history_best(log)`` when a log is given, else nothing (for ``vdla build|run --tuning-log``)."""
-    if not log:
+    """``apply_history_best(log)`` when a log is given (``vdla build|run --tuning-log``); without
+    one, on ``target="llvm"``, the committed log of this host's CPU (:func:`default_log`) when
+    there is one; else nothing. ``log="none"`` applies no log at all (the hand-picked schedules)."""
+    if log == "none":
+        yield None
+        return
+    path = Path(log) if log else default_log(target)
+    if path is None:
         yield None
         return
     from .record import apply_history_best
 
-    if not Path(log).exists():
-        raise FileNotFoundError(f"tuning log {log!r} does not exist")
-    with apply_history_best(log, target) as ctx:
+    if not path.exists():
+        raise FileNotFoundError(f"tuning log {str(log)!r} does not exist")
+    with apply_history_best(path, target) as ctx:
         yield ctx
 
 

@@ -195,7 +195,7 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     elif tcfg is None and cfg is None:  # a tuned record of this workload (its blocks must be these)
         tuned = query("llvm", conv.attrs.get("workload"))
         if tuned is not None and (tuned["tile_ic"].size[-1], tuned["tile_oc"].size[-1]) == (
-                next(const_shape(t)[4] for t in conv.input_tensors() if len(t.shape) == 5), ob):
+                next(const_shape(t)[4] for t in conv.input_tensors() if len(t.shape) == 6), ob):  # the kernel's cb
             cfg = NCHWcConfig(reg_n=tuned["tile_ow"].size[-1], unroll_kw=tuned["unroll_kw"].val,
                               tile_oh=tuned["tile_oh"].size[-1])
     cfg = cfg or NCHWcConfig()
