@@ -196,3 +196,39 @@ def test_the_pass_leaves_integer_graphs_alone() -> None:
         warnings.simplefilter("error")
         p = to_nchwc(g, lanes=8)
     assert [n.op for n in p.nodes] == ["relu"]
+
+
+def shuffle_unit(rng: np.random.Generator) -> Graph:
+    """A ShuffleNet v2 unit: split the channels, a branch, concat, shuffle (reshape-transpose-reshape)."""
+    g = Graph("shuffle")
+    x = g.add_input("x", (1, 8, 10, 10))
+    x = g.add_node("relu", [_conv(g, rng, x, 32, k=1, name="stem")], name="s")
+    left = g.add_node("slice", [x], name="left", begin=[0, 0, 0, 0], end=[1, 16, 10, 10], step=[1, 1, 1, 1])
+    right = g.add_node("slice", [x], name="right", begin=[0, 16, 0, 0], end=[1, 32, 10, 10], step=[1, 1, 1, 1])
+    r = _conv(g, rng, g.add_node("relu", [_conv(g, rng, right, 16, k=1, name="pw")], name="pr"), 16, groups=16,
+              name="dw")
+    y = g.add_node("concat", [left, r], name="cat", axis=1)
+    y = g.add_node("reshape", [y], name="r1", shape=(1, 2, 16, 10, 10))
+    y = g.add_node("transpose", [y], name="tr", perm=(0, 2, 1, 3, 4))
+    y = g.add_node("reshape", [y], name="r2", shape=(1, 32, 10, 10))
+    g.set_outputs(g.add_node("relu", [_conv(g, rng, y, 8, k=1, name="head")], name="out"))
+    return g.infer_types()
+
+
+def test_a_shuffle_unit_stays_packed() -> None:
+    """Channel split, concat and shuffle keep the blocks: the only transforms are the model's ends,
+    a split half is a view of the stem's output, the shuffle one gather."""
+    print(f"seed {SEED}")
+    rng = np.random.default_rng(SEED)
+    g = shuffle_unit(rng)
+    p = to_nchwc(simplify(g), lanes=8)
+    ops = [n.op for n in p.nodes]
+    assert ops.count("layout_transform") == 2 and ops.count("channel_shuffle") == 1, str(p)
+    assert "transpose" not in ops and "reshape" not in ops
+    x = {"x": rng.uniform(-2, 2, (1, 8, 10, 10)).astype("float32")}
+    (want,) = reference_run(g, x, check=False)
+    np.testing.assert_allclose(reference_run(p, x, check=False)[0], want, rtol=1e-5, atol=1e-5)
+    m = compile_model(g, target="llvm")
+    # the half a conv reads is a view of the stem's output (the other fuses with the concat and the shuffle)
+    assert m.host_steps() == [] and m.kernels["right"].target == "view", m.table()
+    np.testing.assert_allclose(m.run(x).outputs[0], want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))

@@ -11,8 +11,9 @@
   tile holds the most accumulators, :func:`~vdla.compiler.targets.llvm.schedules.conv2d.conv_block`);
 * packs a dense layer's constant weight by blocks of output features, ``dense_blocked``;
 * keeps values packed through the ops that do not care about the layout: the element-wise
-  ones (per-channel constants such as a PReLU slope packed alike), the pools, and concat along
-  channels when every part fills whole blocks;
+  ones (per-channel constants such as a PReLU slope packed alike), the pools, concat along
+  channels when every part fills whole blocks, slices of whole channel blocks (views), and
+  ShuffleNet's channel shuffle (reshape, transpose, reshape: one ``channel_shuffle``);
 * inserts a ``layout_transform`` only where a block changes or a value meets an op that
   needs NCHW (a flatten, a transpose, a graph output): one per value and block, shared by
   its readers.
@@ -69,6 +70,8 @@ class _Rewriter:
         self.at: dict[str, str] = {v: v for v in [*graph.inputs, *graph.consts]}  # value -> its name here
         self.block: dict[str, int] = {}  # name here -> block (absent: plain)
         self.forms: dict[tuple[str, int], str] = {}  # (name here, block) -> the transformed value
+        self.readers = graph.consumers()
+        self.skip: set[str] = set()  # nodes already rewritten with an earlier one (a shuffle's chain)
 
     def blk(self, v: str) -> int:
         return self.block.get(self.at[v], 0)
@@ -221,6 +224,41 @@ class _Rewriter:
         self.emit(n, "dense_blocked", ins, {}, 0)
         return True
 
+    def channel_slice(self, n: Node) -> bool:
+        """A slice of whole channel blocks (a ShuffleNet split) on packed data: a slice of the
+        block axis (contiguous for one image: a view)."""
+        b, x = self.blk(n.inputs[0]), self.src.type_of(n.inputs[0])
+        at = n.attrs
+        if not b or len(x.shape) != 4 or list(at["step"]) != [1, 1, 1, 1]:
+            return False
+        begin, end = list(at["begin"]), [min(e, d) for e, d in zip(at["end"], x.shape)]
+        if any(begin[a] != 0 or end[a] != x.shape[a] for a in (0, 2, 3)) or begin[1] % b or end[1] % b or \
+                not 0 <= begin[1] < end[1]:
+            return False
+        n5, _, h, w = x.shape
+        self.emit(n, "slice", [self.at[n.inputs[0]]], {"begin": [0, begin[1] // b, 0, 0, 0],
+                                                        "end": [n5, end[1] // b, h, w, b], "step": [1] * 5}, b)
+        return True
+
+    def shuffle(self, n: Node) -> bool:
+        """ShuffleNet's reshape (N, g, C/g, H, W) -> transpose (0, 2, 1, 3, 4) -> reshape (N, C, H, W) on
+        packed data: one ``channel_shuffle`` that keeps the blocks (the chain would need NCHW)."""
+        b = self.blk(n.inputs[0])
+        src, mid = self.src.type_of(n.inputs[0]).shape, n.type.shape if n.type else ()
+        if not b or len(src) != 4 or len(mid) != 5 or mid[0] != src[0] or mid[1] * mid[2] != src[1] or \
+                mid[3:] != src[2:]:
+            return False
+        t = self.readers.get(n.name, [])
+        if len(t) != 1 or t[0].op != "transpose" or tuple(t[0].attrs["perm"]) != (0, 2, 1, 3, 4):
+            return False
+        r = self.readers.get(t[0].name, [])
+        if len(r) != 1 or r[0].op != "reshape" or r[0].type is None or r[0].type.shape != src or \
+                {n.name, t[0].name} & set(self.src.outputs):
+            return False
+        self.skip |= {t[0].name, r[0].name}  # the chain's value is the shuffle's, named as its last reshape
+        self.emit(r[0], "channel_shuffle", [self.at[n.inputs[0]]], {"groups": mid[1]}, b)
+        return True
+
     def plain(self, n: Node) -> None:
         ins = [self.as_block(i, 0) if i not in self.src.consts else i for i in n.inputs]
         self.emit(n, n.op, ins, dict(n.attrs), 0)
@@ -241,6 +279,8 @@ def to_nchwc(graph: Graph, lanes: int | None = None) -> Graph:
     g = graph.copy().infer_types()
     rw = _Rewriter(g, lanes, 32 if lanes >= 16 else 16)
     for n in g.topo_order():
+        if n.name in rw.skip:
+            continue
         if n.op == "fused" or (n.type is not None and n.type.dtype != "float32"):
             rw.plain(n)
         elif n.op == "conv2d":
@@ -257,6 +297,12 @@ def to_nchwc(graph: Graph, lanes: int | None = None) -> Graph:
                 rw.plain(n)
         elif n.op == "concat":
             if not rw.concat(n):
+                rw.plain(n)
+        elif n.op == "slice":
+            if not rw.channel_slice(n):
+                rw.plain(n)
+        elif n.op == "reshape":
+            if not rw.shuffle(n):
                 rw.plain(n)
         else:
             rw.plain(n)

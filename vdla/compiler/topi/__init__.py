@@ -53,7 +53,7 @@ from .norm import group_norm, instance_norm, layer_norm, log_softmax, lrn
 from .pooling import global_pool, pool2d
 from .reduction import reduce
 from .softmax import softmax
-from .transform import concatenate, layout_transform, reshape, transpose
+from .transform import channel_shuffle, concatenate, layout_transform, reshape, transpose
 from .util import pad
 
 __getattr__ = module_getattr(__name__)  # topi.schedule_* -> targets.llvm.schedules, for one release
@@ -81,6 +81,7 @@ __all__ = [
     "broadcast_shape",
     "broadcast_to",
     "clip",
+    "channel_shuffle",
     "conv2d_NCHWc",
     "conv2d_nchw",
     "conv2d_transpose_nchw",

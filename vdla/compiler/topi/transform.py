@@ -1,6 +1,6 @@
 """Data movement as computes: ``concatenate`` along any axis, ``transpose`` by a permutation,
-``reshape`` and ``layout_transform`` between NCHW and NCHW[x]c (TVM's ``topi.concatenate`` /
-``topi.transpose`` / ``topi.reshape`` / ``topi.layout_transform``).
+``reshape``, ``layout_transform`` between NCHW and NCHW[x]c and ``channel_shuffle`` (TVM's
+``topi.concatenate`` / ``topi.transpose`` / ``topi.reshape`` / ``topi.layout_transform``).
 
 All are tagged ``injective``: ``schedule_injective`` runs them on every target, each
 output element read from the one input element it copies.
@@ -14,7 +14,7 @@ from .. import te
 from ..tir.nodes import Expr
 from .util import INJECTIVE, const_shape, ravel, unravel
 
-__all__ = ["concatenate", "layout_transform", "reshape", "transpose"]
+__all__ = ["channel_shuffle", "concatenate", "layout_transform", "reshape", "transpose"]
 
 
 def concatenate(xs: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
@@ -96,3 +96,24 @@ def layout_transform(x: te.Tensor, src: int, dst: int) -> te.Tensor:
         raise ValueError(f"layout_transform: {c} channels are not a multiple of the block {dst}")
     return te.compute((n, c // dst, h, w, dst), lambda b, f, y, xx, k: read(b, f * dst + k, y, xx),
                       name="layout_transform", tag=INJECTIVE)
+
+
+def channel_shuffle(x: te.Tensor, groups: int) -> te.Tensor:
+    """ShuffleNet's channel shuffle of NCHW or NCHW[x]c data as one gather: output channel ``c``
+    reads input channel ``(c % groups) * (C / groups) + c // groups`` (constant divisions only,
+    instead of the reshape-transpose-reshape chain's index arithmetic)."""
+    shape = const_shape(x)
+    b = shape[4] if len(shape) == 5 else 1
+    per = shape[1] * b // groups
+
+    def src(c: Expr) -> Expr:
+        return (c % groups) * per + c // groups
+
+    if len(shape) == 4:
+        return te.compute(shape, lambda n, c, y, xx: x[n, src(c), y, xx], name="channel_shuffle", tag=INJECTIVE)
+
+    def f(n: Expr, cc: Expr, y: Expr, xx: Expr, k: Expr) -> Expr:
+        s = src(cc * b + k)
+        return x[n, s // b, y, xx, s % b]
+
+    return te.compute(shape, f, name="channel_shuffle", tag=INJECTIVE)

@@ -12,7 +12,10 @@ uses (element-wise ops and the pools take rank-5 values as they are):
 * ``depthwise_conv2d_nchwc``: data ``(N, C/cb, H, W, cb)``, weight ``(C/cb, KH, KW, cb)``, optional
   bias ``(1, C/cb, 1, 1, cb)`` -> ``(N, C/cb, OH, OW, cb)``;
 * ``dense_blocked``: data ``(B, K)``, weight ``(O/bn, K, bn)`` (``bn`` outputs one vector), optional
-  bias ``(O,)`` -> ``(B, O)``.
+  bias ``(O,)`` -> ``(B, O)``;
+* ``channel_shuffle`` ``groups``: ShuffleNet's reshape to ``(N, g, C/g, H, W)``, swap of the two
+  channel axes and reshape back, as one permutation of the channels of NCHW or NCHW[x]c data
+  (output channel ``c`` is input channel ``(c % g) * (C/g) + c // g``).
 
 Their numpy semantics unpack, run the NCHW reference and pack again (the reference executor
 checks the packed kernels against it).
@@ -32,7 +35,7 @@ from ..ir import TensorType
 from .nn import conv2d_nchw
 from .registry import _err, register
 
-__all__ = ["to_blocks", "unpack_weight", "unpack_depthwise_weight", "block_dense_weight"]
+__all__ = ["to_blocks", "unpack_weight", "unpack_depthwise_weight", "block_dense_weight", "shuffle_source"]
 
 
 def to_blocks(x: np.ndarray, src: int, dst: int) -> np.ndarray:
@@ -169,3 +172,28 @@ def _dense(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 register("dense_blocked", "complex", (2, 3))((_dense_infer, _dense))
+
+
+def shuffle_source(c: int, channels: int, groups: int) -> int:
+    """The input channel that output channel ``c`` of a channel shuffle reads."""
+    return (c % groups) * (channels // groups) + c // groups
+
+
+def _shuffle_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, g = ts[0], int(at["groups"])
+    if len(x.shape) not in (4, 5):
+        raise _err(f"channel_shuffle needs NCHW or NCHW[x]c data, got {x}")
+    c = x.shape[1] * (x.shape[4] if len(x.shape) == 5 else 1)
+    if g < 1 or c % g:
+        raise _err(f"channel_shuffle: {c} channels do not split into {g} groups")
+    return x
+
+
+def _shuffle(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    x, g = xs[0], int(at["groups"])
+    b = x.shape[4] if x.ndim == 5 else 0
+    n, c, h, w = (plain := to_blocks(x, b, 0)).shape
+    return to_blocks(plain.reshape(n, g, c // g, h, w).transpose(0, 2, 1, 3, 4).reshape(n, c, h, w), 0, b)
+
+
+register("channel_shuffle", "injective", (1, 1), {"groups": 2})((_shuffle_infer, _shuffle))

@@ -14,7 +14,8 @@ the classifier; every node of a float model that has an operator):
 * on llvm, after :func:`..cpu_layout.to_nchwc`: ``conv2d_nchwc`` / ``depthwise_conv2d_nchwc`` ->
   ``topi.conv2d_NCHWc`` / ``topi.depthwise_conv2d_NCHWc`` with the NCHW[x]c schedules, and
   ``layout_transform`` -> ``topi.layout_transform`` (injective); the pools take rank-5 data;
-  ``dense_blocked`` (its weight packed at compile time) -> ``topi.dense``;
+  ``dense_blocked`` (its weight packed at compile time) -> ``topi.dense``; ``channel_shuffle`` ->
+  ``topi.channel_shuffle`` (injective);
 * ``conv2d_transpose`` (strides, any padding, output_padding, optional bias; the graph op
   has no groups) -> ``topi.conv2d_transpose_nchw``;
 * ``matmul`` (numpy's, batch dimensions broadcast) -> ``topi.batch_matmul``;
@@ -266,6 +267,11 @@ def _depthwise_conv2d_nchwc(xs: list[Any], n: Node) -> Any:
     at = n.attrs
     y = topi.depthwise_conv2d_NCHWc(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
     return topi.add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("channel_shuffle")
+def _channel_shuffle(xs: list[Any], n: Node) -> Any:
+    return topi.channel_shuffle(xs[0], int(n.attrs["groups"]))
 
 
 @declares("layout_transform")
