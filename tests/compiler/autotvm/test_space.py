@@ -87,3 +87,17 @@ def test_fallback_gets_index_when_in_space() -> None:
     for k, v in want.knobs().items():
         fb.set(k, v)
     assert fb.index == 1234 and fb.is_fallback and repr(fb).startswith("FallbackConfig(index=1234")
+
+
+def test_a_knob_added_later_reads_old_records_as_its_absent_value() -> None:
+    """A record written before a template grew a knob (no value for it) is the point with the
+    knob's ``absent`` value; a knob without one stays required."""
+    from vdla.compiler.autotvm.space import ConfigSpace, KnobError
+
+    sp = ConfigSpace()
+    sp.define_knob("unroll", [False, True])
+    sp.define_knob("rows", [1, 2, 4], absent=1)
+    assert sp.get(sp.index_of({"unroll": True})).knobs() == {"unroll": True, "rows": 1}
+    assert sp.get(sp.index_of({"unroll": True, "rows": 4})).knobs() == {"unroll": True, "rows": 4}
+    with pytest.raises(KnobError, match=r"knob\(s\) \['unroll'\] have no value"):
+        sp.index_of({"rows": 2})

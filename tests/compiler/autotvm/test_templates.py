@@ -59,8 +59,8 @@ def test_fallback_generated_code_is_unchanged(tmp_path, monkeypatch) -> None:  #
             s, args, cfg = _vdla_hand(VDLA_CONV[1])
             build(s, args, target="vdla", name="conv2d", config=cfg)
             # the graph's untuned blocks on this host (input: 8 with AVX2, 16 with AVX-512; output: the
-            # block whose register tile of the 8 columns holds the most accumulators)
-            b, ob = schedules.channel_block(32), schedules.conv_block(32, 8)
+            # block whose register tile of the 8x8 output holds the most accumulators)
+            b, ob = schedules.channel_block(32), schedules.conv_block(32, 8, 8)
             x = te.placeholder((1, 32 // b, 8, 8, b), name="data")
             w = te.placeholder((32 // ob, 32 // b, 3, 3, b, ob), name="kernel")
             y = topi.conv2d_NCHWc(x, w, 1, 1)

@@ -145,6 +145,8 @@ class _Space:
     name: str
     kind: str
     entities: list[Any]
+    #: the entity a record written before this knob existed was measured with (None: required)
+    absent: Any = None
 
     def __len__(self) -> int:
         return len(self.entities)
@@ -194,9 +196,12 @@ class ConfigSpace:
             ents = [e for e in ents if filter(e)]
         self._add(name, "split", ents)
 
-    def define_knob(self, name: str, candidate: Sequence[Any]) -> None:
-        """A knob taking one of the values in ``candidate``."""
+    def define_knob(self, name: str, candidate: Sequence[Any], absent: Any = None) -> None:
+        """A knob taking one of the values in ``candidate``. ``absent``: a knob added to a template
+        after logs were written: their records, which lack it, were measured with this value."""
         self._add(name, "knob", [OtherOptionEntity(v) for v in candidate])
+        if absent is not None:
+            self.space_map[name].absent = OtherOptionEntity(absent)
 
     def define_reorder(self, name: str, axes: Sequence[Any], policy: str = "all",
                        candidate: Sequence[Sequence[int]] | None = None) -> None:
@@ -254,7 +259,7 @@ class ConfigSpace:
 
     def index_of(self, knobs: dict[str, Any]) -> int:
         """The index of the point with these knob values (JSON values or entities)."""
-        missing = [k for k in self.space_map if k not in knobs]
+        missing = [k for k, sp in self.space_map.items() if k not in knobs and sp.absent is None]
         extra = [k for k in knobs if k not in self.space_map]
         if extra:
             raise KnobError(f"knob(s) {extra} are not in this space (knobs: {self.knob_names()})")
@@ -262,7 +267,7 @@ class ConfigSpace:
             raise KnobError(f"knob(s) {missing} have no value")
         idx, mul = 0, 1
         for name, sp in self.space_map.items():
-            v = knobs[name]
+            v = knobs[name] if name in knobs else sp.absent
             ent = v if not isinstance(v, list | tuple | int | float | str | bool | type(None)) else \
                 entity_from_json(sp.kind, v)
             if ent not in sp.entities:

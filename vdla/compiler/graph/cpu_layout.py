@@ -149,7 +149,8 @@ class _Rewriter:
             cb, ob = tuned["tile_ic"].size[-1], tuned["tile_oc"].size[-1]
             if c % cb == 0 and oc % ob == 0:
                 return cb, ob
-        ob = conv_block(oc, int(self.src.type_of(n.name).shape[3]), self.lanes, self.regs)
+        out = self.src.type_of(n.name).shape
+        ob = conv_block(oc, int(out[2]), int(out[3]), self.lanes, self.regs)
         if ob is None:
             return None
         if have and c % have == 0:

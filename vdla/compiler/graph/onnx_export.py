@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..topi.util import slice_range
 from .ir import Graph, GraphError
 
 __all__ = ["to_onnx", "save_onnx", "OPSET"]
@@ -127,11 +128,10 @@ def to_onnx(graph: Graph, opset: int = OPSET) -> Any:
             # each axis's python slice resolved against its extent; a negative step running
             # through index 0 ends "before the first element", which ONNX spells -(dim + 1)
             dims = g.type_of(ins[0]).shape
-            rng = [slice(b, None if (s < 0 and e < 0) else e, s).indices(d)
-                   for b, e, s, d in zip(a["begin"], a["end"], a["step"], dims)]
-            starts = [r[0] for r in rng]
-            ends = [r[1] if r[1] >= 0 else -(d + 1) for r, d in zip(rng, dims)]
-            steps = [r[2] for r in rng]
+            rng = [slice_range(b, e, s, d) for b, e, s, d in zip(a["begin"], a["end"], a["step"], dims)]
+            starts = [r.start for r in rng]
+            ends = [r.stop if r.stop >= 0 else -(d + 1) for r, d in zip(rng, dims)]
+            steps = [r.step for r in rng]
             parts = [const(n.name, np.array(v, np.int64)) for v in (starts, ends, list(range(len(dims))), steps)]
             nodes.append(helper.make_node("Slice", [ins[0], *parts], out, name=n.name))
         elif op == "softmax":

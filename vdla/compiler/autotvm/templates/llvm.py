@@ -3,8 +3,9 @@
 ``conv2d_NCHWc.x86`` takes an NCHW workload ``[N, IC, H, W, OC, K, stride, pad]`` and
 chooses the channel blocking itself (``tile_ic`` / ``tile_oc``: the inner factor is the
 block, as TVM's x86 template); the schedule adds ``tile_ow`` (the register tile of output
-columns), ``tile_oh`` (output rows per task of the one parallel loop: its granularity) and
-``unroll_kw``. The fallback is the blocking the untuned graph picks
+columns), ``tile_oh`` (output rows per task of the one parallel loop: its granularity),
+``unroll_kw`` and ``tile_rows`` (output rows of the register tile; records written before it
+existed read as one row). The fallback is the blocking the untuned graph picks
 (:func:`~vdla.compiler.targets.llvm.schedules.conv2d.channel_block` for the input,
 :func:`~vdla.compiler.targets.llvm.schedules.conv2d.conv_block` for the output) and the schedule's
 hand pick.
@@ -49,7 +50,7 @@ def conv2d_nchwc(n: int, ic: int, h: int, w: int, oc: int, k: int, stride: int, 
     cfg.define_split("tile_oc", oc, num_outputs=2, filter=lambda e: e.size[-1] in _BLOCKS[1:4])
     if cfg.is_fallback:
         cfg.set("tile_ic", [ic // _hand_block(ic), _hand_block(ic)])
-        ob = schedules.conv_block(oc, (w + 2 * pad - k) // stride + 1) or oc
+        ob = schedules.conv_block(oc, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1) or oc
         cfg.set("tile_oc", [oc // ob, ob])
     cb, ob = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
     x = te.placeholder((n, ic // cb, h, w, cb), name="data")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .... import te
 from ....autotvm.dispatch import current_config, query
@@ -106,6 +107,10 @@ class NCHWcConfig:
     #: output rows per iteration of the parallel loop, which fuses (n, oc-chunk, rows // tile_oh):
     #: 1 gives the most, smallest tasks; the output height runs each (n, oc-chunk) as one task
     tile_oh: int = 1
+    #: output rows of the register tile (``rows x reg_n`` columns x one ``ob`` block of accumulators;
+    #: each weight vector is reused ``rows x reg_n`` times). Above 1 the parallel loop takes one
+    #: block of ``rows`` rows per task (``tile_oh`` is not used)
+    rows: int = 1
 
 
 def _reg_n(ow: int, cap: int = 14) -> int:
@@ -135,28 +140,41 @@ def channel_block(channels: int, lanes: int | None = None) -> int | None:
     return None
 
 
-def register_tile(ow: int, ob: int, lanes: int | None = None, regs: int | None = None) -> int:
-    """Output columns of the register tile of ``ob`` output channels: the widest that divides the
-    row (a ragged tile guards every column) with at most half the vector registers as
-    accumulators, the rest left to the weights, the broadcast input and LLVM (on AVX2 a tile of
-    16 accumulators in 16 registers spilled, and ran ResNet-18's 3x3 layers at 60 % of the speed
-    of 8)."""
+def register_tile(oh: int, ow: int, ob: int, lanes: int | None = None, regs: int | None = None) -> tuple[int, int]:
+    """(rows, columns) of output pixels in the register tile of ``ob`` output channels: the most
+    accumulators (``rows x columns x ob / lanes`` vectors) that fit in half the vector registers, the
+    rest left to the weights, the broadcast input and LLVM (on AVX2 a tile of 16 accumulators in
+    16 registers spilled, and ran ResNet-18's 3x3 layers at 60 % of the speed of 8); then the
+    fewest loads per FMA (each weight vector reused by every pixel of the tile); then one row.
+    Both divide the output (a ragged tile guards every column)."""
     lanes, regs = _host_registers(lanes, regs)
     v = -(-ob // lanes)
-    return max((r for r in range(1, ow + 1) if ow % r == 0 and r * v <= max(1, regs // 2)), default=1)
+    cap = max(1, regs // 2)
+    best = (1, 1)
+    for rows in (1, 2, 4):
+        for cols in range(1, ow + 1):
+            if oh % rows or ow % cols or rows * cols * v > cap:
+                continue
+            def key(t: tuple[int, int]) -> tuple[int, float, int]:
+                px = t[0] * t[1]
+                return px * v, -(v + px) / (v * px), -t[0]
+            if key((rows, cols)) > key(best):
+                best = (rows, cols)
+    return best
 
 
-def conv_block(oc: int, ow: int, lanes: int | None = None, regs: int | None = None) -> int | None:
-    """The output block of a conv of ``oc`` channels and ``ow`` output columns by the cost rule:
-    of one or two vectors (or half of one), the block whose register tile
-    (:func:`register_tile`) holds the most accumulators, then the fewest loads per FMA (the wider
-    block: a weight vector more, a broadcast input fewer); None when none divides ``oc``."""
+def conv_block(oc: int, oh: int, ow: int, lanes: int | None = None, regs: int | None = None) -> int | None:
+    """The output block of a conv of ``oc`` channels and an ``oh x ow`` output by the cost rule: of
+    one or two vectors (or half of one), the block whose register tile (:func:`register_tile`)
+    holds the most accumulators, then the fewest loads per FMA (the wider block: a weight vector
+    more, broadcast inputs fewer); None when none divides ``oc``."""
     lanes, regs = _host_registers(lanes, regs)
 
     def score(ob: int) -> tuple[int, float]:
         v = -(-ob // lanes)
-        r = register_tile(ow, ob, lanes, regs)
-        return r * v, -(v + r) / (v * r)
+        rows, cols = register_tile(oh, ow, ob, lanes, regs)
+        px = rows * cols
+        return px * v, -(v + px) / (v * px)
 
     blocks = [b for b in (lanes, 2 * lanes, lanes // 2) if b >= 4 and oc % b == 0]
     return max(blocks, key=score, default=None)
@@ -170,11 +188,17 @@ def register_tile_cap(ob: int) -> int:
     return max(1, min(14, (regs - 2) // max(1, -(-ob // lanes))))
 
 
+def _tuned(c: Any) -> NCHWcConfig:
+    """The schedule's knobs from a template point or a tuned record."""
+    return NCHWcConfig(reg_n=c["tile_ow"].size[-1], unroll_kw=c["unroll_kw"].val, tile_oh=c["tile_oh"].size[-1],
+                       rows=int(c["tile_rows"].val))
+
+
 def schedule_conv2d_NCHWc(  # noqa: N802
     outs: te.Tensor | Sequence[te.Tensor], cfg: NCHWcConfig | None = None
 ) -> Schedule:
-    """TVM's x86 NCHWc schedule: a register tile of ``reg_n`` output columns x one ``ob``
-    vector accumulated in a local cache over (c.outer, ky, kx, c.inner); one parallel loop,
+    """TVM's x86 NCHWc schedule: a register tile of ``rows x reg_n`` output pixels x one ``ob``
+    block accumulated in a local cache over (c.outer, ky, kx, c.inner); one parallel loop,
     the outermost, over (n, output channel block, blocks of ``tile_oh`` rows); padding
     computed once at root (a parallel loop of its own before it, vectorised), as TVM does."""
     outs = as_list(outs)
@@ -189,23 +213,26 @@ def schedule_conv2d_NCHWc(  # noqa: N802
         # the parallel granularity: rows per task, from one row to the whole height
         tcfg.define_split("tile_oh", oh, num_outputs=2, filter=lambda e: e.size[-1] in (1, 2, 4, 8, oh))
         tcfg.define_knob("unroll_kw", [False, True])
+        # rows of the register tile (added after the first logs: their records had one row)
+        tcfg.define_knob("tile_rows", [r for r in (1, 2, 4) if oh % r == 0], absent=1)
         if not tcfg.is_fallback and not isinstance(tcfg, ConfigSpace):
-            cfg = NCHWcConfig(reg_n=tcfg["tile_ow"].size[-1], unroll_kw=tcfg["unroll_kw"].val,
-                              tile_oh=tcfg["tile_oh"].size[-1])
+            cfg = _tuned(tcfg)
     elif tcfg is None and cfg is None:  # a tuned record of this workload (its blocks must be these)
         tuned = query("llvm", conv.attrs.get("workload"))
         if tuned is not None and (tuned["tile_ic"].size[-1], tuned["tile_oc"].size[-1]) == (
                 next(const_shape(t)[4] for t in conv.input_tensors() if len(t.shape) == 6), ob):  # the kernel's cb
-            cfg = NCHWcConfig(reg_n=tuned["tile_ow"].size[-1], unroll_kw=tuned["unroll_kw"].val,
-                              tile_oh=tuned["tile_oh"].size[-1])
-    cfg = cfg or NCHWcConfig()
-    reg_n = cfg.reg_n or register_tile(ow, ob)
+            cfg = _tuned(tuned)
+    if cfg is None:  # the hand pick: the cost rule's register tile
+        rows, cols = register_tile(oh, ow, ob)
+        cfg = NCHWcConfig(reg_n=cols, rows=rows)
+    reg_n = cfg.reg_n or register_tile(oh, ow, ob)[1]
     if oh % cfg.tile_oh:
         raise ValueError(f"schedule_conv2d_NCHWc: tile_oh={cfg.tile_oh} does not divide the output height {oh}")
     if tcfg is not None and tcfg.is_fallback:
         tcfg.set("tile_ow", [-(-ow // reg_n), reg_n])
         tcfg.set("tile_oh", [oh // cfg.tile_oh, cfg.tile_oh])
         tcfg.set("unroll_kw", cfg.unroll_kw)
+        tcfg.set("tile_rows", cfg.rows)
     if acc is None:
         acc_t = s.cache_write(ct, "local")
         acc = s[acc_t]
@@ -213,7 +240,14 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     n, f, y, x, fb = out.op.axis
     xo, xi = out.split(x, factor=reg_n)
     # one parallel loop, outermost: (n, oc-chunk, row blocks) fused; the rows of a block run inside
-    if cfg.tile_oh == 1:
+    if cfg.rows > 1:
+        if oh % cfg.rows:
+            raise ValueError(f"schedule_conv2d_NCHWc: rows={cfg.rows} does not divide the output height {oh}")
+        yo, yr = out.split(y, factor=cfg.rows)
+        out.reorder(n, f, yo, xo, yr, xi, fb)
+        par = out.fuse(n, f, yo)
+        out.unroll(yr)
+    elif cfg.tile_oh == 1:
         out.reorder(n, f, y, xo, xi, fb)
         par = out.fuse(n, f, y)
     elif cfg.tile_oh == oh:
@@ -228,11 +262,12 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     out.vectorize(fb)
     out.unroll(xi)
     acc.compute_at(out, xo)
-    _, _, _, xa, fa = acc.op.axis
+    _, _, ya, xa, fa = acc.op.axis
     rco, ry, rx, rci = acc.op.reduce_axis
-    acc.reorder(rco, ry, rx, rci, xa, fa)
+    acc.reorder(rco, ry, rx, rci, ya, xa, fa)
     acc.vectorize(fa)
     acc.unroll(xa)
+    acc.unroll(ya)
     acc.unroll(rci)
     if cfg.unroll_kw:
         acc.unroll(rx)
