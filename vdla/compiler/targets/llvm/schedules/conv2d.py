@@ -146,7 +146,8 @@ def register_tile(oh: int, ow: int, ob: int, lanes: int | None = None, regs: int
     rest left to the weights, the broadcast input and LLVM (on AVX2 a tile of 16 accumulators in
     16 registers spilled, and ran ResNet-18's 3x3 layers at 60 % of the speed of 8); then the
     fewest loads per FMA (each weight vector reused by every pixel of the tile); then one row.
-    Both divide the output (a ragged tile guards every column)."""
+    Both divide the output (a ragged tile guards every column); where only tiles of fewer than a
+    quarter of the registers divide the row, the whole row when it fits the registers."""
     lanes, regs = _host_registers(lanes, regs)
     v = -(-ob // lanes)
     cap = max(1, regs // 2)
@@ -160,6 +161,11 @@ def register_tile(oh: int, ow: int, ob: int, lanes: int | None = None, regs: int
                 return px * v, -(v + px) / (v * px), -t[0]
             if key((rows, cols)) > key(best):
                 best = (rows, cols)
+    if best[0] * best[1] * v < cap // 2 and ow * v <= regs - 2:
+        # a row no small tile divides (SqueezeNet's 13 and 27 columns): the whole row, as one tile
+        # (more accumulators than half the registers, but a tile of one column ran its 13x13
+        # layers at a third of the speed)
+        best = (1, ow)
     return best
 
 
@@ -170,11 +176,14 @@ def conv_block(oc: int, oh: int, ow: int, lanes: int | None = None, regs: int | 
     more, broadcast inputs fewer); None when none divides ``oc``."""
     lanes, regs = _host_registers(lanes, regs)
 
+    cap = max(1, regs // 2)
+
     def score(ob: int) -> tuple[int, float]:
         v = -(-ob // lanes)
         rows, cols = register_tile(oh, ow, ob, lanes, regs)
         px = rows * cols
-        return px * v, -(v + px) / (v * px)
+        acc = px * v  # a whole-row tile beyond half the registers counts what it spills against it
+        return acc if acc <= cap else 2 * cap - acc, -(v + px) / (v * px)
 
     blocks = [b for b in (lanes, 2 * lanes, lanes // 2) if b >= 4 and oc % b == 0]
     return max(blocks, key=score, default=None)
