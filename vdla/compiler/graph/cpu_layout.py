@@ -191,7 +191,7 @@ class _Rewriter:
             return a.reshape((1,) * a.ndim) if a.ndim else a
         if s[0] != 1 or s[2:] != (1, 1) or s[1] != c:
             return None
-        return np.ascontiguousarray(a.reshape(1, c // b, b).reshape(1, c // b, 1, 1, b))
+        return np.ascontiguousarray(a.reshape(1, c // b, 1, 1, b))
 
     def pool(self, n: Node) -> bool:
         b = self.blk(n.inputs[0])
@@ -272,39 +272,21 @@ class _Rewriter:
 def to_nchwc(graph: Graph, lanes: int | None = None) -> Graph:
     """``graph`` (float32, simplified) with its convolutions, their element-wise tails and the
     pools on NCHW[x]c (see the module doc). ``lanes``: float32 lanes of a vector register (the
-    host's by default; 16 means AVX-512's 32 registers, else 16 registers). The outputs keep their names, shapes and NCHW layout."""
-    if lanes is None:
-        from ..targets.llvm.jit import vector_registers
+    host's by default; the register count follows from it). The outputs keep their names, shapes and
+    NCHW layout."""
+    from ..targets.llvm.jit import VECTOR_REGISTERS, vector_registers
 
+    if lanes is None:
         lanes = vector_registers()[0]
     g = graph.copy().infer_types()
-    rw = _Rewriter(g, lanes, 32 if lanes >= 16 else 16)
+    rw = _Rewriter(g, lanes, VECTOR_REGISTERS.get(lanes, 16))
+    # op -> the rewrite that may put it on packed data (it says whether it did; else NCHW, as is)
+    rewrites = {"conv2d": rw.conv, **dict.fromkeys(_ELEMWISE, rw.elemwise), **dict.fromkeys(_POOLS, rw.pool),
+                "dense": rw.dense, "concat": rw.concat, "slice": rw.channel_slice, "reshape": rw.shuffle}
     for n in g.topo_order():
         if n.name in rw.skip:
             continue
-        if n.op == "fused" or (n.type is not None and n.type.dtype != "float32"):
-            rw.plain(n)
-        elif n.op == "conv2d":
-            if not rw.conv(n):
-                rw.plain(n)
-        elif n.op in _ELEMWISE:
-            if not rw.elemwise(n):
-                rw.plain(n)
-        elif n.op in _POOLS:
-            if not rw.pool(n):
-                rw.plain(n)
-        elif n.op == "dense":
-            if not rw.dense(n):
-                rw.plain(n)
-        elif n.op == "concat":
-            if not rw.concat(n):
-                rw.plain(n)
-        elif n.op == "slice":
-            if not rw.channel_slice(n):
-                rw.plain(n)
-        elif n.op == "reshape":
-            if not rw.shuffle(n):
-                rw.plain(n)
-        else:
+        rewrite = rewrites.get(n.op) if n.type is None or n.type.dtype == "float32" else None
+        if rewrite is None or not rewrite(n):
             rw.plain(n)
     return rw.finish()

@@ -92,6 +92,13 @@ def _check_size(name: str, size: int, minimum: int) -> None:
         raise GraphError(f"{name}: input size {size} is below the minimum {minimum}")
 
 
+def _head(b: _Builder, x: str, num_classes: int) -> str:
+    """The classifier of the ImageNet CNNs: global average pool, flatten, FC ``fc``."""
+    x = b.g.add_node("global_avg_pool2d", [x], name="avgpool")
+    x = b.g.add_node("flatten", [x], name="flatten")
+    return b.dense(x, num_classes, "fc", gain=1.0)
+
+
 def resnet18(
     input_size: int = 224,
     num_classes: int = 1000,
@@ -119,10 +126,7 @@ def resnet18(
                 x = b.bn(b.conv(x, c, 1, stride, 0, f"{p}.downsample"), c, f"{p}.downsample.bn")
             y = b.g.add_node("add", [y, x], name=f"{p}.add")
             x = b.g.add_node("relu", [y], name=f"{p}.relu2")
-    x = b.g.add_node("global_avg_pool2d", [x], name="avgpool")
-    x = b.g.add_node("flatten", [x], name="flatten")
-    x = b.dense(x, num_classes, "fc", gain=1.0)
-    b.g.set_outputs(x)
+    b.g.set_outputs(_head(b, x, num_classes))
     b.g.infer_types()
     return _centre_head(b.g, "fc", seed) if centre_head else b.g
 
@@ -170,10 +174,7 @@ def mobilenet_v1(
         x = b.g.add_node("clip", [x], name=f"{p}.dw.relu", min=0.0, max=6.0)
         x = b.bn(b.conv(x, ch(c), 1, 1, 0, f"{p}.pw"), ch(c), f"{p}.pw.bn")
         x = b.g.add_node("clip", [x], name=f"{p}.pw.relu", min=0.0, max=6.0)
-    x = b.g.add_node("global_avg_pool2d", [x], name="avgpool")
-    x = b.g.add_node("flatten", [x], name="flatten")
-    x = b.dense(x, num_classes, "fc", gain=1.0)
-    b.g.set_outputs(x)
+    b.g.set_outputs(_head(b, x, num_classes))
     b.g.infer_types()
     return _centre_head(b.g, "fc", seed) if centre_head else b.g
 
@@ -244,10 +245,7 @@ def resnet50(
                 x = b.bn(b.conv(x, 4 * c, 1, stride, 0, f"{p}.downsample"), 4 * c, f"{p}.downsample.bn")
             y = b.g.add_node("add", [y, x], name=f"{p}.add")
             x = b.g.add_node("relu", [y], name=f"{p}.relu3")
-    x = b.g.add_node("global_avg_pool2d", [x], name="avgpool")
-    x = b.g.add_node("flatten", [x], name="flatten")
-    x = b.dense(x, num_classes, "fc", gain=1.0)
-    b.g.set_outputs(x)
+    b.g.set_outputs(_head(b, x, num_classes))
     b.g.infer_types()
     return _centre_head(b.g, "fc", seed) if centre_head else b.g
 
@@ -340,12 +338,6 @@ def _inverted_residual(b: _Builder, x: str, cout: int, k: int, stride: int, expa
         b.g.consts[f"{p}.project.bn.gamma"] = b.rng.uniform(0.2, 0.5, cout).astype(np.float32)
         y = b.g.add_node("add", [y, x], name=f"{p}.add")
     return y
-
-
-def _head(b: _Builder, x: str, num_classes: int) -> str:
-    x = b.g.add_node("global_avg_pool2d", [x], name="avgpool")
-    x = b.g.add_node("flatten", [x], name="flatten")
-    return b.dense(x, num_classes, "fc", gain=1.0)
 
 
 # (expansion t, output channels c, repeats n, first stride s) of MobileNet v2's stages (torchvision)

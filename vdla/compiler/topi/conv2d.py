@@ -56,21 +56,31 @@ def _acc(x: Expr, out_dtype: str) -> Expr:
 # ---------------------------------------------------------------------------- NCHW
 
 
-def _direct_conv(data: te.Tensor, kernel: te.Tensor, stride: int | Sequence[int], padding: int | Sequence[int],
-                 dilation: int | Sequence[int]) -> tuple[Any, ...]:
-    """What a direct NCHW convolution (plain or grouped) derives from its arguments: strides,
-    dilations, pads, the output size, the padded data and the reduce axes over the kernel's
-    channels and taps (``kernel[OC, C or C/groups, KH, KW]``)."""
-    _, _, h, w = const_shape(data)
-    _, kc, kh, kw = const_shape(kernel)
+def _window(data: te.Tensor, kh: int, kw: int, stride: int | Sequence[int], padding: int | Sequence[int],
+            dilation: int | Sequence[int]) -> tuple[Any, ...]:
+    """What a direct convolution with a ``kh x kw`` window derives from its arguments, on NCHW or
+    NCHW[x]c data (``H, W`` are axes 2 and 3): strides, dilations, pads, the output size and the
+    zero-padded data."""
+    shape = const_shape(data)
+    h, w = shape[2], shape[3]
     sh, sw = pair(stride, "stride")
     dh, dw = pair(dilation, "dilation")
     pt, pl, pb, pr = padding4(padding)
     oh = conv_out_size(h, kh, sh, pt, pb, dh)
     ow = conv_out_size(w, kw, sw, pl, pr, dw)
-    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
+    rest = [0] * (len(shape) - 4)  # the channel block of NCHW[x]c is not padded
+    dp = pad(data, [0, 0, pt, pl, *rest], [0, 0, pb, pr, *rest], name="data_pad")
+    return (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), dp
+
+
+def _direct_conv(data: te.Tensor, kernel: te.Tensor, stride: int | Sequence[int], padding: int | Sequence[int],
+                 dilation: int | Sequence[int]) -> tuple[Any, ...]:
+    """:func:`_window` of a direct NCHW convolution (plain or grouped), and the reduce axes over the
+    kernel's channels and taps (``kernel[OC, C or C/groups, KH, KW]``)."""
+    _, kc, kh, kw = const_shape(kernel)
+    geometry = _window(data, kh, kw, stride, padding, dilation)
     axes = (te.reduce_axis((0, kc), name="rc"), te.reduce_axis((0, kh), name="ry"), te.reduce_axis((0, kw), name="rx"))
-    return (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), dp, axes
+    return (*geometry, axes)
 
 
 def conv2d_nchw(
@@ -119,13 +129,8 @@ def conv2d_NCHWc(  # noqa: N802 - TVM's name
     occ, icc, kh, kw, kcb, ob = const_shape(kernel)
     if (icc, kcb) != (cc, cb):
         raise ValueError(f"conv2d_NCHWc: data channel blocks ({cc} x {cb}) do not match the kernel's ({icc} x {kcb})")
-    sh, sw = pair(stride, "stride")
-    dh, dw = pair(dilation, "dilation")
-    pt, pl, pb, pr = padding4(padding)
-    oh = conv_out_size(h, kh, sh, pt, pb, dh)
-    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), dp = _window(data, kh, kw, stride, padding, dilation)
     out_dtype = out_dtype or data.dtype
-    dp = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
     # the key a tuned schedule of this workload is found by: autotvm's conv2d_NCHWc.x86 args
     # ([N, IC, H, W, OC, K, stride, pad]), which name square kernels, one stride and one padding
     workload = None
@@ -186,13 +191,8 @@ def depthwise_conv2d_nchw(
     kc, m, kh, kw = const_shape(kernel)
     if kc != c:
         raise ValueError(f"depthwise_conv2d_nchw: data has {c} channels but the kernel has {kc}")
-    sh, sw = pair(stride, "stride")
-    dh, dw = pair(dilation, "dilation")
-    pt, pl, pb, pr = padding4(padding)
-    oh = conv_out_size(h, kh, sh, pt, pb, dh)
-    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), dp = _window(data, kh, kw, stride, padding, dilation)
     out_dtype = out_dtype or data.dtype
-    dp = pad(data, [0, 0, pt, pl], [0, 0, pb, pr], name="data_pad")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     return te.compute(
@@ -225,13 +225,8 @@ def depthwise_conv2d_NCHWc(  # noqa: N802 - TVM's name
     if (kc, kcb) != (cc, cb):
         raise ValueError(f"depthwise_conv2d_NCHWc: data channel blocks ({cc} x {cb}) do not match the kernel's "
                          f"({kc} x {kcb})")
-    sh, sw = pair(stride, "stride")
-    dh, dw = pair(dilation, "dilation")
-    pt, pl, pb, pr = padding4(padding)
-    oh = conv_out_size(h, kh, sh, pt, pb, dh)
-    ow = conv_out_size(w, kw, sw, pl, pr, dw)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), dp = _window(data, kh, kw, stride, padding, dilation)
     out_dtype = out_dtype or data.dtype
-    dp = pad(data, [0, 0, pt, pl, 0], [0, 0, pb, pr, 0], name="data_pad")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     return te.compute(

@@ -110,16 +110,17 @@ def _conv_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
     return TensorType((n, occ, *_out_hw(at, h, wd, kh, kw, "conv2d_nchwc"), ob), "float32")
 
 
-def _packed_bias(xs: list[np.ndarray]) -> list[np.ndarray]:
-    return [xs[2].reshape(-1)] if len(xs) == 3 else []
+def _on_nchw(at: dict[str, Any], xs: list[np.ndarray], w_oihw: np.ndarray, groups: int, block: int) -> np.ndarray:
+    """A packed convolution's semantics: the NCHW reference on the unpacked data (and bias, whose
+    ``(1, C/b, 1, 1, b)`` elements are in channel order), packed by ``block`` again."""
+    y = conv2d_nchw(unpack_nchwc(xs[0]), w_oihw, at["strides"], at["padding"], at["dilation"], groups)
+    if len(xs) == 3:
+        y = y + xs[2].reshape(1, -1, 1, 1)
+    return pack_nchwc(y.astype(np.float32), block)
 
 
 def _conv(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
-    w = xs[1]
-    y = conv2d_nchw(unpack_nchwc(xs[0]), unpack_weight(w), at["strides"], at["padding"], at["dilation"])
-    for b in _packed_bias(xs):
-        y = y + b.reshape(1, -1, 1, 1)
-    return pack_nchwc(y.astype(np.float32), w.shape[5])
+    return _on_nchw(at, xs, unpack_weight(xs[1]), 1, xs[1].shape[5])
 
 
 _ATTRS = {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1)}
@@ -137,11 +138,8 @@ def _dw_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
 
 
 def _dw(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
-    x = unpack_nchwc(xs[0])
-    y = conv2d_nchw(x, unpack_depthwise_weight(xs[1]), at["strides"], at["padding"], at["dilation"], x.shape[1])
-    for b in _packed_bias(xs):
-        y = y + b.reshape(1, -1, 1, 1)
-    return pack_nchwc(y.astype(np.float32), xs[0].shape[4])
+    _, cc, _, _, cb = xs[0].shape
+    return _on_nchw(at, xs, unpack_depthwise_weight(xs[1]), cc * cb, cb)
 
 
 register("depthwise_conv2d_nchwc", "complex", (2, 3), _ATTRS)((_dw_infer, _dw))

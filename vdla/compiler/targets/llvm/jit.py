@@ -54,15 +54,17 @@ def host_info() -> dict[str, str]:
         }
 
 
+#: float32 lanes of a vector register -> how many vector registers there are (AVX-512: 32 of 16
+#: lanes; AVX/AVX2: 16 of 8; SSE/NEON: 16 of 4)
+VECTOR_REGISTERS = {16: 32, 8: 16, 4: 16}
+
+
 def vector_registers() -> tuple[int, int]:
     """(float32 lanes of a vector register, vector registers) of the host: what a register
-    tile of a CPU schedule may hold (AVX-512: 16 x 32, AVX/AVX2: 8 x 16, else SSE/NEON's 4 x 16)."""
+    tile of a CPU schedule may hold (:data:`VECTOR_REGISTERS`)."""
     feats = set(host_info()["features"].split(","))
-    if "+avx512f" in feats:
-        return 16, 32
-    if "+avx" in feats:
-        return 8, 16
-    return 4, 16
+    lanes = 16 if "+avx512f" in feats else 8 if "+avx" in feats else 4
+    return lanes, VECTOR_REGISTERS[lanes]
 
 
 def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int) -> None:

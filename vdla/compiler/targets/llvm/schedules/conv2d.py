@@ -33,6 +33,19 @@ def _inline_pad(s: Schedule, conv: te.ComputeOp) -> None:
             s[t.op].compute_inline()
 
 
+def _blocked_pad_at_root(s: Schedule, conv: te.ComputeOp, parallel: bool = True) -> None:
+    """An NCHW[x]c convolution's padded input computed once, before it (TVM's x86 schedules): the
+    block vectorised, ``(n, c.outer, rows)`` in parallel."""
+    for t in conv.input_tensors():
+        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
+            ps = s[t.op]
+            ps.compute_root()
+            pn, pc, py, _, pcb = ps.op.axis
+            ps.vectorize(pcb)
+            if parallel:
+                ps.parallel(ps.fuse(pn, pc, py))
+
+
 def schedule_conv2d_nchw(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
     """Default CPU schedule: output rows vectorised along ``x``, 4 output channels unrolled,
     ``(n, f.outer)`` in parallel, padding inlined."""
@@ -151,16 +164,15 @@ def register_tile(oh: int, ow: int, ob: int, lanes: int | None = None, regs: int
     lanes, regs = _host_registers(lanes, regs)
     v = -(-ob // lanes)
     cap = max(1, regs // 2)
-    best = (1, 1)
-    for rows in (1, 2, 4):
-        for cols in range(1, ow + 1):
-            if oh % rows or ow % cols or rows * cols * v > cap:
-                continue
-            def key(t: tuple[int, int]) -> tuple[int, float, int]:
-                px = t[0] * t[1]
-                return px * v, -(v + px) / (v * px), -t[0]
-            if key((rows, cols)) > key(best):
-                best = (rows, cols)
+
+
+    def key(t: tuple[int, int]) -> tuple[int, float, int]:
+        px = t[0] * t[1]
+        return px * v, -(v + px) / (v * px), -t[0]
+
+    tiles = [(rows, cols) for rows in (1, 2, 4) for cols in range(1, ow + 1)
+             if oh % rows == 0 and ow % cols == 0 and rows * cols * v <= cap]
+    best = max(tiles, key=key, default=(1, 1))
     if best[0] * best[1] * v < cap // 2 and ow * v <= regs - 2:
         # a row no small tile divides (SqueezeNet's 13 and 27 columns): the whole row, as one tile
         # (more accumulators than half the registers, but a tile of one column ran its 13x13
@@ -280,14 +292,7 @@ def schedule_conv2d_NCHWc(  # noqa: N802
     acc.unroll(rci)
     if cfg.unroll_kw:
         acc.unroll(rx)
-    for t in conv.input_tensors():
-        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
-            ps = s[t.op]
-            ps.compute_root()
-            pn, pc, py, px, pcb = ps.op.axis
-            ps.vectorize(pcb)
-            if cfg.parallel:
-                ps.parallel(ps.fuse(pn, pc, py))
+    _blocked_pad_at_root(s, conv, cfg.parallel)
     return s
 
 

@@ -28,7 +28,7 @@ from .... import te
 from ....autotvm.dispatch import schedule_knobs
 from ....schedule.primitives import Schedule
 from ....topi.util import as_list, const_shape, find_tagged
-from .conv2d import _inline_pad, _reg_n, _tail, register_tile_cap
+from .conv2d import _blocked_pad_at_root, _inline_pad, _reg_n, _tail, register_tile_cap
 
 __all__ = ["schedule_depthwise_conv2d_nchw", "schedule_depthwise_conv2d_NCHWc"]
 
@@ -122,11 +122,5 @@ def schedule_depthwise_conv2d_NCHWc(outs: te.Tensor | Sequence[te.Tensor]) -> Sc
     acc.unroll(xa)
     if k["unroll_kw"]:
         acc.unroll(rx)
-    for t in conv.input_tensors():
-        if isinstance(t.op, te.ComputeOp) and "pad" in t.op.tag.split(","):
-            ps = s[t.op]
-            ps.compute_root()
-            pn, pc, py, _, pcb = ps.op.axis
-            ps.vectorize(pcb)
-            ps.parallel(ps.fuse(pn, pc, py))
+    _blocked_pad_at_root(s, conv)
     return s
