@@ -10,7 +10,7 @@ import pytest
 from support import REPO
 
 from vdla.cli import main
-from vdla.cli.main import COMMANDS, build_parser
+from vdla.cli.main import COMMANDS, PERSONAS, build_parser
 
 NAMES = ["info", "asm", "disasm", "run", "build", "synth", "verilog", "tune", "sweep", "fuzz", "formal"]
 
@@ -21,9 +21,45 @@ def test_help_lists_every_command(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     for name in NAMES:
-        assert f"    {name} " in out, name
+        assert f"\n  {name} " in out, name
     sub = next(a for a in build_parser()._actions if a.dest == "cmd")
     assert list(sub.choices) == NAMES
+
+
+def test_help_groups_the_commands_by_persona(capsys):
+    """Each command once, under the heading of who runs it, in PERSONAS' order, with its help."""
+    assert sorted(n for _, names in PERSONAS for n in names) == sorted(NAMES)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: vdla [-h] [--debug] [--version] COMMAND ...\n")
+    blocks = out.split("\n\n")
+    for title, names in PERSONAS:
+        (block,) = [b for b in blocks if b.startswith(f"{title}:\n")]
+        listed = [line.split()[0] for line in block.splitlines()[1:] if not line.startswith("   ")]
+        assert listed == list(names), title
+    assert out.index("compile and run models") < out.index("write programs by hand") < out.index("build the hardware") \
+        < out.index("verify the core")
+    assert "  fuzz     differential fuzz: random valid and invalid programs" in out
+    assert "{info," not in out  # not argparse's flat choice list as well
+    assert out.rstrip().endswith("`vdla COMMAND --help` shows a command's options.")
+
+
+def test_no_command_is_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        main([])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == "vdla: error: the following arguments are required: COMMAND (see vdla --help)\n"
+
+
+def test_unknown_command_is_one_line_naming_the_commands(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["nosuch"])
+    err = capsys.readouterr().err
+    # argparse quotes the choices differently across Python versions: the names, not their quoting
+    assert e.value.code == 2 and err.count("\n") == 1, err
+    assert err.startswith("vdla: error: argument COMMAND: invalid choice: 'nosuch' (choose from ")
+    assert err.endswith(" (see vdla --help)\n") and all(name in err for name in NAMES)
 
 
 def test_every_command_module_has_add_parser_run_and_a_docstring():

@@ -3,9 +3,10 @@
 
 ``--target vdla`` (the default) compiles the int8 model onto the accelerator into one file;
 `vdla run model.vdla` then runs it without recompiling. ``--target llvm|cuda`` compiles the
-float model through the same graph executor (no GPU needed for cuda: PTX is built) and
-prints its plan: where each node will run and why. ``--json`` prints the plan as JSON
-(``nodes``: ``name``, ``op``, ``target``, ``reason``). The options are the model options of
+float model through the same graph executor (no GPU needed for cuda: PTX is built, for the
+GPU present's architecture unless ``-arch`` names one, sm_80 without a GPU) and prints its
+plan: where each node will run and why. ``--json`` prints the plan as JSON (``nodes``:
+``name``, ``op``, ``target``, ``reason``). The options are the model options of
 `vdla.cli.common` (``--tuning-log``: build with a `vdla tune` log's schedules; ``--threads N``:
 the parallel loops of the kernels a build runs, such as calibration's, on N threads).
 """
@@ -29,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("model")
     q.add_argument("-o", "--output", help="output file (default MODEL.vdla; with --target llvm|cuda only when given)")
     q.add_argument("--target", default="vdla",
-                   help="vdla (the int8 model onto the accelerator, default), llvm or cuda (the float model)")
+                   help="vdla (the int8 model onto the accelerator, default), llvm or cuda (the float model; "
+                        "cuda: for the GPU present unless -arch=sm_XX names one)")
     q.add_argument("--json", action="store_true", help="the plan as JSON (nodes: name, op, target, reason)")
     add_model_arguments(q)
     q.set_defaults(fn=run)
@@ -41,11 +43,12 @@ def run(args: argparse.Namespace) -> int:
     from ..compiler.graph.build import build_model
     from ..compiler.graph.executor import compile_model
     from ..compiler.graph.zoo import load_model, parse_shapes, quant_options
-    from ..compiler.targets.target import Target, TargetError
+    from ..compiler.targets.cuda.target import for_present_device
+    from ..compiler.targets.target import TargetError
     from ..progress import close as close_progress
 
-    try:
-        target = Target(args.target)
+    try:  # cuda without -arch: the GPU present's architecture (sm_80 without one)
+        target = for_present_device(args.target)
     except TargetError as e:
         raise CommandError(f"--target {args.target!r}: {e}") from None
     progress = stderr_progress(not args.quiet)

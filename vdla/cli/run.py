@@ -38,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--seed", type=count("--seed"), default=0, help="seed of the synthetic input (models)")
     q.add_argument("--no-fp32-check", action="store_true", help="skip the fp32 onnxruntime cross-check (models)")
     q.add_argument("--target", default=None,
-                   help="llvm or cuda (or 'cuda -arch=sm_90'): run the float32 model on this CPU or a GPU")
+                   help="llvm or cuda (built for the GPU present; 'cuda -arch=sm_90' names one): run the float32 "
+                        "model on this CPU or a GPU")
     q.add_argument("--compare", action="store_true",
                    help="one table of the model on llvm (this CPU, fp32), cuda (the GPU, if any) and VDLA (int8)")
     outputs.add_arguments(q)

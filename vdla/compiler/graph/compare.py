@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...config import Config
+from ..targets.cuda.target import for_device, for_present_device
 from ..targets.target import Target, TargetError
 from . import models
 from .executor import CompiledModel, compile_model, is_model_file, require_device
@@ -154,8 +155,7 @@ def _gpu_target(target: str | Target) -> tuple[Any, str]:
     from ...runtime.cuda_driver import get_device
 
     dev = get_device(0)
-    t = Target(target)
-    return dev, str(t) if "arch" in t.attrs else f"{t} -arch={dev.arch}"
+    return dev, str(for_device(target, dev.arch))
 
 
 def cuda_row(graph: Graph, x: dict[str, np.ndarray], ref: list[np.ndarray], target: str = "cuda",
@@ -203,8 +203,10 @@ def run_float(model: str, target: str | Target = "cuda", *, reduced: bool = Fals
               seed: int = 0, progress: Callable[[str], None] | None = None, host_ops: bool = True) -> FloatJobResult:
     """Compile ``model`` (built-in name or .onnx) for ``target`` (llvm or cuda), run it on a
     synthetic input and check it. A cuda model compiles anywhere (PTX); running it needs a GPU
-    (:class:`~vdla.runtime.cuda_driver.NoCudaDevice` without one, after compiling). ``host_ops=False``:
-    a node left on the host is an error (:class:`.executor.HostStepError`), raised before running."""
+    (:class:`~vdla.runtime.cuda_driver.NoCudaDevice` without one, after compiling). A cuda target
+    without ``-arch`` is built for the GPU present (:func:`~vdla.compiler.targets.cuda.target.for_present_device`;
+    sm_80 without one). ``host_ops=False``: a node left on the host is an error
+    (:class:`.executor.HostStepError`), raised before running."""
     kind = Target(target).backend
     if kind not in ("llvm", "cuda"):
         raise TargetError(f"float models run on 'llvm' or 'cuda' (-arch=sm_80|sm_90), not {kind!r}; without a "
@@ -220,7 +222,7 @@ def run_float(model: str, target: str | Target = "cuda", *, reduced: bool = Fals
         spec = load_model(model, reduced=reduced, size=size)
         if spec.qdq:
             raise GraphError(f"{model}: a quantised (QDQ) model; the {kind} target runs float32 models")
-        m = compile_model(spec.graph, target=target, host_ops=host_ops)
+        m = compile_model(spec.graph, target=for_present_device(target), host_ops=host_ops)
         graph, name = spec.graph, spec.name
     if progress:
         built = sum(k.target == kind for k in m.kernels.values())

@@ -6,19 +6,20 @@ checked there: ``"cuda"``, ``"nvptx"``, ``"cuda -arch=sm_90"``, ``-mcpu=sm_90`` 
 default; ``sm_90``, Hopper H100/H200) and the per-block limits the lowering checks a schedule
 against: threads per block and per dimension, and the static shared memory a kernel may
 declare (48 KiB without the opt-in a dynamic allocation needs).
+
+:func:`for_device` gives a cuda target without ``-arch`` the architecture of a GPU (the
+pure rule); :func:`for_present_device` applies it with GPU 0's, as ``vdla run/build
+--target cuda`` do. Without a GPU the target stays as written (:data:`DEFAULT_ARCH`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from ..target import TargetError
+from ..target import Target, TargetError
 
-if TYPE_CHECKING:
-    from ..target import Target
-
-__all__ = ["ARCHS", "DEFAULT_ARCH", "TRIPLE", "CudaLimits", "cuda_limits"]
+__all__ = ["ARCHS", "DEFAULT_ARCH", "TRIPLE", "CudaLimits", "cuda_limits", "for_device", "for_present_device",
+           "present_arch"]
 
 #: per architecture: (PTX ISA version LLVM emits, static shared memory per block in bytes)
 ARCHS: dict[str, tuple[str, int]] = {
@@ -63,3 +64,49 @@ def cuda_limits(target: Target) -> CudaLimits:
     if arch not in ARCHS:
         raise TargetError(f"unsupported GPU architecture {arch!r} in {str(target)!r}; supported: {', '.join(ARCHS)}")
     return CudaLimits(arch)
+
+
+def _arch_number(arch: str) -> int:
+    """``sm_90`` -> 90, ``sm_90a`` -> 90, ``sm_120`` -> 120 (the compute capability, for ordering)."""
+    digits = arch.removeprefix("sm_").rstrip("abcdefghijklmnopqrstuvwxyz")
+    if not digits.isdigit():
+        raise TargetError(f"GPU architecture {arch!r} is not of the form sm_XY")
+    return int(digits)
+
+
+def for_device(target: str | Target, device_arch: str | None) -> Target:
+    """``target`` built for a GPU of ``device_arch`` (``"sm_90"``; None: no GPU).
+
+    A cuda target that names its architecture (``-arch`` or ``-mcpu``), any other kind, or no
+    GPU: the target unchanged. Otherwise the GPU's own architecture when it is one of
+    :data:`ARCHS`, else the newest of them below it (sm_100 -> sm_90: the driver JIT-compiles
+    PTX forward to newer GPUs, never back); a GPU older than all of them is a TargetError.
+    """
+    t = Target(target)
+    if t.backend != "cuda" or "arch" in t.attrs or "mcpu" in t.attrs or device_arch is None:
+        return t
+    below = [a for a in ARCHS if _arch_number(a) <= _arch_number(device_arch)]
+    if not below:
+        raise TargetError(f"the GPU present is {device_arch}, older than every architecture the cuda target "
+                          f"supports ({', '.join(ARCHS)}); to build for another GPU name it, e.g. "
+                          f"'{t} -arch={DEFAULT_ARCH}'")
+    arch = device_arch if device_arch in ARCHS else max(below, key=_arch_number)
+    return Target(f"{t} -arch={arch}", host=t.host)
+
+
+def present_arch() -> str | None:
+    """GPU 0's architecture (``"sm_90"``), or None without a GPU, a CUDA driver or cuda-bindings."""
+    from ....runtime.cuda_driver import NoCudaDevice, device_count, get_device
+
+    if device_count() == 0:
+        return None
+    try:
+        return get_device(0).arch
+    except NoCudaDevice:
+        return None
+
+
+def for_present_device(target: str | Target) -> Target:
+    """``target`` for GPU 0 (:func:`for_device` with :func:`present_arch`); no driver query for other kinds."""
+    t = Target(target)
+    return for_device(t, present_arch()) if t.backend == "cuda" else t
