@@ -14,17 +14,18 @@ SqueezeNet 1.1, MNASNet 0.5; weights from a seed, :mod:`vdla.compiler.graph.mode
   onnxruntime's within ``max |vdla - ort| / max |ort| <= 1e-4`` (the job's fp32 check);
 * both are timed in ``--rounds`` interleaved rounds (onnxruntime, then vdla; each the best of
   ``--repeat`` calls after one warm-up call, the best round kept), so load from other processes
-  hits both alike. vdla's figure is a whole ``CompiledModel.run`` from Python (its per-step
-  dispatch included), onnxruntime's a whole ``InferenceSession.run``.
+  hits both alike. vdla's figure is a whole ``CompiledModel.run`` from Python (a plan of llvm
+  kernels and views runs as one native call, :mod:`vdla.compiler.graph.executor.native`),
+  onnxruntime's a whole ``InferenceSession.run``.
 
 Reported per model: vdla and onnxruntime milliseconds and their ratio (vdla / ORT: below 1
 is vdla faster), compile seconds, the plan's host steps (nodes left on numpy), the error,
-the sum of the steps' own times in vdla's fastest run (the rest of that run is the executor's
-Python) and the convolutions' share.
+the same plan run step by step from Python (``run(time_layers=True)``: what the native call
+saves), the sum of the steps' own times in its fastest run, and the convolutions' share.
 
 The per-layer table covers every convolution (a step whose anchor is a conv2d of any kind:
 plain, depthwise, grouped, with its fused tail): its time inside the model (the executor
-times each step with ``perf_counter``; the best over all the timed runs), the GFLOP/s that
+times each step with ``perf_counter`` in the step-by-step runs; the best over all of them), the GFLOP/s that
 gives (``2 x MACs / seconds``) and its share of the CPU's computed peak
 (``bench_cpu_peak.computed_peak``: lanes x 2 x FMA pipes x measured clock x threads), and the
 same built kernel timed alone (called in a loop on the inputs one run left, best of
@@ -151,6 +152,7 @@ def bench_model(name: str, size: int, nthreads: int, repeat: int, rounds: int, t
     """One model: build, export, both sessions, check, time interleaved; the per-conv table."""
     from vdla.compiler.autotvm.tuning import tuning_context
     from vdla.compiler.graph.executor import compile_model
+    from vdla.compiler.graph.executor.native import NativePlan
     from vdla.compiler.graph.onnx_export import to_onnx
 
     row: dict[str, Any] = {"model": name, "size": size, "status": "ok"}
@@ -184,9 +186,9 @@ def bench_model(name: str, size: int, nthreads: int, repeat: int, rounds: int, t
             step_best: dict[str, float] = {}
             fastest = [np.inf, 0.0]  # the fastest run: (its wall time, the sum of its steps' times)
 
-            def vdla_call() -> None:
+            def step_call() -> None:  # step by step, each step timed (the per-layer figures)
                 t = time.perf_counter()
-                r = m.run(x)
+                r = m.run(x, time_layers=True)
                 wall = time.perf_counter() - t
                 for rec in r.layers:
                     step_best[rec.node] = min(step_best.get(rec.node, np.inf), rec.seconds)
@@ -195,10 +197,13 @@ def bench_model(name: str, size: int, nthreads: int, repeat: int, rounds: int, t
 
             for _ in range(rounds):  # interleaved: load from elsewhere hits both alike
                 best["ort"] = min(best["ort"], best_time(lambda: sess.run(None, x), repeat))
-                best["vdla"] = min(best["vdla"], best_time(vdla_call, repeat))
+                best["vdla"] = min(best["vdla"], best_time(lambda: m.run(x), repeat))
+                best["steps"] = min(best.get("steps", np.inf), best_time(step_call, repeat))
             row["ort_ms"] = round(best["ort"] * 1e3, 3)
             row["vdla_ms"] = round(best["vdla"] * 1e3, 3)
             row["ratio"] = round(best["vdla"] / best["ort"], 2)
+            row["native"] = isinstance(m.native_plan(), NativePlan)
+            row["stepwise_ms"] = round(best["steps"] * 1e3, 3)
             row["steps_ms"] = round(fastest[1] * 1e3, 3)
             convs = []
             source_nodes = g.producers()
@@ -242,13 +247,13 @@ def _f(v: Any, fmt: str) -> str:
 
 
 def model_table(rows: list[dict[str, Any]], md: bool) -> list[str]:
-    cols = ["model", "GFLOP", "vdla ms", "ORT ms", "vdla/ORT", "steps ms", "conv ms", "compile s", "nodes", "host",
-            "rel. err", "status"]
+    cols = ["model", "GFLOP", "vdla ms", "ORT ms", "vdla/ORT", "stepwise ms", "steps ms", "conv ms", "compile s",
+            "nodes", "host", "rel. err", "status"]
     cells = [[r["model"], _f(r.get("gflop"), ".3f"), _f(r.get("vdla_ms"), ".3f"), _f(r.get("ort_ms"), ".3f"),
-              _f(r.get("ratio"), ".2f"), _f(r.get("steps_ms"), ".3f"), _f(r.get("conv_ms"), ".3f"),
-              _f(r.get("compile_s"), ".1f"), _f(r.get("nodes"), "d"), _f(r.get("host_steps"), "d"),
-              _f(r.get("rel_err"), ".1e"), r["status"]] for r in rows]
-    return _table(cols, cells, md, left={0, 11})
+              _f(r.get("ratio"), ".2f"), _f(r.get("stepwise_ms"), ".3f"), _f(r.get("steps_ms"), ".3f"),
+              _f(r.get("conv_ms"), ".3f"), _f(r.get("compile_s"), ".1f"), _f(r.get("nodes"), "d"),
+              _f(r.get("host_steps"), "d"), _f(r.get("rel_err"), ".1e"), r["status"]] for r in rows]
+    return _table(cols, cells, md, left={0, 12})
 
 
 def layer_table(row: dict[str, Any], md: bool) -> list[str]:
@@ -297,9 +302,10 @@ def markdown(res: dict[str, Any]) -> str:
         f"Best of {res['repeat']} calls in each of {res['rounds']} interleaved rounds; load average before "
         f"{res['load_average_before']}, after {res['load_average_after']}.",
         f"Peak: {res['peak_gflops']} GFLOP/s ({res['peak_basis']}).", "",
-        "vdla/ORT below 1: vdla is faster. *steps ms*: the sum of the steps' own times in vdla's fastest run "
-        "(the rest of that run is the executor's dispatch); *conv ms*: the convolutions' times (each its best "
-        "over all the timed runs, as in the per-layer tables).", "",
+        "vdla/ORT below 1: vdla is faster. *vdla ms*: a whole run (the plan as one native call); *stepwise ms*: "
+        "the same plan run step by step from Python with each step timed; *steps ms*: the sum of the steps' own "
+        "times in the fastest stepwise run (the rest is the executor's dispatch); *conv ms*: the convolutions' "
+        "times (each its best over the stepwise runs, as in the per-layer tables).", "",
         *model_table(res["rows"], md=True),
     ]
     for r in res["rows"]:

@@ -24,6 +24,7 @@ def test_mobilenet_v2_at_32(tmp_path: Path) -> None:
     (row,) = res["rows"]
     assert row["status"] == "ok" and row["rel_err"] <= 1e-4 and res["failed"] == []
     assert row["vdla_ms"] > 0 and row["ort_ms"] > 0 and row["ratio"] > 0 and row["host_steps"] == 0
+    assert row["native"] and row["stepwise_ms"] > 0  # timed as one native call, and step by step
     layers = row["layers"]
     assert len(layers) == 52  # every conv of MobileNet v2, fused or not
     assert sum(" dw " in c["layer"] for c in layers) == 17

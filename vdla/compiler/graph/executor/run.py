@@ -39,8 +39,9 @@ from ....runtime.cuda_driver import DeviceArray
 from ..ir import Graph, GraphError, Node
 from ..ops.registry import get_op
 from ..reference import check_inputs
-from . import model_file
+from . import model_file, native
 from .memory import StoragePlan, plan_storage
+from .native import NativePlan, view_of
 from .plan import Step, host_warning
 
 __all__ = ["CompiledModel", "LayerRecord", "RunResult", "ExecutorError", "FP32_RTOL"]
@@ -112,6 +113,8 @@ class CompiledModel:
         # the kernel outputs' buffers (memory.plan_storage), planned once; the host ones allocated once
         self._storage: StoragePlan | None = None
         self._host_buffers: list[np.ndarray] = []
+        # the plan as one native call (llvm and view steps only), or why not: built on the first run
+        self._native: NativePlan | str | None = None
 
     def __repr__(self) -> str:
         counts = {t: sum(1 for k in self.kernels.values() if k.target == t) for t in ("vdla", "llvm", "cuda")}
@@ -156,7 +159,7 @@ class CompiledModel:
     # -- running ----------------------------------------------------------------------
     def run(self, inputs: Any, device: Any = None, *, reference: bool = False, cpu_timing: bool = False,
             progress: Callable[[str], None] | None = None, time_layers: bool = False,
-            sync: bool = True, cuda_graph: bool = True) -> RunResult:
+            sync: bool = True, cuda_graph: bool = True, native: bool = True) -> RunResult:
         """Run the plan. ``device``: the Device of the VDLA steps (with this model's config;
         None: a new fsim); cuda steps run on GPU 0 (NoCudaDevice without one).
 
@@ -165,7 +168,7 @@ class CompiledModel:
         reference and record per node whether the outputs agree (bit-exactly for integer
         nodes, within :data:`FP32_RTOL` for float ones); ``cpu_timing``: time that CPU
         evaluation of the offloaded VDLA nodes (for the speedup); ``time_layers``: time
-        each cuda step with CUDA events (inputs already on the GPU); ``sync=False`` does
+        each step (cuda ones with CUDA events, inputs already on the GPU); ``sync=False`` does
         not wait after each GPU kernel (faster; a fault is then reported at the next copy,
         without the kernel's name).
 
@@ -174,9 +177,14 @@ class CompiledModel:
         per-step work): the inputs are copied into buffers of their own, the first run launches
         kernel by kernel and captures the launches (:class:`~vdla.runtime.cuda_driver.CudaGraph`),
         and every later run is one graph launch; its ``layers`` then hold one record for the graph.
+        Likewise a plan of llvm kernels and views runs as one native call (``native=True``, see
+        :mod:`.native`), with one record for the whole plan; ``time_layers`` runs it step by step.
         """
-        if cuda_graph and not (reference or cpu_timing or time_layers) and self._graphable():
+        per_step = reference or cpu_timing or time_layers
+        if cuda_graph and not per_step and self._graphable():
             return self._run_graph(inputs, sync)
+        if native and not per_step and isinstance(self.native_plan(), NativePlan):
+            return self._run_native(inputs)
         g = self.graph
         env: dict[str, Any] = dict(g.consts)
         env.update(self._inputs(inputs))
@@ -230,6 +238,38 @@ class CompiledModel:
         ref_out = [ref_env[o] for o in g.outputs] if reference else None
         gone = self.storage().overwritten  # values whose buffer a later step reused
         return RunResult(outs, layers, {k: v for k, v in env.items() if k not in gone}, ref_out, traces, copies[0])
+
+    def native_plan(self) -> NativePlan | str:
+        """This plan as one native call (:mod:`.native`), built on first use; or why it cannot be
+        (a step on another target, a kernel with scalar arguments ...)."""
+        if self._native is None:
+            targets = {k.target for k in self.kernels.values()}
+            if "llvm" not in targets or not targets <= {"llvm", "view"}:
+                self._native = f"steps on {', '.join(sorted(targets - {'view'}))}, not only llvm"
+            else:
+                self._native = native.build(self.graph, [(n, k) for n, k, _, _ in self._steps()], self._host_buffer,
+                                            self.storage().overwritten)
+        return self._native
+
+    def _run_native(self, inputs: Any) -> RunResult:
+        """A host plan as one native call (:meth:`native_plan`); one record for the whole plan."""
+        plan = self.native_plan()
+        assert isinstance(plan, NativePlan)
+        t0 = time.perf_counter()
+        given = self._inputs(inputs)
+        if not all(isinstance(v, np.ndarray) for v in given.values()):  # GPU arrays: the step runner copies
+            return self.run(inputs, native=False)
+        try:
+            outs, env = plan.run(given)
+        except Exception as e:
+            # which kernel failed: the same run step by step, whose error names the node
+            self.run(inputs, native=False)
+            raise ExecutorError(f"{self.graph.name!r} failed in its native plan: {type(e).__name__}: {e}") from e
+        wall = time.perf_counter() - t0
+        calls = sum(k.target == "llvm" for k in self.kernels.values())
+        rec = LayerRecord("(llvm plan)", f"{calls} kernels", "llvm", wall, macs=sum(k.macs for k in self.kernels.values()),
+                          wall_s=wall)
+        return RunResult(outs, [rec], env)
 
     def _graphable(self) -> bool:
         return bool(self.kernels) and all(k.target in ("cuda", "view") for k in self.kernels.values()) and any(
@@ -518,9 +558,7 @@ def _view(v: Any, n: Node, k: Step) -> Any:
     shape, off = tuple(n.type.shape), k.offset
     if isinstance(v, DeviceArray):
         return v.view(off, shape)
-    size = int(np.prod(shape, dtype=np.int64))
-    a = np.asarray(v)
-    return a.reshape(shape) if off == 0 and a.size == size else a.reshape(-1)[off:off + size].reshape(shape)
+    return view_of(np.asarray(v), shape, off)
 
 
 def _host(v: Any) -> Any:

@@ -89,6 +89,14 @@ class BuiltFunction(ModuleMixin):
             except TypeError:  # a dtype numpy has no name for: the general path explains
                 self._fixed = None
 
+    def native_entry(self) -> tuple[int, list[tuple[np.dtype, tuple[int, ...]]]] | None:
+        """(address, each argument's (dtype, shape)) of a kernel whose arguments are all buffers of
+        constant shape: callable natively as ``void f(ptr, ...)`` on C-contiguous, distinct arrays
+        (:mod:`.sequence`); None for a kernel with scalar or symbolic-size arguments."""
+        if self._fixed is None:
+            return None
+        return self._compiled.address(self.symbol), list(self._fixed)
+
     def get_source(self, fmt: str = "ll") -> str:
         """``"ll"`` (as generated), ``"opt"`` (after O3) or ``"asm"`` (host assembly)."""
         if fmt == "ll":
