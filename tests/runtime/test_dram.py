@@ -128,3 +128,82 @@ def test_buffer_access_past_end_and_use_after_free():
         buf.write(b"\x00")
     with pytest.raises(BufferError_, match="already freed"):
         buf.free()
+
+
+# -- the messages of a bad DRAM size and of data segments a device cannot place -----------------------
+
+DRAM_RANGE = ("dram_size must be an integer number of bytes in (4096, 4294967296] (more than the reserved first "
+              "4 KiB page, at most the core's 32-bit address space), got ")
+
+
+@pytest.mark.parametrize(("size", "shown"), [
+    (-1, "-1"), (0, "0"), (PAGE, "4096"), ((1 << 32) + 1, "4294967297"), (1 << 40, "1099511627776"),
+    (1.5, "1.5"), (True, "True"), ("1M", "'1M'"), (None, "None"),
+])
+def test_device_dram_size_names_the_option_value_and_range(size, shown):
+    with pytest.raises(ValueError) as e:
+        Device("fsim", dram_size=size)
+    assert str(e.value) == DRAM_RANGE + shown
+
+
+@pytest.mark.parametrize("size", [PAGE + 1, np.int64(1 << 20)])
+def test_device_dram_size_in_range(size):
+    assert Device("fsim", dram_size=size).allocator.size == int(size)
+
+
+def test_max_dram_is_the_cores_address_space():
+    from vdla.hardware.interfaces import ADDR_WIDTH
+    from vdla.runtime.dram import MAX_DRAM
+
+    assert MAX_DRAM == 1 << ADDR_WIDTH
+
+
+MIB = 1 << 20
+OUTSIDE = "lies outside the allocatable DRAM [0x1000, 0x100000)"
+FIRST_PAGE = "(the first 4 KiB page is never handed out: address 0 is never a buffer's)"
+
+
+@pytest.mark.parametrize(("segments", "message"), [
+    ([(0x100_0000_0000, 4)], "program 'tiny': data segment 0 (4 bytes at 0x10000000000): DRAM range "
+                             f"[0x10000000000, 0x10000000004) {OUTSIDE} (dram_size 1048576 bytes)"),
+    ([(0, 4)], f"program 'tiny': data segment 0 (4 bytes at 0x0): DRAM range [0x0, 0x4) {OUTSIDE} {FIRST_PAGE}"),
+    ([(0xFF0, 32)], f"program 'tiny': data segment 0 (32 bytes at 0xff0): DRAM range [0xff0, 0x1010) {OUTSIDE} "
+                    f"{FIRST_PAGE}"),
+    ([(MIB - 2, 4)], f"program 'tiny': data segment 0 (4 bytes at 0xffffe): DRAM range [0xffffe, 0x100002) {OUTSIDE} "
+                     "(dram_size 1048576 bytes)"),
+    # the second segment is the bad one: it says which
+    ([(0x8000, 16), (MIB, 1)], f"program 'tiny': data segment 1 (1 bytes at 0x100000): DRAM range [0x100000, "
+                               f"0x100001) {OUTSIDE} (dram_size 1048576 bytes)"),
+    # a buffer the caller holds: the block it overlaps
+    ([(0x1010, 4)], "program 'tiny': data segment 0 (4 bytes at 0x1010): DRAM range [0x1010, 0x1014) is not free: "
+                    "it overlaps the allocated block [0x1000, 0x3000)"),
+])
+def test_data_segment_a_device_cannot_place_names_it(segments, message):
+    from dataclasses import replace
+
+    from vdla.runtime import CommandStream
+
+    dev = Device("fsim", dram_size=MIB)
+    held = dev.alloc(2 * PAGE, "held")  # at 0x1000, the first address handed out
+    assert held.addr == PAGE
+    prog = replace(CommandStream(dev.config, "tiny").finish(), data=tuple((a, bytes(n)) for a, n in segments))
+    free = dev.allocator.free_bytes
+    with pytest.raises(OutOfMemoryError) as e:
+        dev.run(prog)
+    assert str(e.value) == message
+    assert dev.allocator.free_bytes == free  # a segment placed before the bad one is released
+    dev.run(replace(prog, data=()))  # and the device still runs programs
+
+
+def test_vdla_run_of_a_program_file_with_a_data_segment_outside_dram(tmp_path, capsys):
+    from dataclasses import replace
+
+    from vdla import cli
+    from vdla.runtime import CommandStream
+
+    path = tmp_path / "bad.vdla"
+    replace(CommandStream(Device("fsim").config, "bad").finish(), data=((0x100_0000_0000, bytes(4)),)).save(path)
+    assert cli.main(["run", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        "vdla run: error: program 'bad': data segment 0 (4 bytes at 0x10000000000): DRAM range [0x10000000000, "
+        "0x10000000004) lies outside the allocatable DRAM [0x1000, 0x10000000) (dram_size 268435456 bytes)\n")

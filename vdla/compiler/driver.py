@@ -32,6 +32,7 @@ from .schedule.primitives import Schedule, ScheduleError
 from .targets import Pass, backend
 from .targets.target import Target
 from .te.operation import Tensor
+from .tir.division import warn_tensor_divisions
 from .tir.nodes import Buffer, PrimFunc, Stmt, Var
 from .tir.passes import inject_virtual_thread, simplify, storage_flatten, unroll, vectorize
 from .tir.printer import stmt_str
@@ -167,6 +168,10 @@ def build(
     a :class:`vdla.target.Target` (``Target("llvm")``, ``Target("ext_dev", host="llvm")``, ``Target("cuda")``);
     ``None`` takes the one of the enclosing ``with Target(...):`` (else ``"llvm"``); ``target_host``
     is the host of a GPU or accelerator target (a CPU target).
+
+    An integer division by a tensor's values gives 0 where the divisor is 0 on llvm and cuda
+    (TVM leaves it undefined): :mod:`.tir.division` says what each target does; build warns
+    (``IntegerDivisionWarning``) unless an ``if_then_else`` tests the divisor.
     """
     tgt = _target(target if target is not None else Target.current() or "llvm", target_host)
     if opt_level is None:  # the enclosing `with PassContext(opt_level=...)`, 3 by default
@@ -175,6 +180,8 @@ def build(
     cfg = be.resolve_config(tgt, config)
     t0 = time.perf_counter()
     func = _lowered(sch, args, name, target=tgt, config=cfg)
+    if tgt.backend in ("llvm", "cuda"):  # their x // 0 is 0, silently (tir.division; vdla's ALU has no divide)
+        warn_tensor_divisions(func, tgt.backend)
     return be.build_function(func, tgt, opt_level, config=cfg, lower_s=time.perf_counter() - t0)
 
 

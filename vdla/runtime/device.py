@@ -22,7 +22,7 @@ from ..config import Config, ConfigError, preset
 from ..isa import INSN_BYTES, decode_one, encode_one
 from ..simulator import ProgramError, Report
 from ..simulator.validate import Validator
-from .dram import Allocator, Buffer
+from .dram import Allocator, Buffer, OutOfMemoryError, check_dram_size
 from .program import Program
 
 __all__ = ["Device", "DeviceError", "BACKENDS", "BUILTIN_BACKENDS", "register_backend", "backend_factory"]
@@ -83,8 +83,9 @@ def _check_options(kind: str, factory: Callable[..., object], options: dict[str,
 
 class Device:
     """``options`` go to the backend: ``waves="run.vcd"`` (pysim, verilator), ``watchdog``, ``latency``
-    (pysim, verilator); a backend that does not take one names it. ``close()`` (or ``with``) ends
-    the backend's simulation and finishes its trace file."""
+    (pysim, verilator); a backend that does not take one names it. ``dram_size``: bytes of device
+    DRAM, more than one 4 KiB page and at most 4 GiB (the core's 32-bit addresses; 256 MiB by
+    default). ``close()`` (or ``with``) ends the backend's simulation and finishes its trace file."""
 
     def __init__(self, backend: str = "fsim", config: Config | str | None = None, dram_size: int = DEFAULT_DRAM,
                  **options: object) -> None:
@@ -108,6 +109,7 @@ class Device:
                 f"device {backend!r} names config {named.name!r}, but config {self.config.name!r} was asked for "
                 f"(for instance by the program): {'; '.join(named.architecture_differences(self.config))}"
             )
+        dram_size = check_dram_size(dram_size)  # before numpy sees it: its errors name no option
         self.dram = np.zeros(dram_size, dtype=np.uint8)  # calloc: untouched pages cost nothing
         big = max(self.config.wgt_elem_bytes, self.config.acc_elem_bytes, 4096)
         self.allocator = Allocator(dram_size, align=1 << (big - 1).bit_length())
@@ -176,8 +178,12 @@ class Device:
         segments: list[Buffer] = []
         reserved: list[int] = []
         try:
-            for addr, blob in program.data:
-                self.allocator.reserve(addr, len(blob))
+            for k, (addr, blob) in enumerate(program.data):
+                try:
+                    self.allocator.reserve(addr, len(blob))
+                except OutOfMemoryError as e:  # which segment of which program, not only the range
+                    raise OutOfMemoryError(f"program {program.name!r}: data segment {k} ({len(blob)} bytes at "
+                                           f"{addr:#x}): {e}") from None
                 reserved.append(addr)
                 self.dram[addr : addr + len(blob)] = np.frombuffer(blob, np.uint8)
             insns = program.insns.copy()

@@ -12,9 +12,20 @@ import bisect
 
 import numpy as np
 
-__all__ = ["Allocator", "Buffer", "OutOfMemoryError", "BufferError_"]
+__all__ = ["Allocator", "Buffer", "OutOfMemoryError", "BufferError_", "PAGE", "MAX_DRAM", "check_dram_size"]
 
 PAGE = 4096
+#: The largest DRAM a device may have: the core's AXI master carries 32-bit byte addresses
+#: (`vdla.hardware.interfaces.ADDR_WIDTH`), so it reaches no byte past 4 GiB.
+MAX_DRAM = 1 << 32
+
+
+def check_dram_size(size: object) -> int:
+    """``size`` as a DRAM size in bytes, or a ValueError naming dram_size, the value and the range."""
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or not PAGE < size <= MAX_DRAM:
+        raise ValueError(f"dram_size must be an integer number of bytes in ({PAGE}, {MAX_DRAM}] (more than the "
+                         f"reserved first 4 KiB page, at most the core's 32-bit address space), got {size!r}")
+    return int(size)
 
 
 class OutOfMemoryError(MemoryError):
@@ -88,7 +99,15 @@ class Allocator:
                     self._free.insert(i, (a, addr - a))
                 self._used[addr] = nbytes
                 return
-        raise OutOfMemoryError(f"DRAM range [{addr:#x}, {addr + nbytes:#x}) is not free")
+        end = addr + nbytes
+        if addr < PAGE or end > self.size:
+            why = (" (the first 4 KiB page is never handed out: address 0 is never a buffer's)" if addr < PAGE
+                   else f" (dram_size {self.size} bytes)")
+            raise OutOfMemoryError(f"DRAM range [{addr:#x}, {end:#x}) lies outside the allocatable DRAM "
+                                   f"[{PAGE:#x}, {self.size:#x}){why}")
+        clash = [(u, u + n) for u, n in sorted(self._used.items()) if u < end and addr < u + n]
+        held = f": it overlaps the allocated block [{clash[0][0]:#x}, {clash[0][1]:#x})" if clash else ""
+        raise OutOfMemoryError(f"DRAM range [{addr:#x}, {end:#x}) is not free{held}")
 
 
 class Buffer:

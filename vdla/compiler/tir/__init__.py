@@ -7,8 +7,9 @@ and bounds the simplifier and the lowering passes reason with), :mod:`.passes`
 (IR -> IR functions: flatten, simplify, vectorize, virtual threads, unroll),
 :mod:`.op` (the ``tvm.tir`` functions: call_extern, call_packed, indexmod, decl_buffer,
 ``IntImm``/``FloatImm`` in TVM's argument order ...), :mod:`.scalar` (selection, math calls
-and limits: ``tir.exp``, ``tir.if_then_else``, ``tir.max_value`` ..., which ``te`` re-exports)
-and :mod:`.ir_builder` (imperative IR for extern ops and intrinsics).
+and limits: ``tir.exp``, ``tir.if_then_else``, ``tir.max_value`` ..., which ``te`` re-exports),
+:mod:`.ir_builder` (imperative IR for extern ops and intrinsics) and :mod:`.division` (what each
+target does with an integer division by zero; the warning ``vdla.build`` gives about it).
 
 TVM programs reach these as ``vdla.tir.X``; a TVM name vdla does not have (``tir.Schedule``)
 says what to use instead (:data:`vdla.compat.aliases.UNSUPPORTED`).

@@ -27,8 +27,8 @@ class IRError(ValueError):
 class ZeroDivisorError(IRError, ZeroDivisionError):
     """An integer division or remainder whose divisor is the constant 0 (caught when it is written).
 
-    A divisor that is 0 only at run time gives numpy's result in generated code (0), see
-    `vdla.compiler.targets.llvm.codegen`."""
+    A divisor that is 0 only at run time gives numpy's result in generated code (0): what each
+    target does, and the build-time warning, are in `vdla.compiler.tir.division`."""
 
 
 def _node_str(node: Any) -> str:

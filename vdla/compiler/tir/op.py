@@ -93,18 +93,22 @@ def indexmod(a: Any, b: Any) -> Expr:
 
 
 def floordiv(a: Any, b: Any) -> Expr:
+    """Floor division (rounds toward minus infinity); a divisor 0 at run time gives 0 on llvm and cuda (:mod:`.division`)."""
     return binary("floordiv", a, b)
 
 
 def floormod(a: Any, b: Any) -> Expr:
+    """The remainder of floordiv (the divisor's sign); a divisor 0 at run time gives 0 on llvm and cuda (:mod:`.division`)."""
     return binary("floormod", a, b)
 
 
 def truncdiv(a: Any, b: Any) -> Expr:
+    """C division (rounds toward zero); a divisor 0 at run time gives 0 on llvm and cuda (:mod:`.division`)."""
     return binary("truncdiv", a, b)
 
 
 def truncmod(a: Any, b: Any) -> Expr:
+    """The remainder of truncdiv (the dividend's sign); a divisor 0 at run time gives 0 on llvm and cuda (:mod:`.division`)."""
     return binary("truncmod", a, b)
 
 

@@ -47,3 +47,35 @@ def test_public_api_lower_build_disassemble_save_load(tmp_path) -> None:  # type
     assert np.array_equal(g.program.insns, f.program.insns)
     with pytest.raises(TypeError, match="expected int8"):
         f(Device("fsim"), x.astype(np.int16), w, o1)
+
+
+@pytest.fixture(scope="module")
+def conv() -> VDLAFunction:
+    s, args = _small_conv(Knobs())
+    return vdla.build(s, args, target="vdla", config=DEFAULT)
+
+
+X = np.zeros((1, 2, 8, 8, 1, 16), np.int8)
+W = np.zeros((2, 2, 3, 3, 16, 16), np.int8)
+OUT = np.zeros((1, 2, 8, 8, 1, 16), np.int8)
+ARRAYS = "main() takes 3 arrays (data, kernel, conv2d_out)"
+DEV = object()  # a Device, made in the test
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    # a device and too few arrays: how many it takes, their names, how many came, which are missing
+    ((DEV, X, W), f"{ARRAYS} after the device, got 2 (missing conv2d_out)"),
+    ((DEV, X), f"{ARRAYS} after the device, got 1 (missing kernel, conv2d_out)"),
+    ((DEV,), f"{ARRAYS} after the device, got 0 (missing data, kernel, conv2d_out)"),
+    ((DEV, X, W, OUT, OUT), f"{ARRAYS} after the device, got 4 (1 too many)"),
+    # TVM's way, no device: the same
+    ((X, W), f"{ARRAYS}, got 2 (missing conv2d_out)"),
+    ((), f"{ARRAYS}, got 0 (missing data, kernel, conv2d_out)"),
+    ((X, X, W, OUT), f"{ARRAYS}; the extra first argument must be a device, got ndarray"),
+    ((DEV, X, W, "out"), "argument 2 ('conv2d_out') must be a numpy array or an NDArray, got str"),
+])
+def test_call_with_wrong_arguments_names_them(conv: VDLAFunction, args: tuple, message: str) -> None:
+    args = tuple(Device("fsim") if a is DEV else a for a in args)
+    with pytest.raises(TypeError) as e:
+        conv(*args)
+    assert str(e.value) == message

@@ -43,6 +43,11 @@ class VDLAFileError(ValueError):
     """A built-function file is not one, is from another version, truncated or corrupt."""
 
 
+def _is_device(x: Any) -> bool:
+    """A vdla Device (anything with ``run``) or a DLDevice (``vdla.ext_dev()``): what ``f(dev, ...)`` takes first."""
+    return isinstance(x, DLDevice) or callable(getattr(x, "run", None))
+
+
 @dataclass
 class ArgLayout:
     name: str
@@ -109,21 +114,23 @@ class VDLAFunction(ModuleMixin):
     def __call__(self, *args: Any) -> Any:
         """``f(dev, a, b, c)`` on a Device, or ``f(a, b, c)`` (TVM's way) on the arrays' ext_dev.
         Arrays are numpy arrays or NDArrays; outputs are written into them. Returns the Report."""
-        if len(args) == len(self.args) + 1:
+        n, names = len(self.args), ", ".join(a.name for a in self.args)
+        given_device = bool(args) and _is_device(args[0])
+        if given_device:
             dev, arrays = args[0], args[1:]
-            if not (isinstance(dev, DLDevice) or callable(getattr(dev, "run", None))):
-                names = ", ".join(a.name for a in self.args)
-                raise TypeError(f"{self.name}() takes {len(self.args)} arrays ({names}); the extra first argument "
-                                f"must be a device, got {type(dev).__name__}")
-        elif len(args) == len(self.args):
+        elif len(args) == n + 1:
+            raise TypeError(f"{self.name}() takes {n} arrays ({names}); the extra first argument must be a device, "
+                            f"got {type(args[0]).__name__}")
+        else:
             dev, arrays = None, args
             on = [a.device for a in args if isinstance(getattr(a, "device", None), DLDevice)]
             if on:
                 dev = on[0]
-        else:
-            names = ", ".join(a.name for a in self.args)
-            raise TypeError(f"{self.name}() takes {len(self.args)} arrays ({names}) after an optional device, "
-                            f"got {len(args)} arguments")
+        if len(arrays) != n:  # say which arrays are missing (or how many are extra), not a type error on the first
+            after = " after the device" if given_device else ""
+            which = (f"missing {', '.join(a.name for a in self.args[len(arrays):])}" if len(arrays) < n
+                     else f"{len(arrays) - n} too many")
+            raise TypeError(f"{self.name}() takes {n} arrays ({names}){after}, got {len(arrays)} ({which})")
         dl_run = dev is None or isinstance(dev, DLDevice)
         if dl_run:
             dl = dev or ext_dev(0)
