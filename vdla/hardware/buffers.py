@@ -2,15 +2,15 @@
 
 Each buffer is ``depth`` rows of one element (plain unsigned bits, bytes in DRAM order):
 
-========  ======================  =========================================  ===========
-buffer    depth                   row                                        write lanes
-========  ======================  =========================================  ===========
-UOP       uop_depth               32-bit micro-op                            1
-INP       inp_depth               batch x block_in x inp_width               see below
-WGT       wgt_depth               block_out x block_in x wgt_width           see below
-ACC       acc_depth               batch x block_out x acc_width              see below
-OUT       acc_depth (mirrors ACC) batch x block_out x out_width              1
-========  ======================  =========================================  ===========
+========  =======================  =========================================  ===========
+buffer    depth                    row                                        write lanes
+========  =======================  =========================================  ===========
+UOP       uop_depth                32-bit micro-op                            1
+INP       inp_depth                batch x block_in x inp_width               see below
+WGT       wgt_depth                block_out x block_in x wgt_width           see below
+ACC       acc_depth                batch x block_out x acc_width              see below
+OUT       acc_depth (mirrors ACC)  batch x block_out x out_width              1
+========  =======================  =========================================  ===========
 
 INP, WGT and ACC are filled by DMA one bus word per cycle, so a row wider than the bus
 gets one write enable per bus word (``granularity = bus_width``). Read ports are

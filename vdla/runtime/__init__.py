@@ -2,7 +2,7 @@
 
 A hardware engineer writes programs by hand with `CommandStream` (VTA runtime level:
 2D loads/stores, uop kernels, dependency push/pop, finish) and runs them on a
-`Device`; the compiler produces the same `Program`s.
+`Device`; the compiler produces the same programs (`Program`).
 
 Modules: :mod:`.device` (Device and the backend registry), :mod:`.dram` (buffers and the
 allocator), :mod:`.kernel` (micro-op kernels), :mod:`.stream` (CommandStream),

@@ -62,6 +62,11 @@ class _Resident:
 
 
 class CommandStream:
+    """One program for ``config``, written call by call as with VTA's runtime: `load_2d` and
+    `store_2d` (2D DMA with padding), `gemm` and `alu` over a `UopKernel`, `dep_push` and
+    `dep_pop` (the dependency tokens), `nop`; `finish` appends FINISH and returns the `Program`.
+    The module's docstring gives the rules for dependency flags and the micro-op cache."""
+
     def __init__(self, config: Config, name: str = "program") -> None:
         self.config, self.name = config, name
         self.insns: list = []

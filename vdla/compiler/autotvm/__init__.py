@@ -1,4 +1,4 @@
-"""Learning-based auto-tuning with AutoTVM's names (``vdla.autotvm`` is this package).
+"""Learning-based auto-tuning with AutoTVM's names (``vdla.autotvm`` is this package)::
 
     from vdla import autotvm
     task = autotvm.task.create("conv2d_packed.vdla", args, target="vdla")

@@ -4,7 +4,7 @@ VDLA requantises with a shift (VTA's realisation: add ``2**(n-1)``, shift right 
 clip, cast), so every scale is a power of two: a float tensor ``x`` is represented by
 ``q = clip(round(x / s))`` with ``s = 2**k``.
 
-:func:`quantize` calibrates on a list of inputs (max |value|, a percentile of |value|, or
+:func:`quantize` calibrates on a list of inputs (max ``|value|``, a percentile of ``|value|``, or
 the least KL divergence of every tensor gives its scale; :func:`calibrate`) and rewrites
 the graph (:func:`quantize_graph`):
 
@@ -72,7 +72,7 @@ class QConfig:
     skip_dense: bool = True
     #: Node names kept in float32.
     skip_nodes: frozenset[str] = field(default_factory=frozenset)
-    #: Largest |int8| value of activations and weights (symmetric, as VTA's clip to ±127).
+    #: Largest ``|int8|`` value of activations and weights (symmetric, as VTA's clip to ±127).
     qmax: int = 127
     #: Requantise wherever a value has a given scale (QDQ import), not only at chain ends.
     materialize_scaled: bool = False
@@ -87,7 +87,7 @@ class QConfig:
     #: shift (``channel_shift``, SHR with a tensor operand on VDLA). Off: one power-of-two
     #: scale per weight tensor.
     per_channel: bool = False
-    #: Activation calibration: "max" (max |x|), "percentile" (the ``percentile`` of |x|) or
+    #: Activation calibration: "max" (max ``|x|``), "percentile" (the ``percentile`` of ``|x|``) or
     #: "kl" (the power-of-two scale whose int8 histogram is closest in KL divergence).
     calibration: str = "max"
     percentile: float = 99.99
@@ -115,11 +115,11 @@ def calibrate(graph: Graph, dataset: Sequence[Any], qmax: int = 127, method: str
               percentile: float = 99.99) -> dict[str, float]:
     """Power-of-two scale of every float value (inputs and nodes) over ``dataset``.
 
-    ``method`` "max": from max |value|; "percentile": from the ``percentile`` of the
-    non-zero |value| (outliers clip); "kl": the power-of-two scale, max |value|'s or one of
-    its halvings, whose clipped and int8-rounded histogram of |value| has the least KL
+    ``method`` "max": from max ``|value|``; "percentile": from the ``percentile`` of the
+    non-zero ``|value|`` (outliers clip); "kl": the power-of-two scale, max ``|value|``'s or one of
+    its halvings, whose clipped and int8-rounded histogram of ``|value|`` has the least KL
     divergence from the float histogram (TensorRT's entropy calibration, on VDLA's grid of
-    shift scales; see :func:`_kl_scale`). The histograms (2048 bins up to max |value|,
+    shift scales; see :func:`_kl_scale`). The histograms (2048 bins up to max ``|value|``,
     exact zeros left out) need a second pass over ``dataset``.
     """
     if method not in CALIBRATIONS:
@@ -161,7 +161,7 @@ def _float_values(graph: Graph, x: Any) -> list[tuple[str, np.ndarray]]:
 
 
 def _kl_scale(hist: np.ndarray, maxabs: float, qmax: int) -> float:
-    """The power-of-two scale (max |x|'s and its halvings) with the least KL(P || Q), as
+    """The power-of-two scale (max ``|x|``'s and its halvings) with the least KL(P || Q), as
     TensorRT's entropy calibration: P is the histogram up to the clip point with the clipped
     mass added to its last bin; Q is the same range without that mass, rounded to the int8
     levels (each level's mass spread over the non-empty bins it covers), so clipping costs
