@@ -1,5 +1,5 @@
 """Building a bitstream and running on a board
-==========================================
+===========================================
 
 From a Config to a program running on an FPGA: write the core as Verilog (``vdla verilog``),
 build a board's bitstream with the open-source tools from PyPI (``vdla synth BOARD``: Yosys,
@@ -34,7 +34,7 @@ from vdla.hardware.boards.build import markdown, prepare, source_hash
 BOARD = os.environ.get("VDLA_BOARD", "icebreaker")
 FULL = bool(os.environ.get("VDLA_TUTORIAL_FULL"))
 PORT = os.environ.get("VDLA_BOARD_PORT")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(vdla.__file__).resolve().parents[1]  # the checkout vdla is installed from (pip install -e)
 temp = utils.tempdir()  # removed when the script ends
 work = Path(temp.temp_dir)
 

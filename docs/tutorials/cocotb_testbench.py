@@ -1,5 +1,5 @@
 """Writing a cocotb testbench for the VDLA core
-===========================================
+============================================
 
 The hardware engineer's loop: write a program by hand, check it on the golden simulator,
 run it on the core's Verilog (RTL) in a cocotb testbench, compare every byte of memory with
@@ -18,6 +18,7 @@ Needs ``pip install -e ".[sim]"``.
 """
 
 import os
+import sys
 
 import numpy as np
 
@@ -143,7 +144,8 @@ if __name__ == "__main__":
     else:
         from vdla.cocotb_kit import run_tests
 
-        result = run_tests(__file__, config=config, waves=os.environ.get("VDLA_TUTORIAL_WAVES"))
+        # this file: sys.argv[0] names it under python, runpy and sphinx-gallery alike (the gallery has no __file__)
+        result = run_tests(sys.argv[0], config=config, waves=os.environ.get("VDLA_TUTORIAL_WAVES"))
         print(result.summary())
         assert result.ok, f"a cocotb test failed: see {result.log}"
         print("cocotb_testbench: OK")

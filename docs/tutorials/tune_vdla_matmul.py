@@ -1,5 +1,5 @@
 """Auto-tuning a VDLA schedule with ``vdla.autotvm``
-===============================================
+=================================================
 
 AutoTVM's workflow with vdla's names (``vdla.autotvm`` has AutoTVM's API): write the
 schedule as a *template* whose choices are *knobs*, let ``autotvm.task.create`` enumerate

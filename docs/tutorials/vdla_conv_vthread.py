@@ -1,5 +1,5 @@
 """2D convolution on VDLA with virtual threads
-==========================================
+===========================================
 
 A packed int8 convolution (VTA's convolution tutorial) scheduled by hand: output tiles,
 input-channel chunks loaded into the on-chip buffers, GEMM for the inner tile, the ALU for

@@ -1,5 +1,5 @@
 """Matrix multiply on the VDLA accelerator
-======================================
+=======================================
 
 VTA's first tutorial with vdla's names: the accelerator's environment (``get_env``) gives
 its tile sizes, dtypes, on-chip memory scopes, the DMA and ALU pragmas and the GEMM
