@@ -301,6 +301,41 @@ def depthwise_multiplier2_stride2_relu():
     )
 
 
+def _depthwise_nchwc_case(h: int, stride: int, relu: bool) -> Any:
+    """NCHW[8]c depthwise 3x3, pad 1: the hand pick pads at root (stride 1, wide) or inline."""
+    cb, c = 8, 16
+    x, w = ph((1, c // cb, h, h, cb), "x"), ph((c // cb, 3, 3, cb), "w")
+    y = topi.depthwise_conv2d_NCHWc(x, w, stride, 1)
+    y = topi.relu(y) if relu else y
+
+    def want(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        nchw = a.transpose(0, 1, 4, 2, 3).reshape(1, c, h, h)
+        kern = b.transpose(0, 3, 1, 2).reshape(c, 1, 3, 3)
+        o = ref.depthwise_conv2d_nchw(nchw, kern, stride, 1)
+        o = np.maximum(o, 0) if relu else o
+        return o.reshape(1, c // cb, cb, *o.shape[2:]).transpose(0, 1, 3, 4, 2)
+
+    return schedules.schedule_depthwise_conv2d_NCHWc(y), [x, w], [y], want
+
+
+@case
+def depthwise_nchwc_wide_stride1_padded_at_root():
+    assert not schedules.inline_pad(1, 40)
+    return _depthwise_nchwc_case(40, 1, relu=False)
+
+
+@case
+def depthwise_nchwc_stride2_inline_pad_relu():
+    assert schedules.inline_pad(2, 20)
+    return _depthwise_nchwc_case(40, 2, relu=True)
+
+
+@case
+def depthwise_nchwc_narrow_inline_pad():
+    assert schedules.inline_pad(1, 14)
+    return _depthwise_nchwc_case(14, 1, relu=False)
+
+
 @case
 def conv2d_transpose_stride2():
     x, w = ph((1, 4, 5, 5), "x"), ph((4, 3, 4, 4), "w")

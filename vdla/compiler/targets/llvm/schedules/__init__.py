@@ -20,7 +20,7 @@ from .conv2d import (
     schedule_group_conv2d_nchw,
 )
 from .dense import schedule_dense
-from .depthwise import schedule_depthwise_conv2d_nchw, schedule_depthwise_conv2d_NCHWc
+from .depthwise import inline_pad, schedule_depthwise_conv2d_nchw, schedule_depthwise_conv2d_NCHWc
 from .elemwise import schedule_injective
 from .matmul import MatmulConfig, schedule_matmul_cpu
 from .norm import schedule_norm
@@ -43,6 +43,7 @@ __all__ = [
     "schedule_dense",
     "schedule_depthwise_conv2d_nchw",
     "schedule_depthwise_conv2d_NCHWc",
+    "inline_pad",
     "schedule_global_pool",
     "schedule_group_conv2d_nchw",
     "schedule_injective",
