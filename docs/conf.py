@@ -19,6 +19,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))  # the checkout's vdla, also when it is not installed
+sys.path.insert(0, str(DOCS / "_ext"))  # this site's helpers (the gallery's figure scraper)
 
 import vdla  # noqa: E402
 
@@ -79,7 +80,7 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "remove_config_comments": True,
     "show_memory": False,
-    "image_scrapers": ("matplotlib",),
+    "image_scrapers": ("matplotlib", "vdla_figures.scrape"),  # docs/_ext/vdla_figures.py
     "reset_modules": ("matplotlib",),
     "abort_on_example_error": True,
     # A full build reruns tutorials whose source did not change (their last run was the small one).

@@ -72,4 +72,16 @@ report = f(vdla.Device("fsim", config=env.config), pack(a, env.BATCH, env.BLOCK_
 want = np.clip((a.astype(np.int32) @ w.T.astype(np.int32)) >> 6, -128, 127).astype(np.int8)
 np.testing.assert_array_equal(out.transpose(0, 2, 1, 3).reshape(want.shape), want)
 print(report.table())
+
+# %%
+# The same run as a picture: when each module (load, compute, store) was busy, instruction by
+# instruction, from the golden simulator's cycle model. ``vdla.plot`` draws it with matplotlib
+# (the ``plot`` extra); ``vdla run MODEL --plot DIR`` draws one for every layer of a model.
+try:
+    from vdla import plot
+
+    timeline = plot.timeline_figure([("matmul", report.trace, report.cycles)], clock_mhz=env.config.clock_mhz,
+                                    title="blocked matmul on the golden simulator")
+except plot.PlotError as e:  # no matplotlib
+    print(e)
 print("vdla_matrix_multiply: OK")
