@@ -15,6 +15,7 @@ JIT-compiles its LLVM IR again) apply.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from ....runtime.ndarray import DLDevice, host_view, is_array_like
 from ... import fingerprint
 from ...tir import dtypes
 from ...tir.nodes import AttrStmt, Buffer, Evaluate, IntImm, PrimFunc, Var
+from ...tir.passes.partition import partition_loops
 from ...tir.passes.simplify import simplify_expr
 from ...tir.visitor import substitute, walk
 from . import jit, timer
@@ -298,6 +300,8 @@ def build_function(func: PrimFunc, tgt: LlvmOptions, opt_level: int = 3) -> Buil
     symbol = f"vdla_{_safe(func.name)}_{next(_counter)}"
     imports = [str(n.value) for n in walk(func.body) if isinstance(n, AttrStmt) and n.key == "pragma_import_llvm"]
     func, sites = lower_packed_calls(func)
+    # ragged tiles and padded borders: the guards out of the hot loops (tir.passes.partition)
+    func = dataclasses.replace(func, body=partition_loops(func.body))
     if sites and not tgt.is_host():
         raise CodegenError(f"{func.name}: tir.call_packed calls Python, so it runs only on this machine (llvm), "
                            f"not on {tgt}")
