@@ -4,6 +4,8 @@ and outputs per run, views of inputs, and the plans it refuses with their reason
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -58,11 +60,20 @@ def test_outputs_are_the_callers_and_inputs_may_be_strided() -> None:
         np.testing.assert_array_equal(a, b)
 
 
-def test_time_layers_runs_step_by_step() -> None:
-    spec = load_model("resnet_block", reduced=True)
+@pytest.mark.parametrize("native", [True, False])
+def test_time_layers_gives_a_record_per_step(native: bool) -> None:
+    spec = load_model("shufflenet_v2", reduced=True)  # kernels and views
     m = compile_model(spec.graph, target="llvm")
-    res = m.run(models.sample_input(spec.graph, 0), time_layers=True)
+    x = models.sample_input(spec.graph, 0)
+    t0 = time.perf_counter()
+    res = m.run(x, time_layers=True, native=native)
+    wall = time.perf_counter() - t0
     assert [r.node for r in res.layers] == [n.name for n in m.graph.topo_order()]
+    assert {r.target for r in res.layers} == {"llvm", "view"}
+    assert all(r.seconds > 0 for r in res.layers if r.target == "llvm")
+    assert sum(r.seconds for r in res.layers) <= wall  # the steps' clocks lie inside the run
+    for got, want in zip(res.outputs, m.run(x, native=False).outputs, strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_plans_it_refuses_say_why() -> None:

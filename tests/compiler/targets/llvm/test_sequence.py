@@ -36,10 +36,14 @@ def test_calls_and_views_run_in_order() -> None:
     for s, arr in enumerate((a, b, t)):
         table[s] = arr.ctypes.data
     table[4] = out.ctypes.data
-    seq(table)
+    assert seq(table) is None
     np.testing.assert_array_equal(t, a + b)
     np.testing.assert_array_equal(out, (a + b) * b)
     assert table[3] == table[2]  # the view's slot was written by the sequence
+    out[...] = 0
+    times = seq(table, timed=True)  # the timed twin: the same work, a time per op
+    np.testing.assert_array_equal(out, (a + b) * b)
+    assert len(times) == 3 and all(s >= 0 for s in times)
     assert "call void" in sequence_ir(ops, "f") and "getelementptr i8" in sequence_ir(ops, "f")
 
 

@@ -5,8 +5,8 @@ way (as it replays a whole-GPU plan as a CUDA graph): :func:`build` lays the pla
 in a table of pointers (:mod:`...targets.llvm.sequence`): each constant (contiguous, once), each
 planned buffer (:mod:`.memory`, once), each input and output (written before every run), and a
 view step's slot as its input's pointer plus the view's byte offset. The compiled sequence then
-calls each kernel in plan order. A run costs one ``ctypes`` call and the input checks instead of
-a Python round per step.
+calls each kernel in plan order (one op per step). A run costs one ``ctypes`` call and the input
+checks instead of a Python round per step; a timed run reads the clock between the steps.
 
 A plan it cannot take (a kernel with scalar or symbolic-size arguments, a step on another
 target, an output that is a constant or an input) gets the reason back, and runs step by step.
@@ -49,8 +49,10 @@ class NativePlan:
     #: arrays whose pointers are in the table (kept alive with it)
     keep: list[np.ndarray] = field(default_factory=list)
 
-    def run(self, inputs: dict[str, np.ndarray]) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
-        """One run on ``inputs`` (numpy arrays of the graph's input types): (outputs, values by name)."""
+    def run(self, inputs: dict[str, np.ndarray], timed: bool = False
+            ) -> tuple[list[np.ndarray], dict[str, np.ndarray], list[float] | None]:
+        """One run on ``inputs`` (numpy arrays of the graph's input types): (outputs, values by
+        name, and with ``timed`` the seconds of each step in plan order)."""
         table = self.table
         env: dict[str, np.ndarray] = dict(self.fixed)
         held = []  # contiguous copies made for this run, alive until the call returns
@@ -65,11 +67,11 @@ class NativePlan:
             a = np.empty(shape, dtype)
             env[name] = a
             table[slot] = a.ctypes.data
-        self.sequence(table)
+        times = self.sequence(table, timed)
         for name, src, shape, off in self.views:
             env[name] = view_of(env[src], shape, off)
         # an output living in a planned buffer (a view of one) is copied: the next run overwrites it
-        return [np.array(env[o]) if o in self.fixed else env[o] for o in self.graph.outputs], env
+        return [np.array(env[o]) if o in self.fixed else env[o] for o in self.graph.outputs], env, times
 
 
 def _signature(step: Step) -> tuple[int, list[tuple[np.dtype, tuple[int, ...]]]] | None:

@@ -178,13 +178,14 @@ class CompiledModel:
         kernel by kernel and captures the launches (:class:`~vdla.runtime.cuda_driver.CudaGraph`),
         and every later run is one graph launch; its ``layers`` then hold one record for the graph.
         Likewise a plan of llvm kernels and views runs as one native call (``native=True``, see
-        :mod:`.native`), with one record for the whole plan; ``time_layers`` runs it step by step.
+        :mod:`.native`), with one record for the whole plan; with ``time_layers`` the call reads
+        the clock between the steps and gives a record per step (``native=False``: step by step
+        from Python).
         """
-        per_step = reference or cpu_timing or time_layers
-        if cuda_graph and not per_step and self._graphable():
+        if cuda_graph and not (reference or cpu_timing or time_layers) and self._graphable():
             return self._run_graph(inputs, sync)
-        if native and not per_step and isinstance(self.native_plan(), NativePlan):
-            return self._run_native(inputs)
+        if native and not (reference or cpu_timing) and isinstance(self.native_plan(), NativePlan):
+            return self._run_native(inputs, time_layers)
         g = self.graph
         env: dict[str, Any] = dict(g.consts)
         env.update(self._inputs(inputs))
@@ -251,25 +252,37 @@ class CompiledModel:
                                             self.storage().overwritten)
         return self._native
 
-    def _run_native(self, inputs: Any) -> RunResult:
-        """A host plan as one native call (:meth:`native_plan`); one record for the whole plan."""
+    def _run_native(self, inputs: Any, timed: bool = False) -> RunResult:
+        """A host plan as one native call (:meth:`native_plan`): one record for the whole plan, or
+        with ``timed`` one per step (the clock read between the steps)."""
         plan = self.native_plan()
         assert isinstance(plan, NativePlan)
         t0 = time.perf_counter()
         given = self._inputs(inputs)
         if not all(isinstance(v, np.ndarray) for v in given.values()):  # GPU arrays: the step runner copies
-            return self.run(inputs, native=False)
+            return self.run(inputs, native=False, time_layers=timed)
         try:
-            outs, env = plan.run(given)
+            outs, env, times = plan.run(given, timed)
         except Exception as e:
             # which kernel failed: the same run step by step, whose error names the node
             self.run(inputs, native=False)
             raise ExecutorError(f"{self.graph.name!r} failed in its native plan: {type(e).__name__}: {e}") from e
         wall = time.perf_counter() - t0
-        calls = sum(k.target == "llvm" for k in self.kernels.values())
-        rec = LayerRecord("(llvm plan)", f"{calls} kernels", "llvm", wall, macs=sum(k.macs for k in self.kernels.values()),
-                          wall_s=wall)
-        return RunResult(outs, [rec], env)
+        if times is None:
+            calls = sum(k.target == "llvm" for k in self.kernels.values())
+            rec = LayerRecord("(llvm plan)", f"{calls} kernels", "llvm", wall,
+                              macs=sum(k.macs for k in self.kernels.values()), wall_s=wall)
+            return RunResult(outs, [rec], env)
+        def nbytes(v: str) -> int:
+            t = self.graph.type_of(v)
+            return int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
+
+        layers = []
+        for (n, k, op, outer), secs in zip(self._steps(), times, strict=True):
+            moved = 0 if k.target == "view" else sum(nbytes(i) for i in outer) + nbytes(n.name)
+            layers.append(LayerRecord(n.name, op, k.target, secs, bytes_moved=int(moved), macs=k.macs,
+                                      reason=k.record_reason, wall_s=secs))
+        return RunResult(outs, layers, env)
 
     def _graphable(self) -> bool:
         return bool(self.kernels) and all(k.target in ("cuda", "view") for k in self.kernels.values()) and any(

@@ -18,26 +18,26 @@ import time
 
 from . import jit
 
-__all__ = ["time_calls"]
+__all__ = ["time_calls", "NOW_NS_IR", "CLOCK"]
 
 _lock = threading.Lock()
 _loops: dict[int, ctypes._CFuncPtr] = {}  # argument count -> the compiled loop
 
 #: the loop's signature: (kernel, argument pointers, number, repeat, clock id, nanoseconds out)
+#: the clock the native loops read (CLOCK_MONOTONIC)
+CLOCK = getattr(time, "CLOCK_MONOTONIC", 1)
+
 _LOOP_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64,
                               ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_int64))
 
 
-def _loop_ir(nargs: int) -> str:
-    """LLVM IR of ``vdla_time_calls_<nargs>``: per repeat, the nanoseconds ``number`` calls take."""
-    loads = "".join(f"  %p{k} = getelementptr ptr, ptr %args, i64 {k}\n  %a{k} = load ptr, ptr %p{k}\n"
-                    for k in range(nargs))
-    call_args = ", ".join(f"ptr %a{k}" for k in range(nargs))
-    return f"""
-%timespec = type {{ i64, i64 }}
+#: ``i64 @vdla_now_ns(i32 clock)``: the clock's time in nanoseconds (``clock_gettime``), for a
+#: module of its own (internal linkage; :mod:`.sequence` times its steps with it too)
+NOW_NS_IR = """
+%timespec = type { i64, i64 }
 declare i32 @clock_gettime(i32, ptr)
 
-define internal i64 @vdla_now_ns(i32 %clk) {{
+define internal i64 @vdla_now_ns(i32 %clk) {
   %ts = alloca %timespec
   call i32 @clock_gettime(i32 %clk, ptr %ts)
   %sp = getelementptr %timespec, ptr %ts, i32 0, i32 0
@@ -47,8 +47,16 @@ define internal i64 @vdla_now_ns(i32 %clk) {{
   %sn = mul i64 %s, 1000000000
   %t = add i64 %sn, %n
   ret i64 %t
-}}
+}
+"""
 
+
+def _loop_ir(nargs: int) -> str:
+    """LLVM IR of ``vdla_time_calls_<nargs>``: per repeat, the nanoseconds ``number`` calls take."""
+    loads = "".join(f"  %p{k} = getelementptr ptr, ptr %args, i64 {k}\n  %a{k} = load ptr, ptr %p{k}\n"
+                    for k in range(nargs))
+    call_args = ", ".join(f"ptr %a{k}" for k in range(nargs))
+    return NOW_NS_IR + f"""
 define void @vdla_time_calls_{nargs}(ptr %fn, ptr %args, i64 %number, i32 %repeat, i32 %clk, ptr %out) {{
 entry:
 {loads}  br label %rep
@@ -94,7 +102,7 @@ def time_calls(address: int, pointers: list[int], number: int, repeat: int,
         raise ValueError(f"time_evaluator: number ({number}) and repeat ({repeat}) must be >= 1")
     loop = _loop(len(pointers))
     argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
-    clock = getattr(time, "CLOCK_MONOTONIC", 1)
+    clock = CLOCK
     if min_repeat_ms <= 0:
         out = (ctypes.c_int64 * repeat)()
         loop(address, argv, number, repeat, clock, out)
