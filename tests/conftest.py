@@ -6,26 +6,32 @@ initial DRAM, on that RTL device, and its final DRAM must equal the golden model
 byte for byte. Programs the golden model rejects (bad input, deadlocks, underflow) are
 not replayed: the RTL's own error handling has tests of its own.
 tests/simulator/rtl/test_replay.py runs the simulator tests this way, and checks the
-closing line "RTL replay: N programs" that this plugin prints.
+closing line "RTL replay: N programs" that this plugin prints. VDLA_RTL_REPLAY_EVERY=N replays
+the programs of one test in N (the default test run's sample; `nox -s slow` replays them all).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPLAY = os.environ.get("VDLA_RTL_REPLAY", "")
+#: replay the programs of one test in EVERY (chosen by a hash of the test's id, so the same tests
+#: every run; a test's programs are all replayed or none, as later ones may use on-chip state
+#: earlier ones left); 1: every test
+EVERY = max(1, int(os.environ.get("VDLA_RTL_REPLAY_EVERY", "1")))
 SIMULATOR_TESTS = Path(__file__).resolve().parent / "simulator"
 _replayed_total = [0]
 
 
 @pytest.fixture(autouse=True)
 def _rtl_replay(monkeypatch, request):
-    if not REPLAY:
+    if not REPLAY or zlib.crc32(request.node.nodeid.encode()) % EVERY:
         yield
         return
     from vdla.runtime import Device

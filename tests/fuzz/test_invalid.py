@@ -40,7 +40,8 @@ def test_each_mutation_is_rejected_where_it_applies(mutation):
             assert (index is None) == (cls == "ok"), f"seed {seed} {mutation}: no instruction index"
 
 
-@pytest.mark.parametrize("name", ["small", "default"])
+# the default config's campaign (2 minutes on 2 cores) runs in nox -s slow
+@pytest.mark.parametrize("name", ["small", pytest.param("default", marks=pytest.mark.slow)])
 def test_fsim_and_pysim_agree_on_invalid_programs(name):
     c = PRESETS[name]
     golden, dut = Device("fsim", config=c, dram_size=DRAM), Device("pysim", config=c, dram_size=DRAM)

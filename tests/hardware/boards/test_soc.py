@@ -89,6 +89,7 @@ def _matmul_on_fsim_and_board(name: str, link, m: int, n: int, k: int, shift: in
     return results, ref
 
 
+@pytest.mark.slow  # 76 s of simulation; the iCEBreaker's GEMM over the UART stays in the default run
 def test_gemm_program_over_the_uart_matches_the_golden_simulator():
     """Device serial backend -> SerialLink -> UART pins -> bridge -> arbiter/memory -> core, and back."""
     config = board_config("ulx3s-25f")
@@ -196,6 +197,7 @@ def _have_tools() -> bool:
         return False
 
 
+@pytest.mark.slow  # synthesis and place-and-route (3 minutes): nox -s slow, next to nox -s bitstreams
 @pytest.mark.skipif(not _have_tools(), reason="the yowasp tools are not installed (pip install 'vdla[fpga]')")
 def test_smallest_board_synthesises_and_places(tmp_path):
     """Yosys + nextpnr placement (no routing) of the iCEBreaker top, the fastest board to
