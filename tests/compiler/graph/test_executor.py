@@ -136,7 +136,8 @@ def _block(cfg: Config) -> CompiledModel:
     return compile_model(q, cfg)
 
 
-@pytest.mark.parametrize("device", ["pysim", "verilator"])
+# Verilator's run of the block (80 s on 2 cores) in nox -s slow; Amaranth's simulator here
+@pytest.mark.parametrize("device", ["pysim", pytest.param("verilator", marks=pytest.mark.slow)])
 def test_resnet_block_on_rtl_bit_exact(device):
     if device not in BACKENDS and device not in BUILTIN_BACKENDS:
         pytest.skip(f"Device({device!r}) is not available here")

@@ -172,6 +172,7 @@ def test_config_mismatch_is_refused_before_running():
         board_backend(dev, link=link)
 
 
+@pytest.mark.slow  # 50 s of simulation; the iCEBreaker's GEMM over the UART (default run) uses its SPRAM too
 def test_icebreaker_spram_memory_and_registers():
     """The iCEBreaker top with its SPRAM modelled: both banks, byte writes, the register map."""
     link, _ = sim_link("icebreaker")
