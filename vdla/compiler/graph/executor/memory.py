@@ -23,7 +23,7 @@ import numpy as np
 from ..ir import Graph
 from .plan import Step
 
-__all__ = ["StoragePlan", "plan_storage"]
+__all__ = ["StoragePlan", "plan_storage", "value_nbytes"]
 
 
 @dataclass
@@ -41,7 +41,8 @@ class StoragePlan:
         return sum(self.sizes)
 
 
-def _nbytes(graph: Graph, value: str) -> int:
+def value_nbytes(graph: Graph, value: str) -> int:
+    """The bytes of ``value`` (its type's shape and dtype)."""
     t = graph.type_of(value)
     return int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
 
@@ -82,7 +83,7 @@ def plan_storage(graph: Graph, steps: Mapping[str, Step], targets: Iterable[str]
         step = steps[n.name]
         s: int | None = None
         if step.target in planned:
-            size = _nbytes(graph, n.name)
+            size = value_nbytes(graph, n.name)
             plan.naive_bytes += size
             s = take(size)
             plan.overwritten.update(held.get(s, []))  # what the buffer held before is gone

@@ -91,12 +91,14 @@ def build(graph: Graph, order: Sequence[tuple[Node, Step]], buffer: Callable[[st
     inputs: dict[str, int] = {}
     outputs: list[tuple[str, int, tuple[int, ...], np.dtype]] = []
     views: list[tuple[str, str, tuple[int, ...], int]] = []
-    per_run: set[str] = set()  # values whose address changes from run to run
     ops: list[Call | View] = []
+    nslots = 0
+    # a value is at a fixed address when it is in `fixed` (constants, planned buffers, views of
+    # them); the others (inputs, outputs, views of those) get their address each run
 
     def new_slot(name: str | None = None, array: np.ndarray | None = None) -> int:
-        s = _next[0]
-        _next[0] += 1
+        nonlocal nslots
+        s, nslots = nslots, nslots + 1
         if name is not None:
             slots[name] = s
         if array is not None:
@@ -104,10 +106,8 @@ def build(graph: Graph, order: Sequence[tuple[Node, Step]], buffer: Callable[[st
             at[s] = array.ctypes.data
         return s
 
-    _next = [0]
     for name in graph.inputs:
         inputs[name] = new_slot(name)
-        per_run.add(name)
 
     def const_slot(name: str) -> int:
         if name not in slots:
@@ -127,11 +127,10 @@ def build(graph: Graph, order: Sequence[tuple[Node, Step]], buffer: Callable[[st
             shape = tuple(n.type.shape)
             itemsize = np.dtype(graph.type_of(src).dtype).itemsize
             ops.append(View(slots[src], k.offset * itemsize, new_slot(n.name)))
-            if src in per_run:
-                per_run.add(n.name)
-                views.append((n.name, src, shape, k.offset))
-            else:
+            if src in fixed:
                 fixed[n.name] = view_of(fixed[src], shape, k.offset)
+            else:
+                views.append((n.name, src, shape, k.offset))
             continue
         if k.target != "llvm":
             return f"node {n.name!r} runs on {k.target}"
@@ -152,7 +151,6 @@ def build(graph: Graph, order: Sequence[tuple[Node, Step]], buffer: Callable[[st
                 if out is None:  # a graph output: a new array each run, as the step-by-step runner gives
                     s = new_slot(n.name)
                     outputs.append((n.name, s, shape, dtype))
-                    per_run.add(n.name)
                 else:
                     s = new_slot(n.name, out)
                     fixed[n.name] = out
@@ -171,7 +169,7 @@ def build(graph: Graph, order: Sequence[tuple[Node, Step]], buffer: Callable[[st
     for o in graph.outputs:
         if o in graph.inputs or o in graph.consts:
             return f"output {o!r} is a graph {'input' if o in graph.inputs else 'constant'}"
-    seq = compile_sequence(ops, _next[0])
+    seq = compile_sequence(ops, nslots)
     table = seq.slots()
     for s, addr in at.items():
         table[s] = addr

@@ -40,7 +40,7 @@ from ..ir import Graph, GraphError, Node
 from ..ops.registry import get_op
 from ..reference import check_inputs
 from . import model_file, native
-from .memory import StoragePlan, plan_storage
+from .memory import StoragePlan, plan_storage, value_nbytes
 from .native import NativePlan, view_of
 from .plan import Step, host_warning
 
@@ -273,13 +273,10 @@ class CompiledModel:
             rec = LayerRecord("(llvm plan)", f"{calls} kernels", "llvm", wall,
                               macs=sum(k.macs for k in self.kernels.values()), wall_s=wall)
             return RunResult(outs, [rec], env)
-        def nbytes(v: str) -> int:
-            t = self.graph.type_of(v)
-            return int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
-
+        g = self.graph
         layers = []
         for (n, k, op, outer), secs in zip(self._steps(), times, strict=True):
-            moved = 0 if k.target == "view" else sum(nbytes(i) for i in outer) + nbytes(n.name)
+            moved = 0 if k.target == "view" else sum(value_nbytes(g, i) for i in outer) + value_nbytes(g, n.name)
             layers.append(LayerRecord(n.name, op, k.target, secs, bytes_moved=int(moved), macs=k.macs,
                                       reason=k.record_reason, wall_s=secs))
         return RunResult(outs, layers, env)
@@ -346,8 +343,7 @@ class CompiledModel:
         if not self._host_buffers:
             self._host_buffers = [np.empty(size, np.uint8) for size in plan.sizes]
         t = self.graph.type_of(name)
-        size = int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
-        return self._host_buffers[s][:size].view(t.dtype).reshape(t.shape)
+        return self._host_buffers[s][:value_nbytes(self.graph, name)].view(t.dtype).reshape(t.shape)
 
     def _steps(self) -> list[tuple[Node, Step, str, list[str]]]:
         """(node, step, op name, inputs that are not constants) in run order, worked out once."""

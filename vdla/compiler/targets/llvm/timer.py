@@ -23,10 +23,10 @@ __all__ = ["time_calls", "NOW_NS_IR", "CLOCK"]
 _lock = threading.Lock()
 _loops: dict[int, ctypes._CFuncPtr] = {}  # argument count -> the compiled loop
 
-#: the loop's signature: (kernel, argument pointers, number, repeat, clock id, nanoseconds out)
 #: the clock the native loops read (CLOCK_MONOTONIC)
 CLOCK = getattr(time, "CLOCK_MONOTONIC", 1)
 
+#: the loop's signature: (kernel, argument pointers, number, repeat, clock id, nanoseconds out)
 _LOOP_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64,
                               ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_int64))
 
