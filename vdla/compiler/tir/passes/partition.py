@@ -30,17 +30,8 @@ MAX_PIECES = 3
 
 
 def partition_loops(stmt: Stmt) -> Stmt:
-    """Split serial loops at the iterations where their guards flip (see the module doc); a body
-    with no loop to split comes back as it is (lowering has simplified it already)."""
-    split = [False]
-
-    def visit(s: Any) -> Any | None:
-        r = _partition(s)
-        split[0] |= r is not None
-        return r
-
-    out = post_order_map(stmt, visit)
-    return simplify(out) if split[0] else stmt
+    """Split serial loops at the iterations where their guards flip (see the module doc)."""
+    return simplify(post_order_map(stmt, _partition))
 
 
 def _conditions(body: Stmt) -> list[Expr]:
