@@ -78,9 +78,12 @@ class Graph:
             i += 1
         return f"{base}_{i}"
 
-    def add_input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> str:
+    def add_input(self, name: str, shape: Sequence[int], dtype: str = "float32", *,
+                  boundary: str | None = None) -> str:
+        """Add a graph input; ``boundary``: the wider dtype it is declared with (float64 for a
+        float32 input, int64 for an int32 one), whose arrays the runners accept and narrow."""
         self._check_new(name)
-        self.inputs[name] = TensorType(tuple(shape), dtype)
+        self.inputs[name] = TensorType(tuple(shape), dtype, boundary)
         return name
 
     def add_const(self, name: str, value: Any, dtype: str | None = None) -> str:
@@ -290,7 +293,7 @@ def _fmt_attr(v: Any) -> str:
 
 def format_graph(g: Graph, indent: str = "") -> Iterable[str]:
     """The printer: one line per node, ``%value`` for values, ``@const`` for constants."""
-    ins = ", ".join(f"%{k}: {t}" for k, t in g.inputs.items())
+    ins = ", ".join(f"%{k}: {t}" + (f" (declared {t.boundary})" if t.boundary else "") for k, t in g.inputs.items())
     yield f"{indent}graph {g.name}({ins}) {{"
 
     def ref(v: str) -> str:

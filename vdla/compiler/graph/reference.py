@@ -3,8 +3,10 @@
 ``run(graph, inputs)`` evaluates the nodes in topological order with the semantics of
 :mod:`.ops` — float32 for float graphs, exact integer arithmetic (int8 operands, int32
 accumulation with 32-bit wrap, VTA's rounding shift requantisation) for quantised ones.
-Inputs are checked against the graph's declared names, shapes and dtypes; with
-``check=True`` every computed value is also checked against its inferred type.
+Inputs are checked against the graph's declared names, shapes and dtypes (an input declared
+wider than it is computed, float64 or int64, also takes arrays of that dtype, narrowed by
+:func:`.types.narrow_input`); with ``check=True`` every computed value is also checked against
+its inferred type. Every runner checks its inputs here.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import numpy as np
 
 from .ir import Graph, GraphError, TensorType
 from .ops.registry import get_op
+from .types import narrow_input
 
 __all__ = ["run", "check_inputs"]
 
 
 def check_inputs(graph: Graph, inputs: Any) -> dict[str, np.ndarray]:
-    """Normalise ``inputs`` (a dict, a list in input order, or one array) and check them."""
+    """Normalise ``inputs`` (a dict, a list in input order, or one array) and check them; an
+    array of an input's declared wider dtype comes back narrowed (a value out of range is an error)."""
     names = list(graph.inputs)
     if isinstance(inputs, np.ndarray):
         inputs = [inputs]
@@ -41,8 +45,11 @@ def check_inputs(graph: Graph, inputs: Any) -> dict[str, np.ndarray]:
         a = np.asarray(inputs[k])
         if tuple(a.shape) != t.shape:
             raise GraphError(f"input {k!r} of graph {graph.name!r} expects shape {t.shape}, got {tuple(a.shape)}")
-        if str(a.dtype) != t.dtype:
-            raise GraphError(f"input {k!r} of graph {graph.name!r} expects dtype {t.dtype}, got {a.dtype}")
+        if t.boundary is not None and str(a.dtype) == t.boundary:
+            a = narrow_input(k, t, a, graph.name)
+        elif str(a.dtype) != t.dtype:
+            also = f" (or {t.boundary}, as the model declares it)" if t.boundary else ""
+            raise GraphError(f"input {k!r} of graph {graph.name!r} expects dtype {t.dtype}{also}, got {a.dtype}")
         out[k] = a
     return out
 

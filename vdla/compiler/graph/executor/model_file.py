@@ -160,9 +160,13 @@ def _attr_from_json(v: Any, consts: Mapping[str, np.ndarray]) -> Any:
 
 
 def _graph_to_json(g: Graph, const_names: bool) -> dict[str, Any]:
+    # inputs declared wider than computed (float64, int64): a key of their own, written only where
+    # there are such inputs, so that a version-1 reader predating it still reads the file
+    wide = {k: t.boundary for k, t in g.inputs.items() if t.boundary is not None}
     return {
         "name": g.name,
         "inputs": [[k, list(t.shape), t.dtype] for k, t in g.inputs.items()],
+        **({"boundary": wide} if wide else {}),
         "consts": list(g.consts),
         "nodes": [
             {"name": n.name, "op": n.op, "inputs": n.inputs, "target": n.target,
@@ -176,8 +180,9 @@ def _graph_to_json(g: Graph, const_names: bool) -> dict[str, Any]:
 
 def _graph_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) -> Graph:
     g = Graph(d["name"])
+    boundary = d.get("boundary", {})
     for k, shape, dtype in d["inputs"]:
-        g.inputs[k] = TensorType(tuple(shape), dtype)
+        g.inputs[k] = TensorType(tuple(shape), dtype, boundary.get(k))
     for k in d["consts"]:
         if k not in consts:
             raise ModelFileError(f"constant {k!r} missing")

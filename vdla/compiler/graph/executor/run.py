@@ -380,6 +380,13 @@ class CompiledModel:
             return check_inputs(self.graph, inputs)
         dev = {k: v.device_array if isinstance(v, CudaNDArray) else v for k, v in inputs.items()
                if isinstance(v, DeviceArray | CudaNDArray)}
+        for k, v in dev.items():
+            t = self.graph.inputs.get(k)
+            if t is not None and t.boundary is not None and str(v.dtype) == t.boundary:
+                # the boundary cast and its range check are host code: no GPU array is copied back for them
+                raise GraphError(f"input {k!r} of graph {self.graph.name!r} is a GPU array of {v.dtype}: the model "
+                                 f"declares {t.boundary} and computes in {t.dtype}; pass a numpy array (cast at the "
+                                 f"boundary) or a {t.dtype} GPU array")
         host = {k: host_view(v)[0] for k, v in inputs.items() if k not in dev}
         # GPU inputs are checked (name, shape, dtype) through zero-strided stand-ins of their shape and dtype
         stand_in = {k: np.lib.stride_tricks.as_strided(np.zeros(1, v.dtype), v.shape, [0] * len(v.shape))

@@ -14,8 +14,10 @@ data-dependent shape, a dynamic input dimension without a bound given in ``shape
 CLI's ``--shape NAME=d0,d1,...``), a file that is not ONNX — raises a :class:`GraphError`
 naming the node, operator, opset and attribute (or the file, or the input).
 
-Model inputs of type double and int64 are read as float32 and int32 (the graph level's
-types): feed float32 / int32 arrays.
+Model inputs of type double and int64 are computed as float32 and int32 (the graph level's
+types) and keep their declared type (``TensorType.boundary``): every runner takes arrays of
+either, as onnxruntime takes the declared one, and casts at the boundary; a value the narrower
+type cannot hold is an error naming the input, the value and its index.
 """
 
 from __future__ import annotations

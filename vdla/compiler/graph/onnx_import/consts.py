@@ -3,12 +3,12 @@
 Exporters compute shapes and even weights inside the graph: PyTorch writes
 ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape`` for every ``x.view(x.size(0), -1)``,
 ``ConstantOfShape`` for zero-filled tensors, ``Range``/``Expand``/``Tile``/``Where`` for
-index arithmetic. Shapes here are static, so each of these nodes is evaluated with numpy
-when its inputs are known (``Shape`` and ``Size`` only need the input's static shape) and
-its outputs become known arrays: no graph node is emitted. Each folder implements the
-ONNX operator's semantics at every opset from 6 (attribute forms of old opsets, input
-forms of new ones). A node whose inputs are not all known goes to the operator methods
-(:mod:`.tensor` and the others) instead.
+index arithmetic, ``ReduceProd`` for the size of a flattened tail. Shapes here are static,
+so each of these nodes is evaluated with numpy when its inputs are known (``Shape`` and
+``Size`` only need the input's static shape) and its outputs become known arrays: no graph
+node is emitted. Each folder implements the ONNX operator's semantics at every opset from 6
+(attribute forms of old opsets, input forms of new ones). A node whose inputs are not all
+known goes to the operator methods (:mod:`.tensor` and the others) instead.
 """
 
 from __future__ import annotations
@@ -230,6 +230,24 @@ def _scatter_nd(imp, node, idx, at, xs):
         return [get_op("scatter_nd").compute({}, [np.asarray(x) for x in xs])]
     except GraphError as e:  # an index out of range: say which node
         raise imp.err(node, idx, str(e)) from None
+
+
+#: reductions folded on known arrays (shape arithmetic: the element count of a flattened
+#: tail, the largest extent) -> numpy's, and the opset from which axes are an input
+_REDUCE = {"ReduceProd": (np.prod, 18), "ReduceSum": (np.sum, 13), "ReduceMax": (np.max, 18),
+           "ReduceMin": (np.min, 18)}
+
+
+@folder(*_REDUCE)
+def _reduce(imp, node, idx, at, xs):
+    fn, since = _REDUCE[node.op_type]
+    x = np.asarray(xs[0])
+    axes = _axes(imp, node, idx, at, xs, 1, since)
+    if not axes:  # absent or empty: every axis, or none with noop_with_empty_axes
+        if at.get("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(x.ndim))
+    return [fn(x, axis=tuple(a % x.ndim for a in axes), keepdims=bool(at.get("keepdims", 1))).astype(x.dtype)]
 
 
 @folder("Max", "Min", "Sum", "Mean")

@@ -30,6 +30,9 @@ def onnx_module():
 #: ONNX element types of model inputs -> the graph dtype they are read as (int64 and
 #: float64 inputs are narrowed: the graph level computes in int32 / float32).
 ELEM_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int32", 11: "float32"}
+#: The narrowed ones -> their declared dtype, kept on the input's type: the runners take arrays
+#: of it (as onnxruntime does) and cast them at the boundary.
+WIDE_INPUTS = {7: "int64", 11: "float64"}
 
 
 class Core:
@@ -99,7 +102,7 @@ class Core:
                         f"{tuple(d if d > 0 else '?' for d in dims)}"
                     )
                 dims = list(want)
-            self.env[vi.name] = self.g.add_input(vi.name, tuple(dims), dtype)
+            self.env[vi.name] = self.g.add_input(vi.name, tuple(dims), dtype, boundary=WIDE_INPUTS.get(tt.elem_type))
 
     # -- messages -------------------------------------------------------------------------
     def where(self, node: Any, idx: int) -> str:

@@ -64,8 +64,25 @@ class SelectOps:
         if a["reduction"] != "none":
             raise self.bad(n, i, "reduction", a["reduction"], "none only")
         data = self.value(n.input[0])
+        idx = self.const(n.input[1])
+        if idx is not None:  # checked here: the built kernels clamp an index, they cannot refuse one
+            self._scatter_indices(n, i, np.asarray(idx), self.g.type_of(data).shape)
         upd = self.operand(n.input[2], self.g.type_of(data).dtype)
         self.emit(n, "scatter_nd", [data, self.value(n.input[1]), upd])
+
+    def _scatter_indices(self, n: Any, i: int, idx: np.ndarray, shape: tuple[int, ...]) -> None:
+        """Constant index tuples of a ScatterND: each value within [-d, d) of its axis."""
+        if idx.ndim < 1 or idx.shape[-1] > len(shape):
+            raise self.err(n, i, f"indices of shape {list(idx.shape)} for data of shape {list(shape)} (the last "
+                                 f"axis holds index tuples of at most {len(shape)} values)")
+        q = idx.shape[-1]
+        flat = idx.reshape(-1, q).astype(np.int64)
+        dims = np.array(shape[:q], np.int64)
+        bad = np.flatnonzero(((flat < -dims) | (flat >= dims)).any(axis=1))
+        if bad.size:
+            k = np.unravel_index(int(bad[0]), idx.shape[:-1])
+            raise self.err(n, i, f"index tuple {flat[bad[0]].tolist()} (indices{list(map(int, k))}) is out of range "
+                                 f"for data of shape {list(shape)} ({bad.size} such tuple{'s' if bad.size > 1 else ''})")
 
     # -- resampling -----------------------------------------------------------------------
     def _resize(self, n: Any, i: int, x: str, mode: str, scales: list[float] | None, sizes: list[int] | None,

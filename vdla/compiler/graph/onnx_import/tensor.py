@@ -181,8 +181,13 @@ class TensorOps:
 
     def op_Expand(self, n: Any, i: int) -> None:
         self.attrs(n, i, {})
-        shape = self.need_const(n, i, 1, "the shape")
-        self.emit(n, "expand", [self.value(n.input[0])], shape=tuple(int(v) for v in shape.reshape(-1)))
+        shape = tuple(int(v) for v in self.need_const(n, i, 1, "the shape").reshape(-1))
+        x = self.value(n.input[0])
+        xs = self.g.type_of(x).shape
+        if len(shape) <= len(xs) and all(d in (1, e) for d, e in zip(reversed(shape), reversed(xs))):
+            self.env[n.output[0]] = x  # already of the shape (``expand_as`` of an equal shape): no node
+            return
+        self.emit(n, "expand", [x], shape=shape)
 
     def op_Tile(self, n: Any, i: int) -> None:
         self.attrs(n, i, {})
