@@ -45,7 +45,8 @@ class AluChain:
     """A VDLA kernel for one fused node: the GEMM anchor and its ALU tail.
 
     ``ops`` is the tail in order, each ``(op, value)``: ``("bias", None)`` adds the bias
-    tensor, ``("res", None)`` the int8 residual, ``("addi", c)``, ``("shr", n)`` (arithmetic
+    tensor, ``("res", None)`` the int8 residual (``("res", m)``: the residual shifted left by
+    ``m``, in place in its accumulator buffer, then added), ``("addi", c)``, ``("shr", n)`` (arithmetic
     shift right), ``("shrv", None)`` (shift right by the per-channel ``shifts`` tensor: SHR
     with a tensor operand; negative amounts shift left), ``("shl", n)``, ``("max", c)``, ``("min", c)``, ``("muli", c)``; the
     result is narrowed to int8.
@@ -95,17 +96,52 @@ def _push_clamps(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return ops
 
 
+def _merge_clamps(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Each run of consecutive ``max`` / ``min`` as at most one ``max`` then one ``min``.
+
+    A run is ``t -> min(max(t, lo), hi)`` with ``lo <= hi`` (None: unbounded). By the lattice
+    identity max(min(a, b), c) = min(max(a, c), max(b, c)), a further ``max c`` gives
+    ``lo, hi = max(lo, c), max(hi, c)``, and a further ``min c`` gives ``lo, hi = min(lo, c),
+    min(hi, c)`` (``min(max(t, lo), c)`` with ``c < lo`` is the constant ``c``). So a clip bound
+    far outside int8, ReLU6's 6 moved past the requantising shift (``6 / s_out`` when the
+    calibrated range is small), folds into the int8 narrowing's ``min 127`` instead of needing
+    an immediate the ALU does not have.
+    """
+    out: list[tuple[str, Any]] = []
+    i = 0
+    while i < len(ops):
+        if ops[i][0] not in ("max", "min"):
+            out.append(ops[i])
+            i += 1
+            continue
+        lo: int | None = None
+        hi: int | None = None
+        while i < len(ops) and ops[i][0] in ("max", "min"):
+            op, c = ops[i]
+            if op == "max":
+                lo = c if lo is None else max(lo, c)
+                hi = None if hi is None else max(hi, c)
+            else:
+                hi = c if hi is None else min(hi, c)
+                lo = None if lo is None else min(lo, c)
+            i += 1
+        if lo is not None:
+            out.append(("max", lo))
+        if hi is not None:
+            out.append(("min", hi))
+    return out
+
+
 def _simplify(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for op, v in ops:
         if op in ("shr", "shl") and v == 0:
             continue
-        if out and out[-1][0] == op and op in ("max", "min", "shr", "shl"):
-            pv = out[-1][1]
-            out[-1] = (op, max(pv, v) if op == "max" else min(pv, v) if op == "min" else pv + v)
+        if out and out[-1][0] == op and op in ("shr", "shl"):
+            out[-1] = (op, out[-1][1] + v)
             continue
         out.append((op, v))
-    return out
+    return _merge_clamps(out)
 
 
 def alu_chain(node: Node, graph: Graph) -> AluChain | str:
@@ -254,14 +290,21 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
     if residual is not None:
         i = next(i for i, (o, _) in enumerate(ops) if o == "res")
         k = ops[i][1]
+        if not 0 <= k < 32:
+            return f"residual aligned by << {k} (SHR shifts by at most 31)"
         nxt = ops[i + 1 : i + 3]
         if k == 0:
             ops[i] = ("res", None)
         elif len(nxt) == 2 and nxt[0][0] == "addi" and nxt[1][0] == "shr" and nxt[1][1] >= k:
             c, s = nxt[0][1], nxt[1][1]
             ops[i : i + 3] = [("addi", c), ("shr", k), ("res", None), ("shr", s - k)]
+        elif len(nxt) == 2 and nxt[0][0] == "addi" and nxt[1][0] == "shr":
+            # a shift s < k: (t + c + (r << k)) >> s == ((t + c) >> s) + (r << (k - s)), as
+            # r << k is a multiple of 2**s; the residual tensor is shifted left on the ALU
+            c, s = nxt[0][1], nxt[1][1]
+            ops[i : i + 3] = [("addi", c), ("shr", s), ("res", k - s)]
         else:
-            return f"residual aligned by << {k} without a following rounding shift >= {k}"
+            ops[i] = ("res", k)  # no shift follows: add r << k as it is
         ops = _simplify(ops)
     # fold additive immediates next to the bias (or at the start) into the bias vector
     folded: list[tuple[str, Any]] = []
@@ -358,7 +401,8 @@ def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: s
             if op == "bias":
                 t = t + B[chan(i), i[nd - 2], i[nd - 1]]  # type: ignore[index]
             elif op == "res":
-                t = t + R[i].astype(adt)  # type: ignore[index]
+                r = R[i].astype(adt)  # type: ignore[index]
+                t = t + (r if v is None else shift_left(r, v))  # v: the residual's own alignment
             elif op == "addi":
                 t = t + v
             elif op == "muli":

@@ -5,7 +5,11 @@ The expression must be a chain on one accumulator tensor: ``((acc + bias) >> 8) 
 with immediates (16-bit) or other accumulator-scope tensors as second operands:
 ``+``, ``-`` (immediate), ``*``, ``min``, ``max``, ``shift_right``, ``shift_left``. A
 ``shift_right`` by a tensor is SHR with a tensor operand: each element's amount is read
-from the operand (signed; negative shifts left), as per-channel requantisation needs.
+from the operand (signed; negative shifts left), as per-channel requantisation needs. An
+added operand may itself be shifted left by an immediate (``t + (r << m)``: a residual
+aligned to a finer scale): it is shifted in place in its own buffer first (SHR by ``-m``),
+which needs the operand indexed exactly as the stage's output, so that every element is
+shifted once.
 The stage writes in place: its buffer becomes the chain's first tensor (when both are
 indexed alike), otherwise the result is first copied (GEMM reset + ADD). Every
 instruction is one micro-op with at most two hardware loops; element loops whose
@@ -14,6 +18,7 @@ strides compose are merged first, and more than two loops left is an error.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ....isa import AluOp, Mem
@@ -44,6 +49,19 @@ from .util import Loop, affine, div_expr, loop_nest, split_elements
 _OPS = {"add": AluOp.ADD, "mul": AluOp.MUL, "min": AluOp.MIN, "max": AluOp.MAX}
 
 
+@dataclass(frozen=True)
+class _Shifted:
+    """An added tensor operand shifted left by an immediate first: ``load << shift``."""
+
+    load: BufferLoad
+    shift: int
+
+
+def _load_of(x: Any) -> BufferLoad | None:
+    """The tensor load behind an ALU operand (a plain or a shifted one)."""
+    return x.load if isinstance(x, _Shifted) else x if isinstance(x, BufferLoad) else None
+
+
 def _chain(e: Expr, what: str) -> tuple[BufferLoad, list[tuple[AluOp, Any]]]:
     """(base load, [(op, operand)]) with operands IntImm values or BufferLoads."""
     if isinstance(e, Cast) and e.dtype.startswith("int") and e.value.dtype.startswith("int"):
@@ -59,6 +77,14 @@ def _chain(e: Expr, what: str) -> tuple[BufferLoad, list[tuple[AluOp, Any]]]:
             return x.value
         if isinstance(x, BufferLoad):
             return x
+        return None
+
+    def shifted(x: Expr) -> _Shifted | None:
+        x = simplify_expr(x)
+        if isinstance(x, Call) and x.name == "shift_left":
+            load, n = leaf(x.args[0]), leaf(x.args[1])
+            if isinstance(load, BufferLoad) and isinstance(n, int) and 0 < n < 32:
+                return _Shifted(load, n)
         return None
 
     if isinstance(e, Call) and e.name in ("shift_right", "shift_left"):
@@ -82,6 +108,10 @@ def _chain(e: Expr, what: str) -> tuple[BufferLoad, list[tuple[AluOp, Any]]]:
         la = leaf(a)
         if isinstance(la, int) or (lb is None and la is not None):
             a, b, la, lb = b, a, lb, la  # add, mul, min and max commute
+        if lb is None and e.op == "add":
+            lb = shifted(b)
+            if lb is None and (sa := shifted(a)) is not None:
+                a, lb = b, sa
         if lb is None:
             raise VDLAError(f"{what}: {e} is not a chain of ALU operations on one tensor (both operands are expressions)")
         base, ops = _chain(a, what)
@@ -112,7 +142,7 @@ def lower_alu(pragma: AttrStmt, config: Any, aliases: dict[Buffer, Buffer], size
     if dst.scope != ACC_SCOPE:
         raise VDLAError(f"{what}: the tensor ALU works on {ACC_SCOPE} buffers; {dst.name!r} is in {dst.scope}")
     base, ops = _chain(body.value, what)
-    operands = [base] + [x for _, x in ops if isinstance(x, BufferLoad)]
+    operands = [base] + [ld for _, x in ops if (ld := _load_of(x)) is not None]
     for ld in operands:
         if ld.buffer.scope != ACC_SCOPE:
             raise VDLAError(
@@ -163,6 +193,17 @@ def lower_alu(pragma: AttrStmt, config: Any, aliases: dict[Buffer, Buffer], size
             make_const(1, "int32"), dst_addr, make_const(0, "int32"), make_const(0, "int32")]))))
         ops = [(AluOp.ADD, base)] + ops
     for op, x in ops:
+        if isinstance(x, _Shifted):
+            # shift the operand in place (its own buffer, its own index: each element once), then add it
+            coef, _ = affine(x.load.index, vars_, what)
+            if coef != dcoef:
+                raise VDLAError(f"{what}: the shifted operand {x.load.buffer.name!r} is not indexed as the output "
+                                "(shifting it in place would shift some elements more than once)")
+            spec = kernel(f"{x.load.buffer.name}.shl", {})
+            stmts.append(AttrStmt("vdla_kernel", spec, Evaluate(CallExtern(ALU, [
+                make_const(int(AluOp.SHR), "int32"), make_const(1, "int32"), make_const(-x.shift, "int32"),
+                addr(x.load.buffer, x.load.index), make_const(0, "int32")]))))
+            x = x.load
         if isinstance(x, int):
             spec = kernel(f"{dst.name}.{op.name.lower()}", {})
             src = make_const(0, "int32")
