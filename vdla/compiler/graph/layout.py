@@ -174,7 +174,8 @@ def _per_channel(t: TensorType, act: TensorType) -> bool:
     return s[1] == c and all(d == 1 for i, d in enumerate(s) if i != 1)
 
 
-_ELEMWISE_PACKABLE = {"add", "sub", "mul", "relu", "clip", "shift", "channel_shift", "requantize", "cast"}
+_ELEMWISE_PACKABLE = {"add", "sub", "mul", "relu", "clip", "shift", "channel_shift", "requantize", "cast",
+                      "int_hard_swish"}
 
 
 def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequence[str] = ("vdla",)) -> Graph:

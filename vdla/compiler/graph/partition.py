@@ -1,8 +1,8 @@
 """CPU/VDLA partitioning: mark every node ``target = "cpu"`` or ``"vdla"``.
 
 VDLA computes int8 x int8 -> int32 GEMMs (conv2d, grouped conv2d, conv2d_transpose,
-dense) and int32 element-wise ALU ops (add, shift, min/max: bias, ReLU/clip, residual add,
-requantise). The default :class:`PartitionPolicy` follows VTA's ResNet-18 flow: every int8
+dense) and int32 element-wise ALU ops (add, shift, min/max, mul: bias, ReLU/clip, residual add,
+requantise, the integer hard-sigmoid / hard-swish). The default :class:`PartitionPolicy` follows VTA's ResNet-18 flow: every int8
 convolution goes to VDLA except the first convolution of the model, and max-pool, global
 pool, the classifier (dense) and all float / (de)quantise / shape ops stay on the CPU.
 Element-wise integer ops go to VDLA when they read a value VDLA produced (so they fuse into
@@ -36,7 +36,8 @@ __all__ = ["PartitionPolicy", "partition", "report", "UNSUPPORTED"]
 _GEMM_OPS = ("conv2d", "conv2d_packed", "conv2d_transpose", "conv2d_transpose_packed", "dense", "dense_packed")
 #: The reason of a GEMM whose shape fits no VDLA template starts with this.
 UNSUPPORTED = "unsupported on VDLA: "
-_ALU_OPS = ("add", "relu", "clip", "shift", "channel_shift", "requantize", "cast", "max_pool2d")
+_ALU_OPS = ("add", "relu", "clip", "shift", "channel_shift", "requantize", "cast", "max_pool2d", "mul",
+            "int_hard_swish")
 #: why GEMM-like operators VDLA has no template for stay on the CPU
 _CPU_WHY = {
     "conv_nd": "not a VDLA operation (3-D convolution: the VDLA conv templates are 2-D)",
@@ -57,7 +58,8 @@ class PartitionPolicy:
     #: Keep the first convolution of the graph on the CPU (shallow, 3 input channels).
     skip_first_conv: bool = True
     #: Element-wise integer ops VDLA's ALU runs after a VDLA producer.
-    alu_ops: tuple[str, ...] = ("add", "relu", "clip", "shift", "channel_shift", "requantize", "cast")
+    alu_ops: tuple[str, ...] = ("add", "relu", "clip", "shift", "channel_shift", "requantize", "cast", "mul",
+                                "int_hard_swish")
     #: Run grouped/depthwise convolutions on VDLA (as grouped GEMMs) or keep them on the CPU.
     offload_grouped: bool = True
     #: Run a dilated int8 conv2d on VDLA with its kernel spread out (zeros between the taps:

@@ -14,7 +14,8 @@ the graph (:func:`quantize_graph`):
   scale ``s_x * s_w``; the bias becomes an int32 ``add``; per-channel scales are then
   aligned to the layer's coarsest one by a per-channel rounding shift (``channel_shift``,
   which VDLA runs as SHR with a tensor operand);
-* ReLU / clip run on the integers (clip bounds scaled); a residual ``add`` aligns both
+* ReLU / clip run on the integers (clip bounds scaled); hard-sigmoid and hard-swish as
+  integer gates and a fixed-point multiply (:meth:`_Quantizer.hard`); a residual ``add`` aligns both
   operands to the finer scale with a left ``shift`` and adds in int32; max-pool runs on int8;
 * an int32 value is requantised to int8 (``requantize``, rounding shift + clip to
   ±127) where it leaves the conv/bias/ReLU/add chain: more than one reader, a reader that
@@ -51,6 +52,7 @@ __all__ = [
     "calibrate",
     "quantize_graph",
     "quantize",
+    "fold_hard_activations",
     "strip_qdq",
     "qdq_to_int",
     "Agreement",
@@ -59,7 +61,8 @@ __all__ = [
 ]
 
 _GEMM = ("conv2d", "conv2d_transpose", "dense")
-_INT_ABSORB = ("relu", "clip", "add")
+_INT_ABSORB = ("relu", "clip", "add", "hard_sigmoid", "hard_swish")
+_HARD = ("hard_sigmoid", "hard_swish")
 
 
 @dataclass(frozen=True)
@@ -329,7 +332,80 @@ class _Quantizer:
         self.rep[n.name] = ("q32", acc, common)
         return True
 
+    def hard(self, n: Node) -> bool:
+        """hard_sigmoid / hard_swish on the integers (MobileNetV3's activations), from the input
+        at its calibrated scale, clamped to the int8 range, as ``q`` at scale ``sx`` (the input's,
+        or 2**e finer where it is too coarse for the gate):
+
+        * ``u = clip(q + a, 0, b)`` with ``b = round(1 / (alpha sx))``, ``a = round(beta b)``
+          (6 / sx and 3 / sx for PyTorch's 1/6, 1/2 and sx <= 1), so ``hard_sigmoid(x) = u / b``;
+        * hard_swish: ``p = q * u`` (``int_hard_swish``), ``hard_swish(x) = sx p / b``;
+        * the factor to the output scale, ``1 / (b so)`` or ``sx / (b so)`` (1/6 times a power
+          of two for sx <= 1), as a fixed-point multiply: an optional rounding shift ``j`` (so the
+          product fits 32 bits), ``mul`` by ``M < 2**14``, and the rounding shift ``P`` left to
+          the int8 requantisation (the value's scale is ``so / 2**P``).
+
+        Every step is an int32 ALU operation (ADD, MAX, MIN, MUL, SHR), so VDLA runs it in the
+        producer's kernel. False (the node stays float) when a scale is missing or the factor
+        does not fit that form."""
+        src = n.inputs[0]
+        if self.rep.get(src, ("f",))[0] == "f":
+            return False
+        iv = self.intval(src)
+        so = self.scales.get(n.name)
+        if iv is None or so is None:
+            return False
+        kind, name, s = iv
+        alpha, beta = (1 / 6, 0.5) if n.op == "hard_swish" else (float(n.attrs["alpha"]), float(n.attrs["beta"]))
+        if not alpha > 0:
+            return False
+        sx = s if kind == "q8" else self.scales.get(src, s)
+        # q on a grid 2**e finer than the input's where that is coarse, so the gate's 0..1 has
+        # at least 64 steps (and its midpoint an integer): q is the int8 input, shifted left by e
+        e = max(0, math.ceil(math.log2(64 * alpha * sx)))
+        qmax = self.cfg.qmax << e
+        if kind == "q8":
+            q = self.node("cast", [name], f"{n.name}.x", dtype="int32")
+            if e:
+                q = self.node("shift", [q], f"{n.name}.xe", n=-e)
+        else:
+            # clamped above only: below -offset the gate is 0 and so is the product, whatever q
+            q = self.node("requantize", [name], f"{n.name}.x", shift=_log2_int(sx / s, f"requantize {src!r}") - e,
+                          min=-(2**31), max=qmax, dtype="int32")
+        sx /= 2**e
+        # the gate is u / b: exactly 1 where it saturates, whatever b's rounding
+        b = int(np.rint(1 / (alpha * sx)))
+        a = int(np.rint(beta * b))
+        if not 0 < b < 2**20 or abs(a) >= 2**20:
+            return False
+        if n.op == "hard_swish":
+            p = self.node("int_hard_swish", [q], f"{n.name}.gate", offset=a, max=b)
+            factor, pmax = sx / (b * so), qmax * b
+        else:
+            t = self.node("add", [q, self.out.add_const(f"{n.name}.offset", np.array(a, np.int32))], f"{n.name}.add")
+            p = self.node("clip", [t], f"{n.name}.gate", min=0, max=b)
+            factor, pmax = 1 / (b * so), b
+        total = math.floor(math.log2(2**14 / factor))  # the largest shift with M = factor * 2**total <= 2**14
+        if total > 15 and factor * 2**15 >= 2**8:
+            # a shift of at most 15 keeps the rounding half 2**(P-1) one 16-bit ALU immediate (one
+            # ALU operation per element fewer on VDLA), where M keeps 8 bits or more (at most
+            # 0.2 % off, a quarter of an int8 step at full scale)
+            total = 15
+        mult = int(np.rint(factor * 2.0**total))
+        j = 0  # pre-shift p so that |p >> j| * M (plus the rounding half) stays in int32
+        while ((pmax >> j) + 1) * mult >= 2**30:
+            j += 1
+        if total < j or mult < 1:
+            return False
+        if j:
+            p = self.node("shift", [p], f"{n.name}.preshift", n=j)
+        m = self.node("mul", [p, self.out.add_const(f"{n.name}.mult", np.array(mult, np.int32))], n.name)
+        self.rep[n.name] = ("q32", m, so / 2.0 ** (total - j))
+        return True
+
     def elemwise(self, n: Node) -> bool:
+        if n.op in _HARD:
+            return self.hard(n)
         if n.op in ("relu", "clip", "max_pool2d"):
             iv = self.intval(n.inputs[0]) if self.rep.get(n.inputs[0], ("f",))[0] != "f" else None
             if iv is None:
@@ -384,7 +460,7 @@ class _Quantizer:
             done = False
             if n.op in _GEMM and self.quantizable(n, conv_idx):
                 done = self.gemm(n)
-            elif n.op in ("relu", "clip", "add", "max_pool2d"):
+            elif n.op in ("relu", "clip", "add", "max_pool2d", *_HARD):
                 done = self.elemwise(n)
             if not done:
                 self.rep[n.name] = ("f", self.node(n.op, [self.fval(i) for i in n.inputs], n.name, **n.attrs), 1.0)
@@ -403,6 +479,89 @@ class _Quantizer:
         return self.out.infer_types()
 
 
+def _scalar(g: Graph, v: str) -> float | None:
+    a = g.consts.get(v)
+    return float(a.reshape(-1)[0]) if a is not None and a.size == 1 else None
+
+
+def _near(v: float | None, want: float) -> bool:
+    return v is not None and abs(v - want) <= 1e-6 * abs(want)
+
+
+class _HardPatterns:
+    """The hard-sigmoid / hard-swish patterns of :func:`fold_hard_activations` in one graph."""
+
+    def __init__(self, g: Graph) -> None:
+        self.g, self.prod, self.cons, self.outs = g, g.producers(), g.consumers(), set(g.outputs)
+
+    def inner(self, v: str, op: str) -> Node | None:
+        """v's producer if it is an ``op`` whose value only one node reads."""
+        p = self.prod.get(v)
+        ok = p is not None and p.op == op and len(self.cons.get(v, [])) == 1 and v not in self.outs
+        return p if ok else None
+
+    def relu6_plus3(self, v: str) -> str | None:
+        """x, where v = clip(x + 3, 0, 6)."""
+        c = self.inner(v, "clip")
+        if c is None or c.attrs["min"] is None or float(c.attrs["min"]) != 0.0 or not _near(c.attrs["max"], 6.0):
+            return None
+        a = self.inner(c.inputs[0], "add")
+        if a is None:
+            return None
+        x = [i for i in a.inputs if not _near(_scalar(self.g, i), 3.0)]
+        return x[0] if len(x) == 1 and len(a.inputs) == 2 else None
+
+    def by_six(self, n: Node) -> str | None:
+        """u, where n = u / 6 or u * (1/6)."""
+        if n.op == "div" and _near(_scalar(self.g, n.inputs[1]), 6.0):
+            return n.inputs[0]
+        if n.op == "mul":
+            u = [i for i in n.inputs if not _near(_scalar(self.g, i), 1 / 6)]
+            return u[0] if len(u) == 1 else None
+        return None
+
+    def match(self, n: Node) -> tuple[str, str, dict[str, Any]] | None:
+        """(op, input, attrs) that the pattern ending at n computes, or None."""
+        u = self.by_six(n)
+        if u is not None:
+            x = self.relu6_plus3(u)
+            if x is not None:
+                return "hard_sigmoid", x, {"alpha": 1 / 6, "beta": 0.5}
+            m = self.inner(u, "mul")
+            for k in (0, 1) if m is not None else ():
+                if self.relu6_plus3(m.inputs[1 - k]) == m.inputs[k]:  # type: ignore[union-attr]
+                    return "hard_swish", m.inputs[k], {}  # type: ignore[union-attr]
+        if n.op == "mul":
+            for k in (0, 1):
+                h = self.inner(n.inputs[1 - k], "hard_sigmoid")
+                if (h is not None and h.inputs[0] == n.inputs[k] and _near(h.attrs["alpha"], 1 / 6)
+                        and _near(h.attrs["beta"], 0.5)):
+                    return "hard_swish", n.inputs[k], {}
+        return None
+
+
+def fold_hard_activations(graph: Graph) -> Graph:
+    """Hard-sigmoid and hard-swish written out of element-wise ops, as exporters write them,
+    as the ``hard_sigmoid`` / ``hard_swish`` nodes the quantiser runs on the integers:
+    ``clip(x + 3, 0, 6) / 6`` (or ``* (1/6)``) -> ``hard_sigmoid(x)`` (alpha 1/6, beta 1/2);
+    ``x * hard_sigmoid(x)`` (that alpha and beta) and ``x * clip(x + 3, 0, 6) / 6`` ->
+    ``hard_swish(x)``. The last node of a pattern keeps its name (so calibrated scales still
+    apply); its inner nodes must have no other reader. Returns a new graph."""
+    g = graph.copy().infer_types()
+    changed = True
+    while changed:
+        changed = False
+        pats = _HardPatterns(g)
+        for n in g.topo_order():
+            new = pats.match(n)
+            if new is not None:
+                n.op, n.inputs, n.attrs, n.type = new[0], [new[1]], new[2], None
+                changed = True
+                break
+        g.prune()
+    return g.infer_types()
+
+
 def quantize_graph(
     graph: Graph,
     scales: Mapping[str, float],
@@ -415,7 +574,7 @@ def quantize_graph(
     for k, s in list(scales.items()) + list((weight_scales or {}).items()):
         if not is_pow2(s):
             raise GraphError(f"quantize: scale {s} of {k!r} is not a power of two")
-    g = graph.copy().infer_types()
+    g = fold_hard_activations(graph)
     return _Quantizer(g, scales, cfg, weight_scales or {}).run()
 
 

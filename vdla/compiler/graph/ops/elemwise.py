@@ -167,6 +167,29 @@ register("channel_shift", "elemwise", (2, 2))(
 )
 
 
+def _int_hard_swish_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    if ts[0].dtype != "int32":
+        raise _err(f"int_hard_swish needs an int32 input, got {ts[0]}")
+    if not all(isinstance(at[k], int) for k in ("offset", "max")) or at["max"] < 0:
+        raise _err(f"int_hard_swish: offset {at['offset']!r} and max {at['max']!r} must be integers, max >= 0")
+    return ts[0]
+
+
+def _int_hard_swish(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    x = xs[0].astype(np.int64)
+    gate = np.clip(_wrap32(x + at["offset"]), 0, at["max"])
+    return _wrap32(x * gate)
+
+
+# The integer hard-swish of the int8 quantiser: x * clip(x + offset, 0, max) in int32 (the add
+# and the product wrap, as the ALU's): with x at scale s, offset = 3 / s and max = 6 / s, it is
+# 6 * hard_swish(x * s) / s**2, rescaled by the fixed-point multiply that follows it. VDLA runs
+# it as the gate on a copy of the accumulator (ADD, MAX, MIN) and MUL with that copy.
+register("int_hard_swish", "elemwise", (1, 1), {"offset": _REQUIRED, "max": _REQUIRED})(
+    (_int_hard_swish_infer, _int_hard_swish)
+)
+
+
 def _quantize_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
     if ts[0].dtype != "float32":
         raise _err(f"quantize needs a float32 input, got {ts[0]}")

@@ -48,8 +48,9 @@ class AluChain:
     tensor, ``("res", None)`` the int8 residual (``("res", m)``: the residual shifted left by
     ``m``, in place in its accumulator buffer, then added), ``("addi", c)``, ``("shr", n)`` (arithmetic
     shift right), ``("shrv", None)`` (shift right by the per-channel ``shifts`` tensor: SHR
-    with a tensor operand; negative amounts shift left), ``("shl", n)``, ``("max", c)``, ``("min", c)``, ``("muli", c)``; the
-    result is narrowed to int8.
+    with a tensor operand; negative amounts shift left), ``("shl", n)``, ``("max", c)``, ``("min", c)``, ``("muli", c)``,
+    ``("hswish", (offset, max))`` (``t * clip(t + offset, 0, max)``: the gate on a copy of the
+    accumulator, then MUL with it); the result is narrowed to int8.
     """
 
     anchor: str  # conv2d_packed | conv2d_transpose_packed | dense_packed
@@ -63,6 +64,10 @@ class AluChain:
     groups: int = 1  # conv2d_packed: > 1 runs on the grouped template
     kernel: int = 0  # conv2d_transpose_packed: the (square) kernel size
     shifts: np.ndarray | None = None  # int32 per (padded) output channel, for ("shrv", None)
+
+    def __post_init__(self) -> None:
+        # a model file keeps ("hswish", (offset, max)) as a JSON list: a tuple again, for key()
+        self.ops = [(o, tuple(v) if isinstance(v, list) else v) for o, v in self.ops]
 
     def key(self, graph: Graph) -> tuple:
         """Two nodes with equal keys share one compiled kernel (the bias is an argument)."""
@@ -125,9 +130,9 @@ def _merge_clamps(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
                 hi = c if hi is None else min(hi, c)
                 lo = None if lo is None else min(lo, c)
             i += 1
-        if lo is not None:
+        if lo is not None and lo > -(1 << 31):  # a clamp at int32's limits is no clamp
             out.append(("max", lo))
-        if hi is not None:
+        if hi is not None and hi < (1 << 31) - 1:
             out.append(("min", hi))
     return out
 
@@ -142,6 +147,25 @@ def _simplify(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
             continue
         out.append((op, v))
     return _merge_clamps(out)
+
+
+def _split_rounding(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``addi c, shr s`` with ``c`` beyond 16 bits but a multiple of ``2**e`` (a rounding half
+    ``2**(s-1)`` after a product, away from the bias) as ``shr e, addi c >> e, shr s - e``:
+    floor((t + c) / 2**s) == floor((floor(t / 2**e) + c / 2**e) / 2**(s - e)), nested floor
+    division being exact. ``e`` is the least that makes ``c >> e`` fit."""
+    ops = list(ops)
+    out: list[tuple[str, Any]] = []
+    for k, (op, v) in enumerate(ops):
+        nxt = ops[k + 1] if k + 1 < len(ops) else None
+        if op == "addi" and not IMM_MIN <= v <= IMM_MAX and nxt is not None and nxt[0] == "shr":
+            e = next((e for e in range(1, nxt[1] + 1) if v % (1 << e) == 0 and IMM_MIN <= v >> e <= IMM_MAX), None)
+            if e is not None:
+                out += [("shr", e), ("addi", v >> e)]
+                ops[k + 1] = ("shr", nxt[1] - e)
+                continue
+        out.append((op, v))
+    return [(op, v) for op, v in out if not (op == "shr" and v == 0)]
 
 
 def alu_chain(node: Node, graph: Graph) -> AluChain | str:
@@ -264,15 +288,19 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
             elif s < 0:
                 ops.append(("shl", -s))
             if n.op == "requantize":
-                if n.attrs["dtype"] != "int8":
+                if n.attrs["dtype"] not in ("int8", "int32"):
                     return f"requantize to {n.attrs['dtype']}"
                 ops += [("max", int(n.attrs["min"])), ("min", int(n.attrs["max"]))]
-                narrowed = True
+                narrowed = n.attrs["dtype"] == "int8"  # int32: clamped, the chain goes on
         elif n.op == "cast":
             if n.attrs["dtype"] == "int8":
                 narrowed = True
             elif n.attrs["dtype"] != "int32":
                 return f"cast to {n.attrs['dtype']}"
+        elif n.op == "int_hard_swish":
+            if any(o == "hswish" for o, _ in ops):
+                return "more than one int_hard_swish (one gate per kernel)"
+            ops.append(("hswish", (int(n.attrs["offset"]), int(n.attrs["max"]))))
         elif n.op == "mul":
             (o,) = other
             if o[0] != "const" or o[1].size != 1:
@@ -320,10 +348,12 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
                 folded.append(("bias", None))
             continue
         folded.append((op, v))
-    ops = folded
+    ops = _split_rounding(folded)
     for op, v in ops:
         if op in ("addi", "max", "min", "muli") and not IMM_MIN <= v <= IMM_MAX:
             return f"ALU immediate {v} of {op} does not fit 16 bits"
+        if op == "hswish" and not all(IMM_MIN <= c <= IMM_MAX for c in v):
+            return f"int_hard_swish offset/max {v} do not fit the ALU's 16-bit immediates"
         if op in ("shr", "shl") and not 0 < v < 32:
             return f"shift by {v}"
     if bias is not None:
@@ -395,9 +425,8 @@ def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: s
         args.append(R)
     adt = acc.dtype
 
-    def f(*i: Any) -> Any:
-        t = acc[i]
-        for op, v in ch.ops:
+    def apply(t: Any, i: tuple[Any, ...], ops: list[tuple[str, Any]]) -> Any:
+        for op, v in ops:
             if op == "bias":
                 t = t + B[chan(i), i[nd - 2], i[nd - 1]]  # type: ignore[index]
             elif op == "res":
@@ -419,7 +448,19 @@ def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: s
                 t = te.min(t, v)
         return t
 
-    alu = te.compute(shape, f, name=f"{name}_alu", tag="vdla_alu")
+    cut = next((k for k, (op, _) in enumerate(ch.ops) if op == "hswish"), None)
+    if cut is None:
+        alu = te.compute(shape, lambda *i: apply(acc[i], i, ch.ops), name=f"{name}_alu", tag="vdla_alu")
+    else:
+        # hard-swish: x * clip(x + offset, 0, max) needs x twice. Three ALU stages: x (in place
+        # on the accumulator); the gate on a copy of it (ADD, MAX, MIN); x times the gate (MUL
+        # with a tensor operand, in place on x) and the rest of the tail
+        offset, top = ch.ops[cut][1]
+        x = te.compute(shape, lambda *i: apply(acc[i], i, ch.ops[:cut]), name=f"{name}_alu_x", tag="vdla_alu")
+        gate = te.compute(shape, lambda *i: te.min(te.max(x[i] + offset, 0), top), name=f"{name}_alu_gate",
+                          tag="vdla_alu")
+        alu = te.compute(shape, lambda *i: apply(x[i] * gate[i], i, ch.ops[cut + 1:]), name=f"{name}_alu",
+                         tag="vdla_alu")
     out = te.compute(shape, lambda *i: alu[i].astype("int8"), name=f"{name}_out", tag="vdla_out")
     args.append(out)
     s = sched(out, Knobs(vthreads=vthreads), config=cfg)

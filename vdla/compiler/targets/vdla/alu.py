@@ -132,7 +132,10 @@ def _merge(loops: list[Loop], coefs: list[dict[Any, int]]) -> list[tuple[int, li
     return dims
 
 
-def lower_alu(pragma: AttrStmt, config: Any, aliases: dict[Buffer, Buffer], sizes: dict[Buffer, Any]) -> Stmt:
+def lower_alu(pragma: AttrStmt, config: Any, aliases: dict[Buffer, Buffer], sizes: dict[Buffer, Any],
+              read_later: frozenset[Buffer] = frozenset()) -> Stmt:
+    """One ``pragma alu`` nest as ALU instructions; ``read_later``: buffers a later ALU nest
+    reads, which this one must not overwrite (it then copies instead of working in place)."""
     env = get_env(config)
     loops, body = loop_nest(pragma.body, "alu")
     if not isinstance(body, BufferStore):
@@ -163,7 +166,8 @@ def lower_alu(pragma: AttrStmt, config: Any, aliases: dict[Buffer, Buffer], size
     # in place: the stage's buffer becomes the chain's first tensor when both are indexed alike
     same_index = equal(simplify_expr(body.index), simplify_expr(base.index))
     sa, sd = sizes.get(base.buffer), sizes.get(dst)
-    if base.buffer is not dst and same_index and sa is not None and sd is not None and equal(sa, sd):
+    if (base.buffer is not dst and base.buffer not in read_later and same_index and sa is not None
+            and sd is not None and equal(sa, sd)):
         aliases[dst] = base.buffer
         target = base.buffer
     dcs = {lp.var: dcoef.get(lp.var, 0) // lanes for lp in outer}
@@ -226,11 +230,19 @@ def inject_alu(stmt: Stmt, config: Any) -> Stmt:
     for n in walk(stmt):
         if isinstance(n, Allocate):
             sizes[n.buffer] = simplify_expr(_prod(n.buffer.shape))
+    # the buffers each ALU nest reads, in program order: a nest works in place on its first
+    # tensor only if no later nest reads it (a gate computed on a copy of the accumulator,
+    # then multiplied with it, needs the accumulator kept)
+    nests = [n for n in walk(stmt) if isinstance(n, AttrStmt) and n.key == "pragma_alu"]
+    reads = [{x.buffer for x in walk(n.body) if isinstance(x, BufferLoad)} for n in nests]
+    writes = [next((x.buffer for x in walk(n.body) if isinstance(x, BufferStore)), None) for n in nests]
+    read_later = {w: frozenset().union(*reads[k + 1:]) for k, w in enumerate(writes) if w is not None}
     aliases: dict[Buffer, Buffer] = {}
 
     def fn(s: Any) -> Any:
         if isinstance(s, AttrStmt) and s.key == "pragma_alu":
-            return lower_alu(s, config, aliases, sizes)
+            store = next((x.buffer for x in walk(s.body) if isinstance(x, BufferStore)), None)
+            return lower_alu(s, config, aliases, sizes, read_later.get(store, frozenset()))
         return None
 
     out = post_order_map(stmt, fn)

@@ -6,6 +6,11 @@ The tail runs on the tensor ALU, in this order::
 
     t = conv + bias;  t = t >> shift;  t = t + residual;  t = clip(t, lo, hi);  out = int8(t)
 
+A caller may build the tail as more than one ALU stage (the graph strategy's hard-swish: a gate
+computed on a copy of the accumulator, then multiplied with it); the schedules place every
+``vdla_alu`` stage behind the output on the tile and count a tile of accumulator for each
+stage after the first.
+
 Knobs: output tile sizes in blocks/rows/columns, the input-channel chunk loaded at a
 time, and virtual threads over output channels or rows.
 """
@@ -99,19 +104,52 @@ def _epilogue(env: Env, acc: te.Tensor, tail: Tail, bias: te.Tensor | None, resi
     return te.compute(shape, lambda *i: alu[i].astype(env.out_dtype), name=f"{name}_out", tag="vdla_out")
 
 
+def _is_alu(op: Any) -> bool:
+    return "vdla_alu" in getattr(op, "tag", "").split(",")
+
+
+def _alu_ops(alu: te.ComputeOp) -> list[te.ComputeOp]:
+    """The ALU stages behind the last one, ``alu`` included, producers first. A tail is one
+    stage, or more when part of it works on a copy of the accumulator (hard-swish's gate, then
+    multiplied with the accumulator): each stage is an element-wise ``vdla_alu`` compute."""
+    seen: list[te.ComputeOp] = []
+    todo = [alu]
+    while todo:
+        op = todo.pop()
+        if any(op is x for x in seen):
+            continue
+        seen.append(op)
+        todo += [t.op for t in op.input_tensors() if _is_alu(t.op)]
+    ordered: list[te.ComputeOp] = []
+    while len(ordered) < len(seen):  # topological: a stage after the ALU stages it reads
+        for op in seen:
+            if not any(op is x for x in ordered) and all(
+                any(t.op is x for x in ordered) for t in op.input_tensors() if _is_alu(t.op)
+            ):
+                ordered.append(op)
+    return ordered
+
+
 def _stages(out: te.Tensor) -> tuple[te.ComputeOp, te.ComputeOp, list[te.Tensor]]:
-    """(accumulation, ALU tail, the tail's other inputs: bias and/or residual) behind an output."""
+    """(accumulation, last ALU stage, the tail's other inputs: bias, shifts and/or residual)
+    behind an output."""
     alu = out.op.input_tensors()[0].op
-    acc = alu.input_tensors()[0].op
-    extra = [t for t in alu.input_tensors() if t.op is not acc]
+    alus = _alu_ops(alu)
+    acc = alus[0].input_tensors()[0].op
+    extra: list[te.Tensor] = []
+    for a in alus:
+        extra += [t for t in a.input_tensors()
+                  if t.op is not acc and not _is_alu(t.op) and not any(t is e for e in extra)]
     return acc, alu, extra
 
 
-def _tail_inputs(extra: Sequence[te.Tensor]) -> tuple[int, bool]:
-    """(per-channel vectors, has residual): the bias and the per-channel shift amounts are the
-    3-D tail inputs (``(O/c, b, c)``, one accumulator row per block each); the residual has the
-    output's layout, which has more dimensions."""
-    return sum(len(t.shape) == 3 for t in extra), any(len(t.shape) != 3 for t in extra)
+def _tail_inputs(extra: Sequence[te.Tensor], out: te.Tensor | None = None) -> tuple[int, int]:
+    """(per-channel vectors, output-sized tiles besides the accumulator's): the bias and the
+    per-channel shift amounts are the 3-D tail inputs (``(O/c, b, c)``, one accumulator row per
+    block each); the residual has the output's layout, which has more dimensions; each ALU
+    stage of ``out`` after the first may need a tile of its own (a copy of the accumulator)."""
+    scratch = len(_alu_ops(out.op.input_tensors()[0].op)) - 1 if out is not None else 0
+    return sum(len(t.shape) == 3 for t in extra), int(any(len(t.shape) != 3 for t in extra)) + scratch
 
 
 def _buffer_stages(s: Schedule, env: Env, acc_op: te.ComputeOp, alu_op: te.ComputeOp, data: te.Tensor,
@@ -119,7 +157,9 @@ def _buffer_stages(s: Schedule, env: Env, acc_op: te.ComputeOp, alu_op: te.Compu
     """Put the accumulation and its tail in the accumulator and read the operands into their
     on-chip buffers; returns (data, weight, tail inputs) as the buffers hold them."""
     s[acc_op].set_scope(env.acc_scope)
-    s[alu_op].set_scope(env.acc_scope)
+    alus = _alu_ops(alu_op)
+    for a in alus:
+        s[a].set_scope(env.acc_scope)
     if isinstance(data.op, te.ComputeOp) and "pad" in data.op.tag.split(","):
         # the padding stage itself lives in the input buffer: its load is a DMA that fills the pad
         s[data.op].set_scope(env.inp_scope)
@@ -127,7 +167,8 @@ def _buffer_stages(s: Schedule, env: Env, acc_op: te.ComputeOp, alu_op: te.Compu
     else:
         cdata = s.cache_read(data, env.inp_scope, [s[acc_op]])
     cweight = s.cache_read(weight, env.wgt_scope, [s[acc_op]])
-    cextra = [s.cache_read(t, env.acc_scope, [s[alu_op]]) for t in extra]
+    cextra = [s.cache_read(t, env.acc_scope, [s[a] for a in alus if any(t is x for x in a.input_tensors())])
+              for t in extra]
     return cdata, cweight, cextra
 
 
@@ -136,12 +177,14 @@ def _place_tail(s: Schedule, env: Env, so: Stage, store_at: Any, store_rows: Any
     """Store the output tile with a DMA from ``store_rows`` inward; compute the accumulation, the
     tail's loaded inputs and the tail (on the ALU) per tile at ``store_at``."""
     so.pragma(store_rows, env.dma_copy)
-    for t in [acc_op.output(0), alu_op.output(0), *cextra]:
+    alus = _alu_ops(alu_op)
+    for t in [acc_op.output(0), *(a.output(0) for a in alus), *cextra]:
         s[t].compute_at(so, store_at)
     for t in cextra:
         s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    sa = s[alu_op]
-    sa.pragma(sa.op.axis[0], env.alu)
+    for a in alus:
+        sa = s[a]
+        sa.pragma(sa.op.axis[0], env.alu)
 
 
 def _place_loads_and_gemm(s: Schedule, env: Env, sc: Stage, chunk: Any, loads: Sequence[te.Tensor],

@@ -86,7 +86,7 @@ def schedule_conv2d_packed(out: te.Tensor, knobs: Knobs | None = None, config: A
     shape = const_shape(out)
     kshape = const_shape(acc_op.input_tensors()[1])
     stride = _conv_stride(acc_op)
-    has_bias, has_res = _tail_inputs(extra)
+    has_bias, has_res = _tail_inputs(extra, out)
     ob, oh, ow, cb = shape[1], shape[2], shape[3], kshape[1]
     cfg, tuned = resolve(acc_op, knobs, lambda cfg: define_conv_space(cfg, ob, oh, ow, cb))
     k = _choose_threads(
@@ -174,7 +174,7 @@ def _schedule_outer(out: te.Tensor, k: Knobs | None, env: Env, kind: str) -> Sch
         outer_dims = (1,)  # (n, g, o, y, x, b, c): the group
     shape6 = (nb, ob, oh, ow, b, co)
     kshape6 = (ob, cb, kh, kw, co, ks[-1])
-    has_bias, has_res = _tail_inputs(extra)
+    has_bias, has_res = _tail_inputs(extra, out)
 
     def pick(kk: Knobs) -> tuple[Knobs, bool]:
         """(tiles, threads over the outer axis?)"""

@@ -68,7 +68,7 @@ def schedule_dense_packed(out: te.Tensor, knobs: Knobs | None = None, config: An
     shape = const_shape(out)
     kb = const_shape(data)[1]
     cfg, tuned = resolve(acc_op, knobs, lambda cfg: define_dense_space(cfg, shape[1], kb))
-    k = _pick_dense_tiles(env, shape, kb, tuned or k, *_tail_inputs(extra))
+    k = _pick_dense_tiles(env, shape, kb, tuned or k, *_tail_inputs(extra, out))
     record_fallback(cfg, k, {"tile_co": shape[1], "tile_ci": kb})
     cdata, cwgt, cextra = _buffer_stages(s, env, acc_op, alu_op, data, weight, extra)
     so = s[out]
