@@ -115,7 +115,7 @@ rng = np.random.default_rng(35)
 
 
 def _conv(nodes, inits, x, cin, cout, name, k=1, groups=1):
-    w = rng.standard_normal((cout, cin // groups, k, k)).astype(np.float32) / np.sqrt(cin // groups * k * k)
+    w = (rng.standard_normal((cout, cin // groups, k, k)) / np.sqrt(cin // groups * k * k)).astype(np.float32)
     inits += [onh.from_array(w, f"{name}.w"), onh.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1,
                                                               f"{name}.b")]
     nodes.append(oh.make_node("Conv", [x, f"{name}.w", f"{name}.b"], [name], pads=[k // 2] * 4, group=groups))
