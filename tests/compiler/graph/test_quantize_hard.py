@@ -194,3 +194,21 @@ def test_mobilenet_v3_block_on_vdla_bit_exact(form, opset, cfg, tmp_path):
     gs = simplify(g)
     snr = dict((v, db) for v, _, db in layer_snr(gs, quantize(gs, cal, QConfig(int8_shortcut=True)), cal[0]))
     assert min(snr[v] for v in ("exp.hs", "dw.hs", "gate.hsig")) > 20, snr
+
+
+@pytest.mark.parametrize("by, target, why", [
+    ("scalar", "vdla", "int32 ALU op after a VDLA producer"),
+    ("tensor", "cpu", "an int32 mul by a tensor (the ALU multiplies by an immediate)"),
+])
+def test_partition_puts_an_int32_mul_on_vdla_only_by_a_scalar(by, target, why):
+    from vdla.compiler.graph.partition import PartitionPolicy, partition
+
+    r = np.random.default_rng(0)
+    g = Graph("mul")
+    g.add_input("x", (1, 16, 4, 4), "int8")
+    w = g.add_const("w", r.integers(-127, 128, (16, 16, 1, 1)).astype(np.int8))
+    y = g.add_node("conv2d", ["x", w], name="conv")
+    k = g.add_const("k", np.array(3, np.int32) if by == "scalar" else r.integers(-3, 4, (1, 16, 4, 4)).astype(np.int32))
+    g.set_outputs(g.add_node("requantize", [g.add_node("mul", [y, k], name="mul")], name="out", shift=4))
+    p = partition(g.infer_types(), PartitionPolicy(skip_first_conv=False))
+    assert (p.node("mul").target, p.node("mul").notes["reason"]) == (target, why)

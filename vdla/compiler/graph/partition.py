@@ -102,6 +102,11 @@ def _undilated(n: Node, g: Graph, config: Config | None, why: str) -> tuple[Vdla
     return plan, f"; dilation ({dh}, {dw}) as a spread {spread.shape[2]}x{spread.shape[3]} kernel"
 
 
+def _alu_form(n: Node, g: Graph) -> bool:
+    """Has the element-wise op an ALU form? A mul only by a scalar constant (MUL's immediate)."""
+    return n.op != "mul" or any(g.is_const(i) and g.consts[i].size == 1 for i in n.inputs)
+
+
 def partition(graph: Graph, policy: PartitionPolicy | None = None, config: Config | None = None,
               **overrides) -> Graph:
     """Return a copy with ``target`` and ``notes["reason"]`` set on every node.
@@ -149,8 +154,11 @@ def partition(graph: Graph, policy: PartitionPolicy | None = None, config: Confi
             n.op in pol.alu_ops
             and all(t.dtype == "int32" for t in ins)
             and any(i in prod and prod[i].target == "vdla" for i in n.inputs)
+            and _alu_form(n, g)
         ):
             n.target, reason = "vdla", "int32 ALU op after a VDLA producer"
+        elif not _alu_form(n, g) and n.op in pol.alu_ops and all(t.dtype == "int32" for t in ins):
+            n.target, reason = "cpu", "an int32 mul by a tensor (the ALU multiplies by an immediate)"
         else:
             n.target, reason = "cpu", _CPU_WHY.get(n.op, "not a VDLA operation") if n.op not in _ALU_OPS \
                 else "no VDLA producer / dtype"
@@ -163,6 +171,7 @@ def partition(graph: Graph, policy: PartitionPolicy | None = None, config: Confi
             n.target == "cpu"
             and n.name not in pol.cpu_nodes
             and n.op in pol.alu_ops
+            and _alu_form(n, g)
             and readers
             and n.name not in g.outputs
             and all(r.target == "vdla" for r in readers)
