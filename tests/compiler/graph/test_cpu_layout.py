@@ -84,7 +84,10 @@ def odd_channels(rng: np.random.Generator) -> Graph:
 
 #: (builder, {op: count in the rewritten graph}, layout transforms)
 CASES = [
-    (residual, {"conv2d_nchwc": 4, "conv2d": 0, "max_pool2d": 1, "dense_blocked": 1, "dense": 1}, 2),
+    # c2 and c3 (3x3, stride 1, 16 channels each side) by Winograd's F(4x4, 3x3), c1 (3 input
+    # channels) and c4 (stride 2) direct
+    (residual, {"conv2d_nchwc": 2, "conv2d_winograd_nchwc": 2, "conv2d": 0, "max_pool2d": 1, "dense_blocked": 1,
+                "dense": 1}, 2),
     # the projection's 6 columns take 16-channel blocks, the side conv's 8 channels one of 8: the
     # concat re-blocks the projection to 8
     (mobile, {"conv2d_nchwc": 3, "depthwise_conv2d_nchwc": 1, "conv2d": 0, "concat": 1}, 3),
@@ -115,8 +118,9 @@ def test_packed_graph_keeps_the_meaning_and_runs_on_llvm(build, ops, transforms)
 def test_resnet_block_needs_transforms_only_at_its_ends() -> None:
     g = models.get("resnet_block", input_size=8, channels=16, downsample=True)
     p = to_nchwc(simplify(g), lanes=8)
-    convs = [n for n in p.nodes if n.op == "conv2d_nchwc"]
-    assert len(convs) == 3 and not any(n.op == "conv2d" for n in p.nodes)
+    convs = [n.op for n in p.nodes if "conv2d" in n.op]
+    # the 3x3 stride-1 conv by Winograd (F(2x2): a 4x4 output), the strided one and the 1x1 direct
+    assert sorted(convs) == ["conv2d_nchwc", "conv2d_nchwc", "conv2d_winograd_nchwc"], str(p)
     lts = [n for n in p.nodes if n.op == "layout_transform"]
     # the input in, the output out (16-channel blocks: the 8 columns fit 4 x 2 vectors)
     assert [(n.attrs["src"], n.attrs["dst"]) for n in lts] == [(0, 8), (16, 0)]
@@ -232,3 +236,28 @@ def test_a_shuffle_unit_stays_packed() -> None:
     # the half a conv reads is a view of the stem's output (the other fuses with the concat and the shuffle)
     assert m.host_steps() == [] and m.kernels["right"].target == "view", m.table()
     np.testing.assert_allclose(m.run(x).outputs[0], want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+
+
+def test_winograd_can_be_turned_off_and_a_tuned_record_keeps_the_direct_form() -> None:
+    rng = np.random.default_rng(SEED)
+    g = simplify(residual(rng))
+    ops = lambda p: sorted(n.op for n in p.nodes if "conv2d" in n.op)  # noqa: E731
+    assert ops(to_nchwc(g, lanes=8)).count("conv2d_winograd_nchwc") == 2
+    assert ops(to_nchwc(g, lanes=8, winograd=False)) == ["conv2d_nchwc"] * 4
+    c2 = g.node("c2")
+    wl = conv_workload(c2, g.type_of(c2.inputs[0]).shape, g.type_of(c2.inputs[1]).shape)
+    task = create(wl[0], wl[1], "llvm")
+    with ApplyConfig(task.config_space.get(0), wl):
+        p = to_nchwc(g, lanes=8)
+    # c3 has c2's workload: both direct, under the record
+    assert [n.op for n in p.nodes if n.name in ("c2", "c3")] == ["conv2d_nchwc"] * 2
+
+
+def test_winograd_conv_checks_its_weight() -> None:
+    g = Graph("bad")
+    g.add_input("x", (1, 2, 6, 6, 8))
+    g.add_const("w", np.zeros((16, 1, 2, 8, 8), np.float32))
+    with pytest.raises(GraphError, match=r"weight must be \(36, OC/ob, 2, 8, ob\) for m=4"):
+        g.add_node("conv2d_winograd_nchwc", ["x", "w"], name="c", m=4)
+    with pytest.raises(GraphError, match="m=3 has no transform"):
+        g.add_node("conv2d_winograd_nchwc", ["x", "w"], name="c", m=3)

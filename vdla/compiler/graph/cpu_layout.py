@@ -3,11 +3,13 @@
 
 :func:`to_nchwc` walks the graph in order and
 
-* turns each float convolution with constant weights into ``conv2d_nchwc`` (groups 1) or
-  ``depthwise_conv2d_nchwc`` (one filter per channel), its weights and bias packed once here;
+* turns each float convolution with constant weights into ``conv2d_nchwc`` (groups 1),
+  ``conv2d_winograd_nchwc`` (a 3x3, stride-1 one the cost rule gives to Winograd's algorithm,
+  its weights transformed here) or ``depthwise_conv2d_nchwc`` (one filter per channel), its
+  weights and bias packed once here;
 * picks each convolution's blocks: ``(tile_ic, tile_oc)`` of the tuned record of its
-  ``conv2d_NCHWc.x86`` workload when a tuning log is applied (``apply_history_best``), else
-  the cost rule (the input block its producer already has; the output block whose register
+  ``conv2d_NCHWc.x86`` workload when a tuning log is applied (``apply_history_best``; such a
+  conv stays direct, never Winograd), else the cost rule (the input block its producer already has; the output block whose register
   tile holds the most accumulators, :func:`~vdla.compiler.targets.llvm.schedules.conv2d.conv_block`);
 * packs a dense layer's constant weight by blocks of output features, ``dense_blocked``;
 * keeps values packed through the ops that do not care about the layout: the element-wise
@@ -31,8 +33,10 @@ import numpy as np
 
 from ..autotvm.dispatch import query
 from ..targets.llvm.schedules.conv2d import channel_block, conv_block
+from ..targets.llvm.schedules.winograd import winograd_tile
 from ..topi.activation import ACTIVATIONS
 from ..topi.conv2d import pack_kernel
+from ..topi.winograd import winograd_weight
 from .ir import Graph, Node
 from .ops.nchwc import block_dense_weight, to_blocks
 
@@ -61,8 +65,9 @@ def conv_workload(n: Node, data_shape: tuple[int, ...], weight_shape: tuple[int,
 class _Rewriter:
     """The walk of :func:`to_nchwc`: the new graph, and where each value now is and in which block."""
 
-    def __init__(self, graph: Graph, lanes: int, regs: int) -> None:
+    def __init__(self, graph: Graph, lanes: int, regs: int, winograd: bool = True) -> None:
         self.src = graph
+        self.winograd = winograd
         self.lanes, self.regs = lanes, regs
         self.g = Graph(graph.name)
         self.g.inputs = dict(graph.inputs)
@@ -134,11 +139,33 @@ class _Rewriter:
         if blocks is None:
             return False
         cb, ob = blocks
-        ins = [self.as_block(n.inputs[0], cb), self.const(f"{n.inputs[1]}.nchw{cb}i{ob}o", pack_kernel(w, cb, ob))]
+        m = self.winograd_tile(n, x.shape, w.shape)
+        if m:
+            packed = self.const(f"{n.inputs[1]}.winograd{m}.{cb}i{ob}o", winograd_weight(w, m, cb, ob))
+        else:
+            packed = self.const(f"{n.inputs[1]}.nchw{cb}i{ob}o", pack_kernel(w, cb, ob))
+        ins = [self.as_block(n.inputs[0], cb), packed]
         if bias is not None:
             ins.append(self.const(f"{n.inputs[2]}.nchw{ob}c", bias.reshape(1, oc // ob, 1, 1, ob)))
-        self.emit(n, "conv2d_nchwc", ins, at, ob)
+        if m:
+            self.emit(n, "conv2d_winograd_nchwc", ins, {"padding": at["padding"], "m": m}, ob)
+        else:
+            self.emit(n, "conv2d_nchwc", ins, at, ob)
         return True
+
+    def winograd_tile(self, n: Node, xs: tuple[int, ...], ws: tuple[int, ...]) -> int:
+        """Winograd's output tile for a 3x3, stride-1, undilated conv the cost rule gives it to
+        (:func:`~vdla.compiler.targets.llvm.schedules.winograd.winograd_tile`), else 0. A conv
+        whose direct form has a tuned record stays direct: the log is the user's measured choice."""
+        at = n.attrs
+        if not self.winograd or tuple(ws[2:]) != (3, 3) or tuple(at["strides"]) != (1, 1) or \
+                tuple(at["dilation"]) != (1, 1):
+            return 0
+        wl = conv_workload(n, xs, ws)
+        if wl is not None and query("llvm", wl) is not None:
+            return 0
+        out = self.src.type_of(n.name).shape
+        return winograd_tile(ws[1], ws[0], int(out[2]), int(out[3])) or 0
 
     def conv_blocks(self, n: Node, xs: tuple[int, ...], ws: tuple[int, ...], have: int) -> tuple[int, int] | None:
         """(input block, output block): a tuned record's, else the cost rule's."""
@@ -269,17 +296,18 @@ class _Rewriter:
         return self.g.infer_types()
 
 
-def to_nchwc(graph: Graph, lanes: int | None = None) -> Graph:
+def to_nchwc(graph: Graph, lanes: int | None = None, winograd: bool = True) -> Graph:
     """``graph`` (float32, simplified) with its convolutions, their element-wise tails and the
     pools on NCHW[x]c (see the module doc). ``lanes``: float32 lanes of a vector register (the
-    host's by default; the register count follows from it). The outputs keep their names, shapes and
-    NCHW layout."""
+    host's by default; the register count follows from it). ``winograd``: 3x3, stride-1 convolutions
+    by Winograd's algorithm where the cost rule says so (False: every convolution direct). The
+    outputs keep their names, shapes and NCHW layout."""
     from ..targets.llvm.jit import VECTOR_REGISTERS, vector_registers
 
     if lanes is None:
         lanes = vector_registers()[0]
     g = graph.copy().infer_types()
-    rw = _Rewriter(g, lanes, VECTOR_REGISTERS.get(lanes, 16))
+    rw = _Rewriter(g, lanes, VECTOR_REGISTERS.get(lanes, 16), winograd)
     # op -> the rewrite that may put it on packed data (it says whether it did; else NCHW, as is)
     rewrites = {"conv2d": rw.conv, **dict.fromkeys(_ELEMWISE, rw.elemwise), **dict.fromkeys(_POOLS, rw.pool),
                 "dense": rw.dense, "concat": rw.concat, "slice": rw.channel_slice, "reshape": rw.shuffle}

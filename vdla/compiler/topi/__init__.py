@@ -55,6 +55,7 @@ from .reduction import reduce
 from .softmax import softmax
 from .transform import channel_shuffle, concatenate, layout_transform, reshape, transpose
 from .util import pad
+from .winograd import conv2d_winograd_NCHWc, winograd_weight
 
 __getattr__ = module_getattr(__name__)  # topi.schedule_* -> targets.llvm.schedules, for one release
 
@@ -85,6 +86,8 @@ __all__ = [
     "conv2d_NCHWc",
     "conv2d_nchw",
     "conv2d_transpose_nchw",
+    "conv2d_winograd_NCHWc",
+    "winograd_weight",
     "dense",
     "depthwise_conv2d_NCHWc",
     "depthwise_conv2d_nchw",

@@ -11,6 +11,9 @@ uses (element-wise ops and the pools take rank-5 values as they are):
   bias ``(1, OC/ob, 1, 1, ob)`` -> ``(N, OC/ob, OH, OW, ob)``;
 * ``depthwise_conv2d_nchwc``: data ``(N, C/cb, H, W, cb)``, weight ``(C/cb, KH, KW, cb)``, optional
   bias ``(1, C/cb, 1, 1, cb)`` -> ``(N, C/cb, OH, OW, cb)``;
+* ``conv2d_winograd_nchwc`` ``m``: a 3x3, stride-1 convolution by Winograd's F(m x m, 3 x 3)
+  (:mod:`vdla.compiler.topi.winograd`): data ``(N, C/cb, H, W, cb)``, the transformed weight
+  ``(alpha^2, OC/ob, C/cb, cb, ob)`` (``alpha = m + 2``), optional bias -> ``(N, OC/ob, OH, OW, ob)``;
 * ``dense_blocked``: data ``(B, K)``, weight ``(O/bn, K, bn)`` (``bn`` outputs one vector), optional
   bias ``(O,)`` -> ``(B, O)``;
 * ``channel_shuffle`` ``groups``: ShuffleNet's reshape to ``(N, g, C/g, H, W)``, swap of the two
@@ -31,11 +34,13 @@ import numpy as np
 
 from ...topi.conv2d import pack_nchwc, unpack_nchwc
 from ...topi.util import conv_out
+from ...topi.winograd import WINOGRAD_TILES, winograd_matrices
 from ..ir import TensorType
 from .nn import conv2d_nchw
 from .registry import _err, register
 
-__all__ = ["to_blocks", "unpack_weight", "unpack_depthwise_weight", "block_dense_weight", "shuffle_source"]
+__all__ = ["to_blocks", "unpack_weight", "unpack_depthwise_weight", "unpack_winograd_weight", "block_dense_weight",
+           "shuffle_source"]
 
 
 def to_blocks(x: np.ndarray, src: int, dst: int) -> np.ndarray:
@@ -143,6 +148,44 @@ def _dw(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 register("depthwise_conv2d_nchwc", "complex", (2, 3), _ATTRS)((_dw_infer, _dw))
+
+
+def unpack_winograd_weight(u: np.ndarray, m: int) -> np.ndarray:
+    """``(alpha^2, OC/ob, C/cb, cb, ob)`` (``U = G w G^T`` per channel pair) -> the OIHW 3x3 weight,
+    ``w = G+ U G+^T`` with ``G+`` the left inverse of ``G`` (exact up to rounding: ``G`` has full
+    column rank)."""
+    e2, occ, cc, cb, ob = u.shape
+    alpha = m + 2
+    _, g, _ = winograd_matrices(m)
+    gi = np.linalg.pinv(g.astype(np.float64))  # (3, alpha)
+    u4 = u.astype(np.float64).transpose(0, 1, 4, 2, 3).reshape(alpha, alpha, occ * ob, cc * cb)
+    return np.einsum("ia,aboc,jb->ocij", gi, u4, gi).astype(np.float32)
+
+
+def _winograd_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x, w = ts[0], ts[1]
+    _float5(x, "conv2d_winograd_nchwc")
+    m = int(at["m"])
+    if m not in WINOGRAD_TILES:
+        raise _err(f"conv2d_winograd_nchwc: output tile m={m} has no transform (m in {WINOGRAD_TILES})")
+    n, cc, h, wd, cb = x.shape
+    a2 = (m + 2) ** 2
+    if len(w.shape) != 5 or w.shape[0] != a2 or w.shape[2] != cc or w.shape[3] != cb:
+        raise _err(f"conv2d_winograd_nchwc: weight must be ({a2}, OC/ob, {cc}, {cb}, ob) for m={m}, got {w}")
+    occ, ob = w.shape[1], w.shape[4]
+    _check_packed_bias(ts, occ, ob, "conv2d_winograd_nchwc")
+    return TensorType((n, occ, *_out_hw({**at, "strides": (1, 1), "dilation": (1, 1)}, h, wd, 3, 3,
+                                        "conv2d_winograd_nchwc"), ob), "float32")
+
+
+def _winograd(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    # the reference is the direct convolution with the weight recovered from its transform, not
+    # Winograd's algorithm again: the executor's kernel is checked against a different method
+    return _on_nchw({**at, "strides": (1, 1), "dilation": (1, 1)}, xs, unpack_winograd_weight(xs[1], int(at["m"])), 1,
+                    xs[1].shape[4])
+
+
+register("conv2d_winograd_nchwc", "complex", (2, 3), {"padding": (1, 1, 1, 1), "m": 2})((_winograd_infer, _winograd))
 
 
 def block_dense_weight(w: np.ndarray, bn: int) -> np.ndarray:

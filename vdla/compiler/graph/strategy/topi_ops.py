@@ -86,6 +86,7 @@ SCHEDULES: dict[str, str | dict[str, str]] = {
     # the CPU's NCHW[x]c layout (graph.cpu_layout rewrites llvm graphs onto it)
     "conv2d_nchwc": "schedule_conv2d_NCHWc",
     "depthwise_conv2d_nchwc": "schedule_depthwise_conv2d_NCHWc",
+    "conv2d_winograd_nchwc": "schedule_conv2d_winograd_NCHWc",
     "depthwise_conv2d": "schedule_depthwise_conv2d_nchw",
     "group_conv2d": "schedule_group_conv2d_nchw",
     "conv2d_transpose": "schedule_conv2d_transpose_nchw",
@@ -259,6 +260,12 @@ def _conv2d(xs: list[Any], n: Node) -> Any:
 def _conv2d_nchwc(xs: list[Any], n: Node) -> Any:
     at = n.attrs
     y = topi.conv2d_NCHWc(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]), tuple(at["dilation"]))
+    return topi.add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("conv2d_winograd_nchwc")
+def _conv2d_winograd_nchwc(xs: list[Any], n: Node) -> Any:
+    y = topi.conv2d_winograd_NCHWc(xs[0], xs[1], tuple(n.attrs["padding"]), int(n.attrs["m"]))
     return topi.add(y, xs[2]) if len(xs) == 3 else y
 
 

@@ -8,8 +8,8 @@ function ``void task(ptr closure, i64 task_id, i64 num_tasks)`` started through
 only the taken side is evaluated.
 
 Nothing traps: an ``Allocate`` that cannot be satisfied (size overflow or a NULL from
-``aligned_alloc``) calls ``vdla_alloc_failed(name, bytes)`` and returns, and the caller
-raises ``MemoryError`` naming the buffer (`jit.take_alloc_failure`); integer division and
+``vdla_workspace_alloc``, the runtime's caching ``aligned_alloc``) calls
+``vdla_alloc_failed(name, bytes)`` and returns, and the caller raises ``MemoryError`` naming the buffer (`jit.take_alloc_failure`); integer division and
 remainder by zero give 0 and ``MIN // -1`` wraps, as numpy defines them, instead of SIGFPE.
 """
 
@@ -131,8 +131,9 @@ class LLVMCodegen:
         self.n_tasks = 0
         self.in_parallel = False
         self.launch = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64]), name="vdla_parallel_launch")
-        self.malloc = ir.Function(self.module, ir.FunctionType(PTR, [I64, I64]), name="aligned_alloc")
-        self.free = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name="free")
+        # aligned_alloc/free's signatures; the runtime keeps freed buffers for the next call (threadpool.c)
+        self.malloc = ir.Function(self.module, ir.FunctionType(PTR, [I64, I64]), name="vdla_workspace_alloc")
+        self.free = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name="vdla_workspace_free")
         self.alloc_failed = ir.Function(self.module, ir.FunctionType(VOID, [PTR, I64]), name=ALLOC_FAILED)
         self.n_names = 0
         self.param_vars: list[Var] = []

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from .threadpool import backend as parallel_backend
-from .threadpool import get_num_threads, launch_address, set_num_threads
+from .threadpool import get_num_threads, launch_address, set_num_threads, workspace_addresses
 
 __all__ = ["compile_module", "host_info", "link_ir", "check_externs", "register_extern", "take_alloc_failure",
            "LinkError", "Compiled", "set_num_threads", "get_num_threads", "parallel_backend"]
@@ -202,6 +202,9 @@ def register_extern(name: str, fn: object) -> None:
 
 def _register_symbols() -> None:
     llvm.add_symbol("vdla_parallel_launch", launch_address())
+    alloc, free = workspace_addresses()
+    llvm.add_symbol("vdla_workspace_alloc", alloc)
+    llvm.add_symbol("vdla_workspace_free", free)
     llvm.add_symbol("vdla_alloc_failed", ctypes.cast(_alloc_failed_c, ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)
     for name in ("malloc", "free", "aligned_alloc", "clock_gettime"):  # clock_gettime: timer.py's loop

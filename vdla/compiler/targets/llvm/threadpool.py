@@ -20,6 +20,10 @@ beyond those cores, from either, is used as asked (oversubscription is the user'
 said once per process and count: one :class:`ThreadCountWarning` (:func:`check_cores`; a
 child process started after it, such as a Dask worker of ``vdla tune``, does not repeat it).
 A region from inside another one runs serially in its caller on both back ends.
+
+:func:`workspace_addresses` gives the allocator of the kernels' large intermediate buffers:
+the native pool's, which keeps freed buffers for the next call of the same size (see
+``threadpool.c``), else ``aligned_alloc``/``free``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from pathlib import Path
 
 __all__ = ["set_num_threads", "get_num_threads", "launch_address", "backend", "native_stats", "configure",
            "cache_dir", "build_library", "available_cores", "check_cores", "ThreadCountWarning", "MAX_THREADS",
-           "SOURCE"]
+           "SOURCE", "workspace_addresses", "workspace_cached_bytes"]
 
 #: the C source of the native pool
 SOURCE = Path(__file__).with_name("threadpool.c")
@@ -229,6 +233,7 @@ def _setup(lib: ctypes.CDLL) -> None:
     lib.vdla_pool_set_spin_us.argtypes = [ctypes.c_int]
     lib.vdla_pool_stats.argtypes = [ctypes.POINTER(ctypes.c_int64)]
     lib.vdla_pool_settings.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+    lib.vdla_workspace_cached_bytes.restype = ctypes.c_int64
     lib.vdla_pool_set_num_threads(_num_threads)
     for var, setter in (("VDLA_POOL_CHUNKS", lib.vdla_pool_set_chunks_per_thread),
                         ("VDLA_POOL_SPIN_US", lib.vdla_pool_set_spin_us)):
@@ -238,6 +243,25 @@ def _setup(lib: ctypes.CDLL) -> None:
                 setter(int(raw))
             except ValueError:
                 warnings.warn(f"{var}={raw!r} is not an integer: ignored", RuntimeWarning, stacklevel=3)
+
+
+def workspace_addresses() -> tuple[int, int]:
+    """The addresses of ``vdla_workspace_alloc(align, n)`` and ``vdla_workspace_free(p)``: the
+    native pool's caching allocator, or libc's ``aligned_alloc`` and ``free`` (the same
+    signatures) when the Python pool is used."""
+    launch_address()  # loads the native pool, if it can be
+    if _native is not None:
+        return (int(ctypes.cast(_native.vdla_workspace_alloc, ctypes.c_void_p).value or 0),
+                int(ctypes.cast(_native.vdla_workspace_free, ctypes.c_void_p).value or 0))
+    libc = ctypes.CDLL(None)
+    return (int(ctypes.cast(libc.aligned_alloc, ctypes.c_void_p).value or 0),
+            int(ctypes.cast(libc.free, ctypes.c_void_p).value or 0))
+
+
+def workspace_cached_bytes() -> int:
+    """Bytes of freed kernel workspaces kept for reuse (0 without the native pool)."""
+    launch_address()
+    return int(_native.vdla_workspace_cached_bytes()) if _native is not None else 0
 
 
 def launch_address() -> int:

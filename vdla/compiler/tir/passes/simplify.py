@@ -122,6 +122,10 @@ class _Simplifier:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Expr) -> Expr:
+        if isinstance(e, Select):  # a constant condition: only the taken branch is simplified
+            cond = self.expr(e.cond)
+            if isinstance(cond, IntImm):
+                return self.expr(e.t if cond.value else e.f)
         e = map_children(e, self._child)
         fn = getattr(self, "_e_" + type(e).__name__, None)
         return fn(e) if fn is not None else e

@@ -27,6 +27,7 @@ from .norm import schedule_norm
 from .pooling import schedule_global_pool, schedule_pool
 from .reduction import schedule_reduce
 from .softmax import schedule_softmax
+from .winograd import schedule_conv2d_winograd_NCHWc
 
 __all__ = [
     "channel_block",
@@ -50,4 +51,5 @@ __all__ = [
     "schedule_matmul_cpu",
     "schedule_pool",
     "schedule_softmax",
+    "schedule_conv2d_winograd_NCHWc",
 ]
