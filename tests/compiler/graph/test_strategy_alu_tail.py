@@ -25,7 +25,7 @@ from vdla.compiler.graph.ops.elemwise import shift_round
 from vdla.compiler.graph.partition import PartitionPolicy
 from vdla.compiler.graph.passes import prepare, simplify
 from vdla.compiler.graph.quantize import QConfig, calibrate, quantize_graph
-from vdla.compiler.graph.strategy.vdla import IMM_MAX, IMM_MIN, _merge_clamps, _push_clamps, _simplify
+from vdla.compiler.graph.strategy.vdla import IMM_MAX, IMM_MIN, _merge_clamps, _push_clamps, _simplify, _tighten
 from vdla.config import preset
 from vdla.isa import AluOp
 from vdla.simulator.alu import apply
@@ -93,6 +93,25 @@ def test_a_run_of_clamps_is_one_max_and_one_min(run_):
     np.testing.assert_array_equal(_run_ops(got, t), _run_ops(run_, t))
 
 
+_mono = st.one_of(st.tuples(st.just("shl"), st.integers(1, 4)), st.tuples(st.just("addi"), st.integers(-900, 900)),
+                  st.tuples(st.just("shr"), st.integers(1, 6)), st.tuples(st.just("muli"), st.integers(1, 40)))
+
+
+@seed(35)
+@settings(max_examples=300, deadline=None, print_blob=True)
+@given(st.integers(IMM_MAX + 1, 1 << 24), st.lists(_mono, max_size=4), st.sampled_from(["min", "max"]))
+def test_tightened_bound_keeps_every_value(c, mid, op):
+    """A bound beyond 16 bits before ops it cannot move past becomes the 16-bit limit only where
+    no value changes: checked on every accumulator value near zero, the limit and the bound."""
+    bound = c if op == "min" else -c
+    ops = [(op, bound), *mid, ("max", -127), ("min", 127)]
+    got = _tighten(ops)
+    t = np.concatenate([np.arange(-40000, 40001), np.arange(-c - 300, -c + 300), np.arange(c - 300, c + 300)])
+    np.testing.assert_array_equal(_run_ops(got, t.astype(np.int64)), _run_ops(ops, t.astype(np.int64)), err_msg=str(got))
+    if got[0] != ops[0]:
+        assert got[0] == ((op, IMM_MAX) if op == "min" else (op, IMM_MIN))
+
+
 # -- on the simulator: ReLU6 bounds beyond 16 bits, and residuals shifted ----------------------
 
 
@@ -111,6 +130,7 @@ class Layer:
     cin: int = 32
     size: int = 6
     xmax: int = 127  # the input's magnitude (small: an accumulator that stays in range)
+    bias: int = 3000  # the bias's magnitude
 
 
 def layer(c: Layer, seed_: int = 0) -> Graph:
@@ -119,7 +139,7 @@ def layer(c: Layer, seed_: int = 0) -> Graph:
     g.add_input("x", (1, c.cin, c.size, c.size), "int8")
     w = g.add_const("w", int8(rng, (32, c.cin // c.groups, 3, 3), -127))
     y = g.add_node("conv2d", ["x", w], name="conv", padding=1, groups=c.groups)
-    y = g.add_node("add", [y, g.add_const("b", rng.integers(-3000, 3000, (1, 32, 1, 1)).astype(np.int32))], name="bias")
+    y = g.add_node("add", [y, g.add_const("b", rng.integers(-c.bias, c.bias + 1, (1, 32, 1, 1)).astype(np.int32))], name="bias")
     if c.clip is not None:
         y = g.add_node("clip", [y], name="act", min=0, max=c.clip)
     if c.relu:
@@ -158,6 +178,9 @@ CLIPS = [
     # grouped (depthwise as block-diagonal groups) and the small Config
     (Layer("dw-relu6-int32max", clip=2**31 - 1, n=12, groups=32), ("max", 0), ("min", 127)),
     (Layer("relu6-small-cfg", clip=2**31 - 1, n=14, cfg="small", cin=16), ("max", 0), ("min", 127)),
+    # before a left shift (an output scale finer than the accumulator's) the bound cannot move;
+    # it tightens to 32767, whose shift is beyond 127 as well
+    (Layer("clip-before-shl", clip=1 << 20, n=-1, groups=32, xmax=1, bias=8), ("max", -127), ("min", 127)),
 ]
 
 
@@ -168,6 +191,8 @@ def test_clip_bound_beyond_16_bits_runs_on_vdla_bit_exact(c, lo, hi):
     assert k.target == "vdla", k.reason  # before: "fallback: ALU immediate ... of min does not fit 16 bits"
     ops = k.chain.ops
     assert ops[-2:] == [lo, hi] and all(IMM_MIN <= v <= IMM_MAX for o, v in ops if o in ("max", "min", "addi"))
+    if c.n < 0:
+        assert ("min", IMM_MAX) in ops and ops.index(("min", IMM_MAX)) < ops.index(("shl", -c.n))
     assert all(r.exact and r.max_err == 0 for r in res.layers)
     out = run(g, x)[0]
     np.testing.assert_array_equal(res.outputs[0], out)

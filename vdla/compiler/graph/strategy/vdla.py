@@ -168,6 +168,48 @@ def _split_rounding(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return [(op, v) for op, v in out if not (op == "shr" and v == 0)]
 
 
+_MONOTONE = ("addi", "shr", "shl", "max", "min")
+_SCALAR_OPS = {"addi": lambda x, v: x + v, "shr": lambda x, v: x >> v, "shl": lambda x, v: x << v,
+               "muli": lambda x, v: x * v, "max": max, "min": min}  # on Python ints: exact, no wrap
+
+
+def _tighten(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """A clamp bound beyond 16 bits that cannot move past what follows it (a left shift: the
+    requantisation to a finer scale) as the 16-bit limit, where that changes no result: if the
+    ops between it and the final clamp to ``[lo, hi]`` are non-decreasing scalar ops ``f``
+    (add, shifts, clamps, a positive multiply) with ``f(32767) >= hi`` (``min``; ``max``:
+    ``f(-32768) <= lo``), every value the two bounds treat differently clamps to ``hi`` either
+    way. Both ``f(bound)`` and ``f(limit)`` are checked to stay in int32 (no wrap, so ``f`` is
+    monotone there)."""
+    ops = list(ops)
+    end = len(ops)
+    while end > 0 and ops[end - 1][0] in ("max", "min"):
+        end -= 1
+    lo = max((v for o, v in ops[end:] if o == "max"), default=None)
+    hi = min((v for o, v in ops[end:] if o == "min"), default=None)
+
+    def f(x: int, mid: list[tuple[str, Any]]) -> int | None:
+        for o, v in mid:
+            x = _SCALAR_OPS[o](x, v)
+            if not -(1 << 31) <= x < (1 << 31):
+                return None
+        return x
+
+    for i, (op, c) in enumerate(ops[:end]):
+        mid = ops[i + 1 : end]
+        if not all(o in _MONOTONE or (o == "muli" and v > 0) for o, v in mid):
+            continue
+        if op == "min" and c > IMM_MAX and hi is not None:
+            fc, fl = f(c, mid), f(IMM_MAX, mid)
+            if fc is not None and fl is not None and fl >= hi:
+                ops[i] = ("min", IMM_MAX)
+        elif op == "max" and c < IMM_MIN and lo is not None:
+            fc, fl = f(c, mid), f(IMM_MIN, mid)
+            if fc is not None and fl is not None and fl <= lo:
+                ops[i] = ("max", IMM_MIN)
+    return ops
+
+
 def alu_chain(node: Node, graph: Graph) -> AluChain | str:
     """Map a fused ``vdla`` node onto a VDLA kernel, or return why it cannot be.
 
@@ -348,7 +390,7 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
                 folded.append(("bias", None))
             continue
         folded.append((op, v))
-    ops = _split_rounding(folded)
+    ops = _tighten(_split_rounding(folded))
     for op, v in ops:
         if op in ("addi", "max", "min", "muli") and not IMM_MIN <= v <= IMM_MAX:
             return f"ALU immediate {v} of {op} does not fit 16 bits"
