@@ -25,7 +25,15 @@ from vdla.compiler.graph.ops.elemwise import shift_round
 from vdla.compiler.graph.partition import PartitionPolicy
 from vdla.compiler.graph.passes import prepare, simplify
 from vdla.compiler.graph.quantize import QConfig, calibrate, quantize_graph
-from vdla.compiler.graph.strategy.vdla import IMM_MAX, IMM_MIN, _merge_clamps, _push_clamps, _simplify, _tighten
+from vdla.compiler.graph.strategy.vdla import (
+    IMM_MAX,
+    IMM_MIN,
+    _drop_idle_clamps,
+    _merge_clamps,
+    _push_clamps,
+    _simplify,
+    _tighten,
+)
 from vdla.config import preset
 from vdla.isa import AluOp
 from vdla.simulator.alu import apply
@@ -57,7 +65,10 @@ def _run_ops(ops, t: np.ndarray) -> np.ndarray:
     """A tail on the golden ALU semantics (32-bit accumulator)."""
     code = {"addi": AluOp.ADD, "max": AluOp.MAX, "min": AluOp.MIN, "muli": AluOp.MUL}
     for op, v in ops:
-        if op == "shr":
+        if op == "hswish":  # t * clip(t + a, 0, b): the gate on a copy, then MUL with it
+            gate = np.minimum(np.maximum(apply(AluOp.ADD, t, np.int64(v[0]), 32), 0), v[1])
+            t = apply(AluOp.MUL, t, gate, 32)
+        elif op == "shr":
             t = apply(AluOp.SHR, t, np.int64(v), 32)
         elif op == "shl":
             t = apply(AluOp.SHR, t, np.int64(-v), 32)
@@ -110,6 +121,28 @@ def test_tightened_bound_keeps_every_value(c, mid, op):
     np.testing.assert_array_equal(_run_ops(got, t.astype(np.int64)), _run_ops(ops, t.astype(np.int64)), err_msg=str(got))
     if got[0] != ops[0]:
         assert got[0] == ((op, IMM_MAX) if op == "min" else (op, IMM_MIN))
+
+
+_any = st.one_of(_clamp, _mono, st.tuples(st.just("shr"), st.integers(7, 20)),
+                 st.tuples(st.just("hswish"), st.tuples(st.integers(1, 400), st.integers(1, 800))),
+                 st.tuples(st.just("muli"), st.integers(-300, 300)))
+
+
+@seed(35)
+@settings(max_examples=300, deadline=None, print_blob=True)
+@given(st.lists(_any, min_size=1, max_size=9))
+def test_dropping_idle_clamps_keeps_every_value(ops):
+    """A clamp the value's range at that step never reaches is dropped; the chain computes the
+    same function (int32 wrap included) on values across all of int32."""
+    got = _drop_idle_clamps(ops)
+    t = np.concatenate([np.arange(-3000, 3001), np.linspace(-(2**31), 2**31 - 1, 6001).astype(np.int64)])
+    np.testing.assert_array_equal(_run_ops(got, t), _run_ops(ops, t), err_msg=f"{ops} -> {got}")
+
+
+def test_hard_swish_rescale_drops_its_int8_clamps():
+    ops = [("min", 127), ("hswish", (96, 192)), ("muli", 10923), ("shr", 6), ("addi", 16384), ("shr", 15),
+           ("max", -127), ("min", 127)]
+    assert _drop_idle_clamps(ops) == ops[:-2]  # hard-swish is at least -3/8: here -12 .. 127 already
 
 
 # -- on the simulator: ReLU6 bounds beyond 16 bits, and residuals shifted ----------------------

@@ -210,6 +210,45 @@ def _tighten(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return ops
 
 
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _hswish_range(lo: int, hi: int, a: int, b: int) -> tuple[int, int]:
+    """The range of q * clip(q + a, 0, b) over the integers q in [lo, hi]: 0 below -a, the
+    parabola q (q + a) (least at -a/2) up to b - a, then q b; so its extremes are at the ends
+    or those points."""
+    pts = {lo, hi} | {q for q in (-a, (-a) // 2, -(a // 2), b - a) if lo <= q <= hi}
+    vals = [q * min(max(q + a, 0), b) for q in pts]
+    return min(vals), max(vals)
+
+
+def _drop_idle_clamps(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Drop the clamps that change no value, by the range of the value at each step (unknown,
+    all of int32, after a tensor operand; a step that could wrap makes it unknown again): e.g.
+    after hard-swish's product and rescale, whose range is within int8 already. Exact: a
+    ``max c`` with every value >= c, or a ``min c`` with every value <= c, is the identity."""
+    lo, hi = _I32
+    out: list[tuple[str, Any]] = []
+    for op, v in ops:
+        if op == "max" and lo >= v or op == "min" and hi <= v:
+            continue
+        if op == "max":
+            lo, hi = max(lo, v), max(hi, v)
+        elif op == "min":
+            lo, hi = min(lo, v), min(hi, v)
+        elif op in _SCALAR_OPS:
+            ends = (_SCALAR_OPS[op](lo, v), _SCALAR_OPS[op](hi, v))
+            lo, hi = min(ends), max(ends)  # monotone (muli by a negative reverses the ends)
+        elif op == "hswish":
+            lo, hi = _hswish_range(lo, hi, *v)
+        else:  # bias, residual, per-channel shift: a tensor operand
+            lo, hi = _I32
+        if lo < _I32[0] or hi > _I32[1]:
+            lo, hi = _I32
+        out.append((op, v))
+    return out
+
+
 def alu_chain(node: Node, graph: Graph) -> AluChain | str:
     """Map a fused ``vdla`` node onto a VDLA kernel, or return why it cannot be.
 
@@ -390,7 +429,7 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
                 folded.append(("bias", None))
             continue
         folded.append((op, v))
-    ops = _tighten(_split_rounding(folded))
+    ops = _drop_idle_clamps(_tighten(_split_rounding(folded)))
     for op, v in ops:
         if op in ("addi", "max", "min", "muli") and not IMM_MIN <= v <= IMM_MAX:
             return f"ALU immediate {v} of {op} does not fit 16 bits"
