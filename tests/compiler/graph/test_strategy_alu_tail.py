@@ -212,8 +212,9 @@ CLIPS = [
     (Layer("dw-relu6-int32max", clip=2**31 - 1, n=12, groups=32), ("max", 0), ("min", 127)),
     (Layer("relu6-small-cfg", clip=2**31 - 1, n=14, cfg="small", cin=16), ("max", 0), ("min", 127)),
     # before a left shift (an output scale finer than the accumulator's) the bound cannot move;
-    # it tightens to 32767, whose shift is beyond 127 as well
-    (Layer("clip-before-shl", clip=1 << 20, n=-1, groups=32, xmax=1, bias=8), ("max", -127), ("min", 127)),
+    # it tightens to 32767, whose shift is beyond 127 as well (and the int8 narrowing's max -127
+    # goes: after the ReLU the value is >= 0)
+    (Layer("clip-before-shl", clip=1 << 20, n=-1, groups=32, xmax=1, bias=8), ("shl", 1), ("min", 127)),
 ]
 
 
