@@ -12,7 +12,7 @@ The GEMM does ``alpha^2 / (9 m^2)`` of the direct convolution's multiplications:
 F(2x2, 3x3), 1/4 for F(4x4, 3x3); the transforms are additions (their coefficients are
 constants: each transformed value is written as the sum of its nonzero terms, so no
 multiplication by zero is ever executed). The layouts are the packed convolution's: ``V``
-``[N, alpha^2, C/cb, P, cb]`` and ``M`` ``[N, alpha^2, OC/ob, P, ob]`` make the GEMM of each
+``[N, alpha, alpha, C/cb, P, cb]`` and ``M`` ``[N, alpha^2, OC/ob, P, ob]`` make the GEMM of each
 position a 1x1 convolution over ``P`` pixels, ``U`` ``[alpha^2, OC/ob, C/cb, cb, ob]`` its kernel.
 """
 
@@ -147,17 +147,18 @@ def conv2d_winograd_NCHWc(  # noqa: N802 - TVM's naming
 
     half_in = te.compute((n, cc, slots, alpha, alpha, cb), rows_in, name="winograd_BTd", tag="winograd_input_rows")
 
-    def transform_in(b: Expr, e: Expr, c: Expr, p: Expr, ci: Expr) -> Expr:
-        xi = e // alpha
-        return _by_constant(e % alpha, [_combination([(bt[nu][j], half_in[b, c, p, xi, j, ci]) for j in range(alpha)])
-                                        for nu in range(alpha)])
+    def transform_in(b: Expr, xi: Expr, nu: Expr, c: Expr, p: Expr, ci: Expr) -> Expr:
+        return _by_constant(nu, [_combination([(bt[r][j], half_in[b, c, p, xi, j, ci]) for j in range(alpha)])
+                                 for r in range(alpha)])
 
-    v = te.compute((n, e2, cc, slots, cb), transform_in, name="winograd_V", tag="winograd_input")
+    # (xi, nu) as two axes: only nu selects, so only nu need be unrolled
+    v = te.compute((n, alpha, alpha, cc, slots, cb), transform_in, name="winograd_V", tag="winograd_input")
     rco = te.reduce_axis((0, cc), name="rco")
     rci = te.reduce_axis((0, cb), name="rci")
     mm = te.compute(
         (n, e2, occ, slots, ob),
-        lambda b, e, k, p, ki: te.sum(v[b, e, rco, p, rci] * kernel[e, k, rco, rci, ki], axis=[rco, rci]),
+        lambda b, e, k, p, ki: te.sum(v[b, e // alpha, e % alpha, rco, p, rci] * kernel[e, k, rco, rci, ki],
+                                      axis=[rco, rci]),
         name="winograd_M", tag="winograd_gemm")
 
     def cols_out(b: Expr, k: Expr, p: Expr, xi: Expr, xj: Expr, ki: Expr) -> Expr:

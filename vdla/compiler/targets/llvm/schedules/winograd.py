@@ -76,8 +76,7 @@ def schedule_conv2d_winograd_NCHWc(outs: te.Tensor | Sequence[te.Tensor]) -> Sch
     cs = s[cols]
     cs.compute_at(out, xo)
     _, _, _, cxi, cxj, cb_ = cs.op.axis
-    cs.unroll(cxi)
-    cs.unroll(cxj)
+    cs.unroll(cxj)  # the select's index; cxi only indexes
     cs.vectorize(cb_)
 
     # the GEMM: the packed 1x1 convolution's register tile, tiles x one output block
@@ -101,17 +100,16 @@ def schedule_conv2d_winograd_NCHWc(outs: te.Tensor | Sequence[te.Tensor]) -> Sch
 
     # the input transform: a tile's positions unrolled over one vector of channels
     ts = s[trans]
-    tn, te_, tc, tp, tb = ts.op.axis
-    ts.reorder(tn, tc, tp, te_, tb)
+    tn, txi, tnu, tc, tp, tb = ts.op.axis
+    ts.reorder(tn, tc, tp, txi, tnu, tb)
     ts.parallel(ts.fuse(tn, tc))
-    ts.unroll(te_)
+    ts.unroll(tnu)  # the select's index; txi only indexes
     ts.vectorize(tb)
     # the tile's first pass (B^T d: alpha x alpha vectors) just before its positions
     rs = s[rows]
     rs.compute_at(ts, tp)
     _, _, _, rxi, rj, rb = rs.op.axis
-    rs.unroll(rxi)
-    rs.unroll(rj)
+    rs.unroll(rxi)  # the select's index; rj only indexes
     rs.vectorize(rb)
 
     ps = s[padded]
