@@ -24,10 +24,11 @@ the same plan run step by step from Python (``run(native=False)``: what the nati
 the sum of the steps' own times in the fastest timed run, and the convolutions' share.
 
 The per-layer table covers every convolution (a step whose anchor is a conv2d of any kind:
-plain, depthwise, grouped, with its fused tail): its time inside the model (the executor
+plain, depthwise, grouped, Winograd, with its fused tail): its time inside the model (the executor
 reads the clock between the steps of the native call, ``run(time_layers=True)``; the best over
 all the timed runs), the GFLOP/s that
-gives (``2 x MACs / seconds``) and its share of the CPU's computed peak
+gives (``2 x MACs / seconds``; a Winograd layer counts the direct convolution's MACs, as TVM
+reports it, so its rate is an effective one and may pass the peak) and its share of the CPU's computed peak
 (``bench_cpu_peak.computed_peak``: lanes x 2 x FMA pipes x measured clock x threads), and the
 same built kernel timed alone (called in a loop on the inputs one run left, best of
 ``--repeat`` calls in each of ``--rounds`` rounds): a layer much slower inside the model than alone loses to its neighbours

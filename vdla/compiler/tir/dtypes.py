@@ -7,6 +7,8 @@ dtype appends ``x<lanes>`` (``"float32x16"``).  Everything in the compiler goes 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 SCALARS: tuple[str, ...] = (
@@ -120,6 +122,7 @@ def promote(a: str, b: str) -> str:
     return a if not is_uint(a) else b
 
 
+@functools.lru_cache(maxsize=None)  # every integer constant made checks its range: np.iinfo is slow
 def min_value(dtype: str) -> int | float:
     s = scalar(dtype)
     if s == "bool":
@@ -129,6 +132,7 @@ def min_value(dtype: str) -> int | float:
     return int(np.iinfo(s).min)
 
 
+@functools.lru_cache(maxsize=None)
 def max_value(dtype: str) -> int | float:
     s = scalar(dtype)
     if s == "bool":
