@@ -67,6 +67,28 @@ def test_patterns_fold_to_one_node_with_the_same_values(variant, op):
     np.testing.assert_allclose(run(f, x)[0], run(g, x)[0], atol=1e-5)
 
 
+@pytest.mark.parametrize("variant", ["Min(Relu(x),6)", "Min(Max(x,0),6)", "Max(Min(x,6),0)", "Clip(0,inf)->Clip(-inf,6)"])
+def test_relu6_written_with_max_and_min_folds_to_one_clip(variant):
+    """ReLU6 as exporters may write it without Clip: one ``clip(0, 6)`` node the quantiser runs
+    on the integers (and VDLA as MAX, MIN after the requantising shift)."""
+    g = Graph(variant)
+    x = g.add_input("x", (1, 4, 3, 3))
+    six, zero = g.add_const("six", np.array(6, np.float32)), g.add_const("zero", np.array(0, np.float32))
+    if variant == "Min(Relu(x),6)":
+        out = g.add_node("minimum", [g.add_node("relu", [x], name="r"), six], name="out")
+    elif variant == "Min(Max(x,0),6)":
+        out = g.add_node("minimum", [g.add_node("maximum", [x, zero], name="r"), six], name="out")
+    elif variant == "Max(Min(x,6),0)":
+        out = g.add_node("maximum", [g.add_node("minimum", [x, six], name="r"), zero], name="out")
+    else:
+        out = g.add_node("clip", [g.add_node("clip", [x], name="r", min=0.0)], name="out", max=6.0)
+    g.set_outputs(out)
+    f = fold_hard_activations(g.infer_types())
+    assert [(n.op, n.inputs, n.attrs) for n in f.nodes] == [("clip", ["x"], {"min": 0.0, "max": 6.0})]
+    xv = {"x": np.random.default_rng(1).uniform(-9, 9, (1, 4, 3, 3)).astype(np.float32)}
+    np.testing.assert_array_equal(run(f, xv)[0], run(g, xv)[0])
+
+
 def test_a_pattern_whose_inner_value_has_another_reader_stays():
     g = _pattern("x*relu6(x+3)/6")
     g.set_outputs("out", "c")  # the clip is read outside the pattern

@@ -270,7 +270,7 @@ def test_residual_shift_beyond_the_alu_is_refused_with_the_reason():
 # -- ONNX: a MobileNetV2 inverted residual with ReLU6 ------------------------------------------
 
 
-def mobilenet_v2_block(scale: float, opset: int, c: int = 16, size: int = 8):
+def mobilenet_v2_block(scale: float, opset: int, c: int = 16, size: int = 8, relu6: str = "Clip"):
     """stem 3x3 conv + ReLU6 (float: the first conv), expand 1x1 + ReLU6, depthwise 3x3 + ReLU6,
     project 1x1, residual add, a last 1x1 conv; weights and biases times ``scale`` (small: the
     activations are far below 6, so ReLU6's bound in the accumulator's scale is huge)."""
@@ -291,7 +291,11 @@ def mobilenet_v2_block(scale: float, opset: int, c: int = 16, size: int = 8):
             return name
         inits.extend([onh.from_array(np.array(0, np.float32), f"{name}.lo"),
                       onh.from_array(np.array(6, np.float32), f"{name}.hi")])
-        nodes.append(oh.make_node("Clip", [name, f"{name}.lo", f"{name}.hi"], [f"{name}.relu6"]))
+        if relu6 == "Clip":
+            nodes.append(oh.make_node("Clip", [name, f"{name}.lo", f"{name}.hi"], [f"{name}.relu6"]))
+        else:  # Min(Relu(x), 6)
+            nodes.extend([oh.make_node("Relu", [name], [f"{name}.relu"]),
+                          oh.make_node("Min", [f"{name}.relu", f"{name}.hi"], [f"{name}.relu6"])])
         return f"{name}.relu6"
 
     s = conv("x", 8, c, "stem", 3)
@@ -307,9 +311,11 @@ def mobilenet_v2_block(scale: float, opset: int, c: int = 16, size: int = 8):
     return model
 
 
-@pytest.mark.parametrize("scale, opset, finer_add", [(1.0, 13, 0), (0.004, 13, 0), (0.0005, 17, 0), (1.0, 21, 3)],
-                         ids=["plain-op13", "small-acts-op13", "tiny-acts-op17", "add-finer-op21"])
-def test_mobilenet_v2_block_every_conv_but_the_first_on_vdla(scale, opset, finer_add):
+@pytest.mark.parametrize("scale, opset, finer_add, relu6", [
+    (1.0, 13, 0, "Clip"), (0.004, 13, 0, "Clip"), (0.0005, 17, 0, "Clip"), (1.0, 21, 3, "Clip"),
+    (0.004, 18, 0, "MinRelu")], ids=["plain-op13", "small-acts-op13", "tiny-acts-op17", "add-finer-op21",
+                                     "min-relu-op18"])
+def test_mobilenet_v2_block_every_conv_but_the_first_on_vdla(scale, opset, finer_add, relu6):
     """Small activations put ReLU6's 6 far beyond 16 bits in the accumulator's scale (before:
     "ALU immediate ... of min does not fit 16 bits", the conv on the CPU); an add output
     calibrated ``finer_add`` powers of two finer than its residual input aligns the residual by
@@ -318,7 +324,7 @@ def test_mobilenet_v2_block_every_conv_but_the_first_on_vdla(scale, opset, finer
     bit-exact."""
     from vdla.compiler.graph.onnx_import import from_onnx
 
-    g = from_onnx(mobilenet_v2_block(scale, opset))
+    g = from_onnx(mobilenet_v2_block(scale, opset, relu6=relu6))
     gs = simplify(g)
     scales = calibrate(gs, sample_input(g, 100, count=2))
     scales["add"] /= 2**finer_add
@@ -330,6 +336,8 @@ def test_mobilenet_v2_block_every_conv_but_the_first_on_vdla(scale, opset, finer
     on = sum(v for n, v in macs.items() if m.kernels[n].target == "vdla")
     stem = sum(v for n, v in macs.items() if n.startswith("stem"))
     assert on == sum(macs.values()) - stem > 0
+    # between the first conv and the output, every node is a VDLA kernel (Min(Relu(x), 6) too)
+    assert [r[1] for r in rows if r[2] != "vdla"] == [rows[0][1], "pack", "unpack+dequantize"], rows
     if finer_add:
         add = next(k for n, k in m.kernels.items() if n.startswith("add"))
         assert any(o == "res" and v for o, v in add.chain.ops), add.chain.ops  # the residual shifted on the ALU

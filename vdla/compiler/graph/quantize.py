@@ -522,6 +522,22 @@ class _HardPatterns:
 
     def match(self, n: Node) -> tuple[str, str, dict[str, Any]] | None:
         """(op, input, attrs) that the pattern ending at n computes, or None."""
+        if n.op in ("maximum", "minimum") and len(n.inputs) == 2:  # Max / Min with a scalar: a clip
+            c = _scalar(self.g, n.inputs[1])
+            if c is not None and n.inputs[0] not in self.g.consts and self.g.type_of(n.inputs[0]).dtype == "float32":
+                return "clip", n.inputs[0], {"min": c, "max": None} if n.op == "maximum" else {"min": None, "max": c}
+        if n.op == "clip":  # clip(relu(x)) or clip(clip(x)): one clip (Min(Relu(x), 6) is ReLU6)
+            p = self.inner(n.inputs[0], "relu") or self.inner(n.inputs[0], "clip")
+            if p is not None and self.g.type_of(p.inputs[0]).dtype == "float32":
+                lo, hi = (0.0, None) if p.op == "relu" else (p.attrs["min"], p.attrs["max"])
+                for op, c in (("max", n.attrs["min"]), ("min", n.attrs["max"])):  # as _merge_clamps
+                    if c is None:
+                        continue
+                    if op == "max":
+                        lo, hi = c if lo is None else max(lo, c), None if hi is None else max(hi, c)
+                    else:
+                        lo, hi = None if lo is None else min(lo, c), c if hi is None else min(hi, c)
+                return "clip", p.inputs[0], {"min": lo, "max": hi}
         u = self.by_six(n)
         if u is not None:
             x = self.relu6_plus3(u)
@@ -541,8 +557,9 @@ class _HardPatterns:
 
 
 def fold_hard_activations(graph: Graph) -> Graph:
-    """Hard-sigmoid and hard-swish written out of element-wise ops, as exporters write them,
-    as the ``hard_sigmoid`` / ``hard_swish`` nodes the quantiser runs on the integers:
+    """Activations written out of element-wise ops, as exporters write them, as the nodes the
+    quantiser runs on the integers: ``Max`` / ``Min`` with a scalar constant -> ``clip``, and a
+    clip of a ReLU or of a clip -> one clip (``Min(Relu(x), 6)``: ReLU6);
     ``clip(x + 3, 0, 6) / 6`` (or ``* (1/6)``) -> ``hard_sigmoid(x)`` (alpha 1/6, beta 1/2);
     ``x * hard_sigmoid(x)`` (that alpha and beta) and ``x * clip(x + 3, 0, 6) / 6`` ->
     ``hard_swish(x)``. The last node of a pattern keeps its name (so calibrated scales still
