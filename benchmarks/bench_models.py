@@ -1,16 +1,22 @@
-"""Compile time and VDLA cycles of the paper's models: ResNet-18/50, MobileNet, the LSTM and the DQN.
+"""Compile time and VDLA cycles of the paper's models: ResNet-18/50, MobileNet v1/v2, ShuffleNet v2, the LSTM and the DQN.
 
 Each built-in model at full size (``--reduced`` for the small variants) goes through
 ``vdla run``'s flow: build + int8 calibration + graph passes (prepare), VDLA code generation
 and the llvm CPU kernels (compile), then one run on the golden simulator's cycle model.
 Per model: compile wall time (and the process's CPU time, since this machine is shared),
 VDLA kernels and nodes, total VDLA cycles, latency at the Config's clock, GOPS, and the
-GEMM utilisation. The compile times are also given as a ratio to ResNet-18's, measured in
+GEMM utilisation; the share of the model's MACs that run on VDLA, the CPU nodes' host time
+(the llvm kernels and numpy steps between the VDLA kernels, wall time on this machine) and
+its share of the end-to-end latency (VDLA at the Config's clock plus the CPU nodes: issue 35
+asks for at least 98 % of the MACs on VDLA and at most 25 % of the latency on the CPU). With
+``--layers``, every VDLA layer's utilisation against its roofline bound: the arithmetic
+intensity (MACs per DRAM byte the layer moved) times the bus's bytes per cycle, capped by the
+GEMM's MACs per cycle. The compile times are also given as a ratio to ResNet-18's, measured in
 the same run. Floor (issue 12): ResNet-50 compiles in under 10 s, judged on the process's
 CPU time: the compile is single-threaded, so that is its wall time on an unloaded core,
 and it does not count the time other jobs on a shared machine take the core away.
 
-Run: python benchmarks/bench_models.py [--models resnet18,resnet50,...] [--reduced] [--check] [--json]
+Run: python benchmarks/bench_models.py [--models resnet18,resnet50,...] [--reduced] [--check] [--layers] [--json]
 (--check also compares every node with the int8 numpy reference, which takes longer.)
 """
 
@@ -20,6 +26,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 from vdla.compiler.graph import models
 from vdla.compiler.graph.build import build_model
@@ -27,7 +34,7 @@ from vdla.compiler.graph.zoo import load_model
 from vdla.config import preset
 from vdla.runtime import Device
 
-MODELS = ("resnet18", "resnet50", "mobilenet_v1", "lstm_lm", "dqn")
+MODELS = ("resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "shufflenet_v2", "lstm_lm", "dqn")
 FLOOR = ("resnet50", 10.0)  # model, compile seconds
 
 
@@ -47,13 +54,37 @@ def bench_one(name: str, reduced: bool, config_name: str, check: bool = False) -
     secs = cycles / (cfg.clock_mhz * 1e6)
     macs = sum(r.macs for r in vd)
     util = sum((r.gemm_util or 0) * (r.cycles or 0) for r in vd) / max(1, cycles)
+    host_s = sum(r.seconds or 0.0 for r in res.layers if r.target != "vdla")
+    all_macs = sum(r.macs for r in res.layers)
     return {
         "model": name, "description": spec.description, "compile_s": compile_wall, "compile_cpu_s": compile_cpu,
         "prepare_s": m.info.get("prepare_s", 0.0), "codegen_s": m.info.get("compile_s", 0.0),
         "kernels": len(m.functions), "vdla_nodes": len(vd), "nodes": len(res.layers), "cycles": cycles,
         "vdla_ms": 1e3 * secs, "gops": 2 * macs / secs / 1e9 if secs else 0.0, "gemm_util": util, "run_s": run_s,
-        "exact": exact,
+        "exact": exact, "mac_share": macs / all_macs if all_macs else 1.0, "host_ms": 1e3 * host_s,
+        "host_share": host_s / (secs + host_s) if secs + host_s else 0.0,
+        "layers": [_roofline(r, m, cfg) for r in vd],
     }
+
+
+def _roofline(r: Any, m: Any, cfg: Any) -> dict:
+    """One VDLA layer: its kind (depthwise/grouped, 1x1, kxk), achieved GEMM utilisation and the
+    roofline's bound for its arithmetic intensity (MACs per DRAM byte x bus bytes per cycle, at
+    most the GEMM's MACs per cycle)."""
+    node = next((n for n in m.graph.nodes if n.name == r.node), None)
+    body = node.attrs.get("body") if node is not None and node.op == "fused" else None
+    anchor = body.topo_order()[0] if body is not None else node
+    kind = r.op
+    if anchor is not None and anchor.op.startswith("conv2d") and len(anchor.inputs) > 1:
+        w = (body or m.graph).type_of(anchor.inputs[1]).shape
+        grouped = "grouped" in str(anchor.notes.get("reason", "")) or int(anchor.attrs.get("groups", 1)) > 1
+        kind = "dw/grouped" if grouped else f"{w[2]}x{w[3]}" if len(w) == 6 else anchor.op
+        kind += f"/{anchor.attrs.get('strides', (1, 1))[0]}"
+    util = r.macs / (r.cycles * cfg.macs_per_cycle) if r.cycles else 0.0
+    intensity = r.macs / max(1, r.bytes_moved)
+    bound = min(1.0, intensity * cfg.bus_bytes / cfg.macs_per_cycle)
+    return {"node": r.node, "kind": kind, "macs": r.macs, "cycles": r.cycles, "bytes": r.bytes_moved,
+            "intensity": intensity, "util": util, "bound": bound, "of_bound": util / bound if bound else 0.0}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="default")
     p.add_argument("--json", action="store_true")
     p.add_argument("--check", action="store_true", help="also check every node against the int8 numpy reference")
+    p.add_argument("--layers", action="store_true", help="every VDLA layer's utilisation against its roofline bound")
     args = p.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     bad = [n for n in names if n not in MODELS]
@@ -85,14 +117,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"config {cfg.name}: {cfg.batch}x{cfg.block_in}x{cfg.block_out} GEMM at {cfg.clock_mhz:g} MHz, "
               f"{'reduced' if args.reduced else 'full-size'} models, device fsim\n")
         print("| model | input | compile (s) | CPU (s) | vs ResNet-18 | kernels | VDLA nodes | VDLA cycles "
-              "| latency (ms) | GOPS | GEMM util |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "| latency (ms) | GOPS | GEMM util | MACs on VDLA | CPU nodes (ms) | CPU share |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             rel = f"{r['compile_vs_resnet18']:.2f}x" if r["compile_vs_resnet18"] else "-"
             inp = r["description"].split(" input ")[-1]
             print(f"| {r['model']} | {inp} | {r['compile_s']:.1f} | {r['compile_cpu_s']:.1f} | {rel} | {r['kernels']} "
                   f"| {r['vdla_nodes']}/{r['nodes']} | {r['cycles']:,} | {r['vdla_ms']:.2f} | {r['gops']:.1f} "
-                  f"| {100 * r['gemm_util']:.1f}% |")
+                  f"| {100 * r['gemm_util']:.1f}% | {100 * r['mac_share']:.1f}% | {r['host_ms']:.2f} "
+                  f"| {100 * r['host_share']:.1f}% |")
+        if args.layers:
+            for r in rows:
+                print(f"\n{r['model']}: VDLA layers against the roofline (bus {cfg.bus_bytes} B/cycle, GEMM "
+                      f"{cfg.macs_per_cycle} MACs/cycle)\n")
+                print("| node | kind | MACs | cycles | DRAM bytes | MACs/byte | util | roofline bound | of bound |")
+                print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+                for x in r["layers"]:
+                    print(f"| {x['node']} | {x['kind']} | {x['macs']:,} | {x['cycles']:,} | {x['bytes']:,} "
+                          f"| {x['intensity']:.2f} | {100 * x['util']:.1f}% | {100 * x['bound']:.1f}% "
+                          f"| {100 * x['of_bound']:.0f}% |")
         if args.check:
             bad = [r["model"] for r in rows if not r["exact"]]
             print(f"\nint8 on VDLA vs the int8 numpy reference: {'bit-exact, every model' if not bad else 'DIFFERS: ' + ', '.join(bad)}")
