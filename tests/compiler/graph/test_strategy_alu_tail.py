@@ -139,6 +139,13 @@ def test_dropping_idle_clamps_keeps_every_value(ops):
     np.testing.assert_array_equal(_run_ops(got, t), _run_ops(ops, t), err_msg=f"{ops} -> {got}")
 
 
+def test_a_gate_add_that_wraps_makes_the_range_unknown():
+    ops = [("max", 2**31 - 10), ("hswish", (100, 1)), ("max", 5)]  # q + 100 wraps: the gate is 0, so is q * gate
+    assert _drop_idle_clamps(ops) == ops
+    t = np.arange(-5, 5, dtype=np.int64)
+    np.testing.assert_array_equal(_run_ops(ops, t), np.full(10, 5))
+
+
 def test_hard_swish_rescale_drops_its_int8_clamps():
     ops = [("min", 127), ("hswish", (96, 192)), ("muli", 10923), ("shr", 6), ("addi", 16384), ("shr", 15),
            ("max", -127), ("min", 127)]

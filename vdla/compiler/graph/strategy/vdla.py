@@ -239,8 +239,8 @@ def _drop_idle_clamps(ops: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
         elif op in _SCALAR_OPS:
             ends = (_SCALAR_OPS[op](lo, v), _SCALAR_OPS[op](hi, v))
             lo, hi = min(ends), max(ends)  # monotone (muli by a negative reverses the ends)
-        elif op == "hswish":
-            lo, hi = _hswish_range(lo, hi, *v)
+        elif op == "hswish":  # the gate's add may wrap too: then unknown
+            lo, hi = _hswish_range(lo, hi, *v) if _I32[0] <= lo + v[0] and hi + v[0] <= _I32[1] else _I32
         else:  # bias, residual, per-channel shift: a tensor operand
             lo, hi = _I32
         if lo < _I32[0] or hi > _I32[1]:
