@@ -102,6 +102,12 @@ SUPPORTED = [
     Case("t-k3s3-residual", "conv2d_transpose", 16, 16, 3, 3, 3, 0, act="relu6", residual=1),
     Case("t-small-cfg", "conv2d_transpose", 8, 8, 3, 4, 2, 1, cfg="small", act=None),
     Case("t-batch2-cfg", "conv2d_transpose", 8, 16, 3, 4, 2, 1, cfg="batch2", batch=2),
+    # channel counts that are not whole blocks (MobileNetV2's and ShuffleNetV2's 24, MnasNet's 40):
+    # zero groups fill the zero-padded channel blocks (24 -> 32 groups, two of 16)
+    Case("dw24-padded", "conv2d", 24, 24, 5, 3, 1, 1, groups=24),
+    Case("dw40-s2-relu6-padded", "conv2d", 40, 40, 7, 3, 2, 1, groups=40, act="relu6"),
+    Case("dw24-residual-padded", "conv2d", 24, 24, 4, 3, 1, 1, groups=24, residual=1),
+    Case("dw12-small-cfg-padded", "conv2d", 12, 12, 5, 3, 1, 1, groups=12, cfg="batch2"),
 ]
 
 
@@ -124,10 +130,14 @@ def test_on_vdla_bit_exact_with_int8_graph(c: Case) -> None:
 
 
 UNSUPPORTED_CASES = [
-    (Case("dw24", "conv2d", 24, 24, 5, 3, 1, 1, groups=24), "that takes 16 groups per block and 16 does not divide 24"),
+    # groups of 3 channels: 16 groups per block, and 16 zero-padded groups of 3 are 48 channels, not 32
+    (Case("g8-of-3", "conv2d", 24, 24, 5, 3, 1, 1, groups=8),
+     "that takes 16 groups per block, 16 does not divide 8, and zero groups up to a multiple of 16 would not fill"),
     (Case("dw-asym-pad", "conv2d", 32, 32, 6, 3, 2, (0, 0, 1, 1), groups=32), "not the same on every side"),
     # a dilated conv runs on VDLA with a spread kernel (test_partition.py) where that fits; this one does not
-    (Case("dw24-dilated", "conv2d", 24, 24, 6, 3, 1, 2, groups=24, dilation=2), "dilation (2, 2)"),
+    (Case("g8-of-3-dilated", "conv2d", 24, 24, 6, 3, 1, 2, groups=8, dilation=2), "dilation (2, 2)"),
+    # channel multiplier 2 on 24 channels: 32 zero-padded groups would make 64 outputs, not 48's three blocks
+    (Case("dw24-mult2", "conv2d", 24, 48, 4, 3, 1, 1, groups=24, bias=False), "would not fill exactly"),
     (Case("t-odd-output", "conv2d_transpose", 16, 16, 4, 3, 2, 1), "is not a multiple of the stride 2"),
     (Case("t-output-padding", "conv2d_transpose", 16, 16, 4, 4, 2, 1, output_padding=1), "output_padding (1, 1)"),
 ]
@@ -148,7 +158,9 @@ def test_unsupported_shape_stays_on_cpu_with_reason(c: Case, why: str) -> None:
 def test_plan_follows_the_config_blocks() -> None:
     g = layer(Case("dw24", "conv2d", 24, 24, 5, 3, 1, 1, groups=24))
     n = g.node("conv")
-    assert isinstance(vdla_plan(n, g, preset("default")), str)  # 16-channel blocks
+    plan = vdla_plan(n, g, preset("default"))  # 16-channel blocks: 24 groups zero-padded to 32, two of 16
+    assert not isinstance(plan, str) and (plan.groups, plan.merge, plan.padded) == (2, 16, 32)
+    assert "zero-padded to 32 groups" in plan.describe()
     plan = vdla_plan(n, g, preset("batch2"))  # 8-channel blocks: 3 groups of 8 merged channels
     assert not isinstance(plan, str) and (plan.groups, plan.merge) == (3, 8)
     assert "3 group(s) of whole blocks, 8 groups merged" in plan.describe()
@@ -185,6 +197,16 @@ def test_layout_packs_grouped_and_transpose_convs() -> None:
             assert plan.count_macs(conv, p) == 32 * 6 * 6 * 9  # the depthwise MACs, not the merged weight's zeros
         x = inputs(g)
         np.testing.assert_array_equal(run(p, x)[0], run(g, x)[0])
+
+
+def test_padded_depthwise_counts_real_macs() -> None:
+    """A 24-channel depthwise conv zero-padded to 32 groups: the packed tensors keep the plain
+    channel padding (two blocks), and the MACs counted are the 24 real channels' only."""
+    c = next(x for x in SUPPORTED if x.id == "dw24-padded")
+    p = to_packed_layout(partition(layer(c), skip_first_conv=False), preset("default"))
+    conv = p.node("conv")
+    assert conv.op == "conv2d_packed" and conv.attrs["groups"] == 2 and p.type_of("conv").shape[1] == 2
+    assert plan.count_macs(conv, p) == 24 * 5 * 5 * 9
 
 
 def test_save_load_keeps_group_and_transpose_kernels(tmp_path) -> None:

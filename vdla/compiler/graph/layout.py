@@ -42,6 +42,7 @@ from .ir import Graph, Node, TensorType
 
 __all__ = [
     "group_merge",
+    "padded_groups",
     "merge_group_weight",
     "VdlaPlan",
     "vdla_plan",
@@ -67,17 +68,45 @@ def group_merge(cin: int, cout: int, groups: int, block_in: int, block_out: int)
         return m
     if cin <= block_in and cout <= block_out:
         return groups
+    if padded_groups(cin, cout, groups, block_in, block_out) is not None:
+        return m
     return (
         f"{groups} groups of {cg} input / {og} output channel(s) do not merge into groups of whole blocks "
-        f"({block_in} input / {block_out} output channels): that takes {m} groups per block and {m} does not "
-        f"divide {groups}"
+        f"({block_in} input / {block_out} output channels): that takes {m} groups per block, {m} does not "
+        f"divide {groups}, and zero groups up to a multiple of {m} would not fill exactly the zero-padded "
+        "channel blocks"
     )
 
 
-def merge_group_weight(w: np.ndarray, groups: int, merge: int) -> np.ndarray:
+def padded_groups(cin: int, cout: int, groups: int, block_in: int, block_out: int) -> int | None:
+    """The group count a grouped conv is zero-padded to so that its merged groups are whole
+    blocks (a 24-channel depthwise conv: 32 groups, two of 16), or None when no padding is
+    needed or none fits.
+
+    The packed layout already zero-pads the channels to whole blocks (24 -> 32); the extra
+    groups are exactly those padded channels, with zero weights, so the packed tensors keep
+    their shapes and the real channels their values (the padded outputs are zero and are
+    dropped on unpacking). It fits only when the padded groups fill exactly the padded
+    input and output blocks."""
+    cg, og = cin // groups, cout // groups
+    m = math.lcm(block_in // math.gcd(cg, block_in), block_out // math.gcd(og, block_out))
+    if groups % m == 0:
+        return None
+    gp = -(-groups // m) * m
+    if gp * cg == -(-cin // block_in) * block_in and gp * og == -(-cout // block_out) * block_out:
+        return gp
+    return None
+
+
+def merge_group_weight(w: np.ndarray, groups: int, merge: int, pad_to: int | None = None) -> np.ndarray:
     """A grouped conv's OIHW weight ``(O, I/G, KH, KW)`` as the weight of ``G / merge`` groups
     ``(O, merge * I/G, KH, KW)``: block-diagonal, each output channel's taps at its own
-    group's input channels, zeros at the other merged groups'."""
+    group's input channels, zeros at the other merged groups'. ``pad_to`` (see
+    :func:`padded_groups`): first append all-zero groups up to ``pad_to`` groups."""
+    if pad_to is not None and pad_to > groups:
+        og = w.shape[0] // groups
+        w = np.concatenate([w, np.zeros(((pad_to - groups) * og, *w.shape[1:]), w.dtype)])
+        groups = pad_to
     if merge == 1:
         return w
     o, cg = w.shape[:2]
@@ -99,13 +128,17 @@ class VdlaPlan:
     groups: int = 1
     #: graph groups merged into one VDLA group (block-diagonal weight, see :func:`group_merge`)
     merge: int = 1
+    #: the graph's groups plus the all-zero groups that fill its zero-padded channel blocks
+    #: (see :func:`padded_groups`); 0 when none are added
+    padded: int = 0
 
     def describe(self) -> str:
         if self.op == "conv2d_transpose_packed":
             return "int8 GEMM (conv2d_transpose, one stride-1 conv per output phase)"
         if self.merge > 1:
+            pad = f", zero-padded to {self.padded} groups" if self.padded else ""
             return (f"int8 GEMM (grouped conv2d as {self.groups} group(s) of whole blocks, {self.merge} groups merged "
-                    "with block-diagonal weights)")
+                    f"with block-diagonal weights{pad})")
         if self.groups > 1:
             return f"int8 GEMM (grouped conv2d, {self.groups} groups)"
         return "int8 GEMM"
@@ -140,6 +173,9 @@ def vdla_plan(node: Node, graph: Graph, config: Config | None = None) -> VdlaPla
         m = group_merge(xs[1], ws[0], g, cfg.block_in, cfg.block_out)
         if isinstance(m, str):
             return f"grouped conv2d: {m}"
+        gp = padded_groups(xs[1], ws[0], g, cfg.block_in, cfg.block_out) if g % m else None
+        if gp is not None:
+            return VdlaPlan("conv2d_packed", gp // m, m, gp)
         return VdlaPlan("conv2d_packed", g // m, m)
     if op == "conv2d_transpose":
         from ..targets.vdla.env import VDLAError
@@ -160,6 +196,14 @@ def vdla_plan(node: Node, graph: Graph, config: Config | None = None) -> VdlaPla
             return str(e)
         return VdlaPlan("conv2d_transpose_packed")
     return f"{op} has no VDLA template"
+
+
+def _real_macs(n: Node, g: Graph) -> int:
+    """A conv2d node's multiply-accumulates at its unpadded (graph) shapes, a spread (dilated)
+    kernel's zero taps left out."""
+    o, w = n.type.shape, g.type_of(n.inputs[1]).shape  # type: ignore[union-attr]
+    real, spread = n.notes.get("taps", (1, 1))
+    return int(np.prod(o)) * w[1] * w[2] * w[3] * real // spread
 
 
 def _per_channel(t: TensorType, act: TensorType) -> bool:
@@ -250,7 +294,7 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
                     attrs = {"strides": a["strides"], "padding": a["padding"], "kernel": wc.shape[2:]}
                 else:
                     if n.op == "conv2d":
-                        wc = merge_group_weight(wc, a["groups"], plan.merge)
+                        wc = merge_group_weight(wc, a["groups"], plan.merge, plan.padded or None)
                     wp = pack_weight(wc, bo, bi, pad=True)
                     attrs = {"strides": a["strides"], "padding": a["padding"]} if n.op == "conv2d" else {}
                     if plan.groups > 1:
@@ -260,6 +304,8 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
                 out.nodes[-1].notes = dict(n.notes, layout=f"packed b={b} i={bi} o={bo}")
                 if plan.merge > 1:  # the weight's zeros between merged groups are no real MACs
                     out.nodes[-1].notes["group_merge"] = plan.merge
+                if n.op == "conv2d":  # the real MACs: the zero-padded channels' are none
+                    out.nodes[-1].notes["macs"] = _real_macs(n, g)
                 packed[n.name] = (nm, bo)
                 orig_type[n.name] = n.type  # type: ignore[assignment]
                 done = True

@@ -104,6 +104,8 @@ def count_macs(node: Node, graph: Graph) -> int:
         return 0
     w = g.type_of(n.inputs[1]).shape
     o = n.type.shape if n.type else ()
+    if n.op == "conv2d_packed" and "macs" in n.notes:  # counted by the layout pass at the unpadded shapes
+        return int(n.notes["macs"])
     if n.op == "conv2d_packed":  # grouped convs merged into whole blocks, spread (dilated) kernels: the real MACs
         real, spread = n.notes.get("taps", (1, 1))
         return int(np.prod(o)) * w[1] * w[2] * w[3] * w[5] * real // spread // int(n.notes.get("group_merge", 1))
