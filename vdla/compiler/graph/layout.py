@@ -218,6 +218,54 @@ def _per_channel(t: TensorType, act: TensorType) -> bool:
     return s[1] == c and all(d == 1 for i, d in enumerate(s) if i != 1)
 
 
+#: int8 ops that only move channels (:mod:`.channels`): on packed data a view, a gather or a weight fold
+_CHANNEL_OPS = ("slice", "reshape", "transpose")
+
+
+def channel_maps(graph: Graph) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The int8 values that are a channel gather of a 4-D value: ``value -> (source, indices)``
+    with ``value == source[:, indices]`` (a channel split, a channel shuffle's reshape /
+    transpose / reshape, and chains of them), found by running the chain on a probe tensor
+    of element numbers. Values on the way that are not such a gather (the shuffle's 5-D
+    ones) are left out; the chain goes on through them."""
+    probes: dict[str, tuple[str, np.ndarray]] = {}  # value -> (4-D source, its element numbers)
+    out: dict[str, tuple[str, tuple[int, ...]]] = {}
+    from .ops.registry import get_op
+
+    for n in graph.topo_order():
+        if n.op not in _CHANNEL_OPS or n.type is None or n.type.dtype not in ("int8", "uint8") or len(n.inputs) != 1:
+            continue
+        v = n.inputs[0]
+        if v not in probes:
+            t = graph.type_of(v)
+            if len(t.shape) != 4 or graph.is_const(v):
+                continue
+            probes[v] = (v, np.arange(int(np.prod(t.shape)), dtype=np.int64).reshape(t.shape))
+        src, pv = probes[v]
+        pr = get_op(n.op, n.name).compute(n.attrs, [pv])
+        probes[n.name] = (src, pr)
+        st = graph.type_of(src).shape
+        if pr.ndim != 4 or pr.shape[0] != st[0] or pr.shape[2:] != st[2:]:
+            continue
+        idx = (pr[0, :, 0, 0] // (st[2] * st[3])) % st[1]
+        base = np.arange(int(np.prod(st)), dtype=np.int64).reshape(st)
+        if np.array_equal(pr, base[:, idx]):
+            out[n.name] = (src, tuple(int(i) for i in idx))
+    return out
+
+
+def _block_range(idx: Sequence[int], channels: int, block: int) -> tuple[int, int] | None:
+    """The packed blocks ``[b0, b1)`` that are exactly the channels ``idx`` (in order, from a
+    whole block; to a block's end or the tensor's last channel), or None."""
+    a = idx[0]
+    if a % block or list(idx) != list(range(a, a + len(idx))):
+        return None
+    e = a + len(idx)
+    if e % block and e != channels:
+        return None
+    return a // block, -(-e // block)
+
+
 _ELEMWISE_PACKABLE = {"add", "sub", "mul", "relu", "clip", "shift", "channel_shift", "requantize", "cast",
                       "int_hard_swish"}
 
@@ -254,6 +302,8 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
         return nm
 
     def unpacked(v: str) -> str:
+        if v in lazy:
+            materialize(v)
         if v not in packed:
             return v
         if v not in unpacked_cache:
@@ -262,6 +312,8 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
         return unpacked_cache[v]
 
     def packed_as(v: str, block: int) -> str:
+        if v in lazy:
+            materialize(v)
         if v in packed and packed[v][1] == block:
             return packed[v][0]
         key = (v, block)
@@ -279,6 +331,57 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
     def pname(v: str) -> str:  # a packed graph output keeps its name for the unpacked value
         return f"{v}.packed" if v in g.outputs else v
 
+    maps = channel_maps(g)
+    deferred: dict[str, Node] = {}
+
+    def ensure(v: str) -> None:
+        """Emit deferred node ``v`` (and the deferred nodes it reads) now that something reads it."""
+        if v in deferred:
+            emit_unpacked(deferred.pop(v))
+
+    def emit_unpacked(n: Node) -> None:
+        for i in n.inputs:
+            ensure(i)
+        new = Node(n.name, n.op, [unpacked(i) for i in n.inputs], dict(n.attrs), n.target, dict(n.notes))
+        out.nodes.append(new)
+        out._infer_node(new)
+    #: channel gathers of a packed value, made only where a reader needs them (value -> (source, indices))
+    lazy: dict[str, tuple[str, tuple[int, ...]]] = {}
+
+    def materialize(v: str) -> None:
+        """Make lazy gather ``v`` packed: a slice of whole blocks (a view) or a packed gather."""
+        src, idx = lazy.pop(v)
+        sp, blk = packed[src]
+        st = typ(src).shape
+        r = _block_range(idx, st[1], blk)
+        if r is not None:
+            ps = out.type_of(sp).shape
+            nm = emit("slice", [sp], pname(v), "cpu", begin=(0, r[0], 0, 0, 0, 0), end=(ps[0], r[1], *ps[2:]),
+                      step=(1,) * 6)
+            out.nodes[-1].notes["reason"] = "channel split of whole packed blocks (a view)"
+        else:
+            nm = emit("channel_gather_packed", [sp], pname(v), "cpu", indices=idx)
+            out.nodes[-1].notes["reason"] = (
+                "channel split / shuffle that does not keep whole blocks, read where it cannot be folded (only a "
+                "plain conv2d's weights take a channel permutation; not a grouped conv, a pool or an output): a "
+                "gather on the packed int8 tensor")
+        packed[v] = (nm, blk)
+        orig_type[v] = typ(v)
+
+    def folded_input(n: Node) -> tuple[str, np.ndarray] | None:
+        """A conv2d reading a lazy gather ``source[:, idx]``: the packed source, and the weight
+        with the gather folded in (input channel ``idx[j]`` takes column ``j``; zeros elsewhere)."""
+        v = n.inputs[0]
+        if v not in lazy or n.op != "conv2d" or n.attrs["groups"] != 1:
+            return None
+        src, idx = lazy[v]
+        if len(set(idx)) != len(idx) or packed[src][1] != bi:
+            return None
+        w = g.consts[n.inputs[1]]
+        wf = np.zeros((w.shape[0], typ(src).shape[1], *w.shape[2:]), w.dtype)
+        wf[:, list(idx)] = w
+        return packed[src][0], wf
+
     for n in g.topo_order():
         on = n.target in targets
         ins = [g.type_of(i) for i in n.inputs]
@@ -287,8 +390,9 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
             ok = ins[0].dtype in ("int8", "uint8") and ins[1].dtype == "int8"
             plan = vdla_plan(n, g, cfg) if ok else None
             if isinstance(plan, VdlaPlan):
-                x = packed_as(n.inputs[0], bi)
-                wc, a = g.consts[n.inputs[1]], n.attrs
+                fold = folded_input(n)
+                x = packed_as(n.inputs[0], bi) if fold is None else fold[0]
+                wc, a = g.consts[n.inputs[1]] if fold is None else fold[1], n.attrs
                 if plan.op == "conv2d_transpose_packed":
                     wp = pack_transpose_weight(wc, a["strides"][0], a["padding"][0], bo, bi, pad=True)
                     attrs = {"strides": a["strides"], "padding": a["padding"], "kernel": wc.shape[2:]}
@@ -306,9 +410,73 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
                     out.nodes[-1].notes["group_merge"] = plan.merge
                 if n.op == "conv2d":  # the real MACs: the zero-padded channels' are none
                     out.nodes[-1].notes["macs"] = _real_macs(n, g)
+                if fold is not None:
+                    out.nodes[-1].notes["channel_fold"] = (
+                        f"reads {n.inputs[0]!r} as a channel permutation of {lazy[n.inputs[0]][0]!r} folded into "
+                        "its weights")
                 packed[n.name] = (nm, bo)
                 orig_type[n.name] = n.type  # type: ignore[assignment]
                 done = True
+        elif n.name in maps and maps[n.name][0] in packed | lazy and n.name not in g.outputs:
+            src, idx = maps[n.name]
+            if src in lazy:  # a gather of a gather: one gather of the first source
+                src, first = lazy[src]
+                idx = tuple(first[i] for i in idx)
+            lazy[n.name] = (src, idx)
+            done = True
+        elif (
+            n.op == "concat"
+            and len(n.type.shape) == 4  # type: ignore[union-attr]
+            and n.attrs["axis"] in (1, -3)
+            and n.type.dtype in ("int8", "uint8")  # type: ignore[union-attr]
+            and any(i in packed or i in lazy for i in n.inputs)
+        ):
+            blk = next(packed[i][1] if i in packed else packed[lazy[i][0]][1] for i in n.inputs
+                       if i in packed or i in lazy)
+            ins, gathers, chans = [], [], []
+            for i in n.inputs:
+                if i in lazy and packed[lazy[i][0]][1] == blk:  # a split / shuffle: gathered by the concat itself
+                    ins.append(packed[lazy[i][0]][0])
+                    gathers.append(lazy[i][1])
+                else:
+                    ins.append(packed_as(i, blk))
+                    gathers.append(())
+                chans.append(typ(i).shape[1])
+            # an input that is not whole blocks before the last: each input in its own zero-padded
+            # blocks (a placement still), the real channels a gather of that, folded into the readers
+            holes = any(c % blk for c in chans[:-1])
+            width = [-(-c // blk) * blk for c in chans] if holes else chans
+            name = f"{n.name}.blocks" if holes else pname(n.name)
+            nm = emit("concat_packed", ins, name, n.target, channels=tuple(width),
+                      gathers=tuple(gathers) if any(gathers) else ())
+            out.nodes[-1].notes = dict(n.notes, reason="channel concat of packed int8 tensors (blocks placed "
+                                       "one after the other" + (", each input in its own zero-padded blocks)"
+                                                                if holes else ")"))
+            if holes:
+                nt = n.type
+                assert nt is not None
+                orig_type[nm] = TensorType((nt.shape[0], sum(width), *nt.shape[2:]), nt.dtype)
+                packed[nm] = (nm, blk)
+                real = [off + j for off, c in zip(np.cumsum([0, *width[:-1]]), chans) for j in range(c)]
+                lazy[n.name] = (nm, tuple(int(r) for r in real))
+            else:
+                packed[n.name] = (nm, blk)
+                orig_type[n.name] = n.type  # type: ignore[assignment]
+            done = True
+        elif (
+            n.op == "max_pool2d"
+            and ins[0].dtype in ("int8", "uint8")
+            and len(ins[0].shape) == 4
+            and (n.inputs[0] in packed or n.inputs[0] in lazy)
+        ):
+            src = n.inputs[0]
+            blk = packed[src][1] if src in packed else packed[lazy[src][0]][1]
+            nm = emit("max_pool2d_packed", [packed_as(src, blk)], pname(n.name), n.target, **n.attrs)
+            out.nodes[-1].notes = dict(n.notes, reason="int8 max-pool on the packed tensor (VDLA has no pooling "
+                                       "template; no unpack, no repack)")
+            packed[n.name] = (nm, blk)
+            orig_type[n.name] = n.type  # type: ignore[assignment]
+            done = True
         elif on and n.op in _ELEMWISE_PACKABLE:
             acts = [i for i in n.inputs if not g.is_const(i)]
             blocks = [packed[i][1] for i in acts if i in packed]
@@ -333,12 +501,17 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
                 packed[n.name] = (nm, blk)
                 orig_type[n.name] = n.type  # type: ignore[assignment]
                 done = True
+        if not done and n.op in _CHANNEL_OPS and n.name not in g.outputs and any(
+                i in maps or i in lazy or i in deferred for i in n.inputs):
+            # a shuffle's 5-D reshape / transpose on the way to a channel map: emitted only if read
+            deferred[n.name] = n
+            done = True
         if not done:
-            new = Node(n.name, n.op, [unpacked(i) for i in n.inputs], dict(n.attrs), n.target, dict(n.notes))
-            out.nodes.append(new)
-            out._infer_node(new)
+            emit_unpacked(n)
+    for o in g.outputs:
+        ensure(o)
     out.outputs = [unpacked(o) for o in g.outputs]
-    return out.infer_types()
+    return out.prune().infer_types()
 
 
 def unpacked_consumers(g: Graph) -> list[Node]:

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...config import Config
+from .channels import int8_channel_ops, share_channel_scales
 from .fold import fold_batch_norm, fold_constants, remove_identity
 from .fuse import fuse, unfuse
 from .ir import Graph
 from .layout import to_packed_layout
 from .partition import PartitionPolicy, partition
-from .quantize import QConfig, quantize
+from .quantize import QConfig, calibrate, quantize, quantize_graph
 
 __all__ = [
     "fold_constants",
@@ -52,12 +53,18 @@ def prepare(
     """The VDLA flow up to (not including) code generation.
 
     A float graph is simplified, quantised when ``calibration`` is given (an already-int8
-    graph, e.g. from :func:`.quantize.qdq_to_int`, is used as is), partitioned, packed to
-    ``config``'s layouts and fused.
+    graph, e.g. from :func:`.quantize.qdq_to_int`, is used as is; values joined by a concat,
+    channel split or shuffle share one scale, :func:`.channels.share_channel_scales`), its
+    channel plumbing moved to int8 (:func:`.channels.int8_channel_ops`), partitioned, packed
+    to ``config``'s layouts and fused.
     """
     g = simplify(graph)
     if calibration is not None:
-        g = quantize(g, calibration, qconfig)
+        q = qconfig or QConfig()
+        scales = calibrate(g, calibration, q.qmax, q.calibration, q.percentile)
+        # one scale across a concat / channel split / shuffle, so they stay in int8 (channels.py)
+        g = quantize_graph(g, share_channel_scales(g, scales), q)
+    g = int8_channel_ops(g)
     g = partition(g, policy, config)
     if pack:
         g = to_packed_layout(g, config or Config())

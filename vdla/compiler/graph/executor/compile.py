@@ -33,7 +33,7 @@ from ..passes import simplify
 from ..strategy import kind_of
 from ..strategy.vdla import alu_chain, build_kernel
 from .place import place
-from .plan import Step, count_macs, require_device
+from .plan import Step, count_macs, plan_placement, require_device
 from .run import CompiledModel
 
 __all__ = ["compile_model"]
@@ -153,5 +153,6 @@ def _compile_vdla(graph: Graph, config: Config | None, vthreads: int, llvm: bool
     kernels = {n.name: kernels[n.name] for n in order}  # topological order, as the table lists them
     info = {"compile_s": time.perf_counter() - t0, "kernels": len(functions)}
     info["llvm_compile_s"] = place(g, kernels, "llvm", build=llvm)
+    plan_placement(g, kernels)  # concats of packed blocks: stored in place by their producers
     info["compile_s"] = time.perf_counter() - t0
     return CompiledModel(g, cfg, kernels, functions, info)

@@ -8,7 +8,11 @@ A step's ``target`` is where it runs:
 * ``cuda``: a GPU function (``kernel``), its values in GPU memory;
 * ``view``: the input's memory with the node's shape (flatten, reshape): no kernel, no copy;
 * ``host``: the graph's numpy kernels (:mod:`..ops`) on the host, with ``host_reason``
-  saying why the node is not on a code-generating target.
+  saying why the node is not on a code-generating target;
+* ``place``: a channel concat of packed tensors (``concat_packed``, every input but the last
+  whole blocks, one batch block) laid out in one buffer: each input made by a VDLA kernel
+  (and read by nothing else) is stored by that kernel straight into its block range, so the
+  step copies only the other inputs, and none when all are placed (:func:`placements`).
 
 Values stay on the device that made them; the executor copies only where a step on one
 device reads a value made on another.
@@ -25,10 +29,11 @@ import numpy as np
 from ..ir import Graph, Node
 from ..strategy.vdla import AluChain
 
-__all__ = ["Step", "STEP_TARGETS", "HostStepError", "count_macs", "host_warning", "require_device"]
+__all__ = ["Step", "STEP_TARGETS", "HostStepError", "count_macs", "host_warning", "require_device", "plan_placement",
+           "placements"]
 
 #: where a step runs (see the module doc)
-STEP_TARGETS = ("vdla", "llvm", "cuda", "view", "host")
+STEP_TARGETS = ("vdla", "llvm", "cuda", "view", "host", "place")
 
 
 @dataclass
@@ -126,3 +131,45 @@ def count_macs(node: Node, graph: Graph) -> int:
     if n.op == "matmul":  # [..., K, M]: K products per output
         return int(np.prod(o)) * w[-2]
     return int(np.prod(o)) * w[1]
+
+
+def plan_placement(graph: Graph, kernels: dict[str, Step]) -> None:
+    """Turn each host ``concat_packed`` step whose blocks can be placed into a ``place`` step
+    (see the module doc): every input but the last whole blocks, one batch block (so each
+    input's range is contiguous), and at least one input stored there by a VDLA kernel."""
+    for n in graph.topo_order():
+        k = kernels[n.name]
+        if n.op != "concat_packed" or k.target != "host" or n.type is None or n.type.shape[0] != 1:
+            continue
+        blk = n.type.shape[-1]
+        if any(c % blk for c in n.attrs["channels"][:-1]):  # (the layout pass pads such inputs to whole blocks)
+            k.host_reason = "an input that is not whole blocks sits before the last (a gather, not a placement)"
+            continue
+        k.target, k.host_reason = "place", ""
+        placed = placements(graph, kernels).get(n.name, {})
+        if not placed:  # nothing a kernel stores in place: a plain host concat
+            k.target, k.host_reason = "host", "no input made by a VDLA kernel to place"
+            continue
+        k.reason = (f"channel concat placed in DRAM: {len(placed)} of {len(n.inputs)} input(s) stored in their "
+                    "block range by their VDLA kernel" + ("" if len(placed) == len(n.inputs) else ", the rest copied"))
+
+
+def placements(graph: Graph, kernels: dict[str, Step]) -> dict[str, dict[str, tuple[int, int]]]:
+    """``place`` step -> {input made by a VDLA kernel stored in place: (first block, blocks)}."""
+    cons = graph.consumers()
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for n in graph.topo_order():
+        if kernels[n.name].target != "place":
+            continue
+        off, mine = 0, {}
+        blk = graph.type_of(n.name).shape[-1]
+        gathers = n.attrs.get("gathers") or ((),) * len(n.inputs)
+        for i, c, idx in zip(n.inputs, n.attrs["channels"], gathers):
+            nb = -(-c // blk)
+            k = kernels.get(i)
+            if (k is not None and k.target == "vdla" and not idx and [c.name for c in cons.get(i, [])] == [n.name]
+                    and i not in graph.outputs and n.inputs.count(i) == 1):
+                mine[i] = (off, nb)
+            off += nb
+        out[n.name] = mine
+    return out

@@ -37,12 +37,13 @@ import numpy as np
 from ....config import Config
 from ....runtime.cuda_driver import DeviceArray
 from ..ir import Graph, GraphError, Node
+from ..ops.packed import concat_input
 from ..ops.registry import get_op
 from ..reference import check_inputs
 from . import model_file, native
 from .memory import StoragePlan, plan_storage, value_nbytes
 from .native import NativePlan, view_of
-from .plan import Step, host_warning
+from .plan import Step, host_warning, placements
 
 __all__ = ["CompiledModel", "LayerRecord", "RunResult", "ExecutorError", "FP32_RTOL"]
 
@@ -110,6 +111,7 @@ class CompiledModel:
         self._cuda_graph: Any = None
         self._graph_env: dict[str, Any] = {}
         self._order: list[tuple[Node, Step, str, list[str]]] | None = None
+        self._placement: dict[str, tuple[str, int, int]] | None = None
         # the kernel outputs' buffers (memory.plan_storage), planned once; the host ones allocated once
         self._storage: StoragePlan | None = None
         self._host_buffers: list[np.ndarray] = []
@@ -205,12 +207,22 @@ class CompiledModel:
         on_host: dict[str, np.ndarray] = {}  # GPU values copied to the host this run
         clock = self.config.clock_mhz * 1e6 if self.config is not None else 1.0
         order = self._steps()
+        placed = self._placed()
+        buffers: dict[str, np.ndarray] = {}  # a place step's buffer, made by its first producer
         for idx, (n, k, op, outer) in enumerate(order):
             t0 = time.perf_counter()
             if k.target == "vdla":
                 if progress:
                     progress(f"[{idx + 1}/{len(order)}] {n.name} on {dev.name}")
-                val, rep = self._run_vdla(n, k, self._host_values(env, copies, n.inputs, on_host), dev)
+                dest = None
+                if n.name in placed:  # the kernel stores into its block range of the concat's buffer
+                    cat, b0, nb = placed[n.name]
+                    buf = buffers.get(cat)
+                    if buf is None:
+                        t = self.graph.type_of(cat)
+                        buf = buffers[cat] = np.zeros(t.shape, t.dtype)
+                    dest = buf[:, b0:b0 + nb]
+                val, rep = self._run_vdla(n, k, self._host_values(env, copies, n.inputs, on_host), dev, dest)
                 wall = time.perf_counter() - t0
                 moved = int(sum(v for c, v in rep.counters.items() if c.endswith("nbytes")))
                 rec = LayerRecord(n.name, op, "vdla", rep.cycles / clock, rep.cycles,
@@ -222,6 +234,8 @@ class CompiledModel:
                     val, seconds = self._run_cuda(n, k, env, copies, time_layers, sync)
                 elif k.target == "view":
                     val, seconds = _view(env[n.inputs[0]], n, k), 0.0  # no kernel, no copy
+                elif k.target == "place":
+                    val, seconds = self._run_place(n, env, buffers, copies, on_host)
                 else:
                     host = self._host_values(env, copies, n.inputs, on_host)
                     val = (self._run_llvm(n, k, host, self._host_buffer(n.name)) if k.target == "llvm"
@@ -344,6 +358,33 @@ class CompiledModel:
             self._host_buffers = [np.empty(size, np.uint8) for size in plan.sizes]
         t = self.graph.type_of(name)
         return self._host_buffers[s][:value_nbytes(self.graph, name)].view(t.dtype).reshape(t.shape)
+
+    def _placed(self) -> dict[str, tuple[str, int, int]]:
+        """VDLA step -> (its place step, first block, blocks): where its kernel stores (worked out once)."""
+        if self._placement is None:
+            self._placement = {p: (cat, b0, nb) for cat, ins in placements(self.graph, self.kernels).items()
+                               for p, (b0, nb) in ins.items()}
+        return self._placement
+
+    def _run_place(self, n: Node, env: dict[str, Any], buffers: dict[str, np.ndarray], copies: list[int],
+                   on_host: dict[str, np.ndarray]) -> tuple[np.ndarray, float]:
+        """A place step: the buffer its VDLA producers stored into, the other inputs copied into
+        their block ranges (host seconds: 0 when there was nothing to copy)."""
+        t0 = time.perf_counter()
+        t = n.type
+        assert t is not None
+        buf = buffers.pop(n.name, None)
+        if buf is None:
+            buf = np.zeros(t.shape, t.dtype)
+        placed = self._placed()
+        off, copied, blk = 0, False, t.shape[-1]
+        for j, (i, c) in enumerate(zip(n.inputs, n.attrs["channels"])):
+            nb = -(-c // blk)
+            if placed.get(i, ("",))[0] != n.name:  # a gathered split / shuffle, a host step's result: copied
+                buf[:, off:off + nb] = concat_input(n.attrs, j, self._host_values(env, copies, [i], on_host)[i])
+                copied = True
+            off += nb
+        return buf, (time.perf_counter() - t0 if copied else 0.0)
 
     def _steps(self) -> list[tuple[Node, Step, str, list[str]]]:
         """(node, step, op name, inputs that are not constants) in run order, worked out once."""
@@ -471,7 +512,10 @@ class CompiledModel:
         except Exception as e:
             raise ExecutorError(f"node {n.name!r} ({n.op}) failed on the CPU: {type(e).__name__}: {e}") from e
 
-    def _run_vdla(self, n: Node, k: Step, env: Mapping[str, np.ndarray], dev: Any) -> tuple[np.ndarray, Any]:
+    def _run_vdla(self, n: Node, k: Step, env: Mapping[str, np.ndarray], dev: Any,
+                  dest: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """Run VDLA step ``k``; ``dest``: the (contiguous) memory its output is stored into, a
+        block range of a concat's buffer (a ``place`` step), else a new array."""
         ch = k.chain
         assert ch is not None and k.func is not None
         f = self.functions[k.func]
@@ -484,7 +528,8 @@ class CompiledModel:
             arrays.append(np.ascontiguousarray(env[ch.residual]))
         out_t = n.type
         assert out_t is not None
-        out = np.zeros(out_t.shape, np.int8)
+        out = dest if dest is not None and dest.flags.c_contiguous and dest.shape == tuple(out_t.shape) \
+            else np.zeros(out_t.shape, np.int8)
         arrays.append(out)
         # the grouped / transpose kernels see the packed residual and output in their own
         # (byte-identical) shapes: pass views, so the output lands in ``out``
@@ -493,6 +538,9 @@ class CompiledModel:
             rep = f(dev, *arrays)
         except Exception as e:
             raise ExecutorError(f"node {n.name!r} failed on {dev.name}: {type(e).__name__}: {e}") from e
+        if dest is not None and out is not dest:  # not stored in place (a strided range): copied there
+            dest[...] = out
+            out = dest
         return out, rep
 
     def run_on_cpu(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:

@@ -1,4 +1,5 @@
-"""Operators on VDLA's packed layouts: pack/unpack and the packed conv2d, conv2d_transpose and dense the accelerator runs.
+"""Operators on VDLA's packed layouts: pack/unpack and the packed conv2d, conv2d_transpose and dense the accelerator runs;
+the channel plumbing kept on packed int8 tensors (a concat, a channel gather, a max-pool: host steps without unpacking).
 
 Each op registers itself (:func:`.registry.register`) when this module is imported.
 """
@@ -12,6 +13,7 @@ import numpy as np
 from ...targets.vdla.packing import pack_activation, packed_shape, unpack_activation, unpack_transpose_weight
 from ..ir import TensorType
 from .nn import conv2d_nchw, conv2d_transpose_nchw, conv_out, exact_matmul
+from .pooling import _POOL, _maxpool, _pool_infer
 from .registry import _REQUIRED, _err, _wrap32, register
 
 
@@ -143,3 +145,100 @@ def _dense_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 register("dense_packed", "complex", (2, 2))((_dense_packed_infer, _dense_packed))
+
+
+def _channels_first(x: np.ndarray) -> np.ndarray:
+    """A packed ``(N/b, C/c, H, W, b, c)`` tensor as ``(N/b, C, H, W, b)`` (channels, padding too, on axis 1)."""
+    nb, cb, h, wd, b, c = x.shape
+    return x.transpose(0, 1, 5, 2, 3, 4).reshape(nb, cb * c, h, wd, b)
+
+
+def _to_blocks(y: np.ndarray, channels: int, block: int) -> np.ndarray:
+    """``(N/b, C, H, W, b)`` (the first ``channels`` real) back to packed blocks of ``block``, zero-padded."""
+    nb, _, h, wd, b = y.shape
+    cp = -(-channels // block) * block
+    out = np.zeros((nb, cp, h, wd, b), y.dtype)
+    out[:, :channels] = y[:, :channels]
+    return np.ascontiguousarray(out.reshape(nb, cp // block, block, h, wd, b).transpose(0, 1, 3, 4, 5, 2))
+
+
+def _gather_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x = ts[0]
+    if len(x.shape) != 6:
+        raise _err(f"channel_gather_packed needs a packed NCHW{{b}}n{{c}}c tensor, got {x}")
+    idx = at["indices"]
+    c = x.shape[1] * x.shape[5]
+    if not idx or min(idx) < 0 or max(idx) >= c:
+        raise _err(f"channel_gather_packed: indices must lie in [0, {c}) (the packed tensor's channels), got "
+                   f"{min(idx, default=None)}..{max(idx, default=None)}")
+    nb, _, h, wd, b, blk = x.shape
+    return TensorType((nb, -(-len(idx) // blk), h, wd, b, blk), x.dtype)
+
+
+def _gather_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    # channel j of the result is channel indices[j] of the input, on the packed layout
+    x = xs[0]
+    return _to_blocks(_channels_first(x)[:, list(at["indices"])], len(at["indices"]), x.shape[5])
+
+
+register("channel_gather_packed", "injective", (1, 1), {"indices": _REQUIRED})((_gather_packed_infer, _gather_packed))
+
+
+def _concat_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    chans, gathers = at["channels"], at["gathers"] or ((),) * len(ts)
+    if len(chans) != len(ts) or len(gathers) != len(ts):
+        raise _err(f"concat_packed: {len(ts)} inputs but {len(chans)} channel counts {chans} and {len(gathers)} "
+                   "gathers")
+    t0 = ts[0]
+    for t, c, idx in zip(ts, chans, gathers):
+        have = t.shape[1] * t.shape[5] if len(t.shape) == 6 else 0
+        if (len(t.shape) != 6 or t.dtype != t0.dtype or t.shape[0] != t0.shape[0] or t.shape[2:] != t0.shape[2:]
+                or (have < c if not idx else not len(idx) <= c <= -(-len(idx) // t.shape[5]) * t.shape[5]
+                    or max(idx) >= have)):
+            raise _err(f"concat_packed: {t} is not a packed tensor of {c} channels matching {t0}"
+                       + (f" (gathering {len(idx)} of its channels)" if idx else ""))
+    nb, _, h, wd, b, blk = t0.shape
+    return TensorType((nb, -(-sum(chans) // blk), h, wd, b, blk), t0.dtype)
+
+
+def concat_input(at: dict[str, Any], i: int, x: np.ndarray) -> np.ndarray:
+    """Input ``i`` of a ``concat_packed`` as it lands in the result: gathered when it has a gather."""
+    idx = (at["gathers"] or ((),) * (i + 1))[i]
+    return _gather_packed({"indices": idx}, [x]) if idx else x
+
+
+def _concat_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    chans, blk = at["channels"], xs[0].shape[5]
+    xs = [concat_input(at, i, x) for i, x in enumerate(xs)]
+    if all(c % blk == 0 for c in chans[:-1]):  # whole blocks: the packed tensors one after the other
+        return np.concatenate(xs, axis=1)
+    y = np.concatenate([_channels_first(x)[:, :c] for x, c in zip(xs, chans)], axis=1)
+    return _to_blocks(y, sum(chans), blk)
+
+
+# ``gathers``: per input, the channels it contributes (a channel split / shuffle of it, see
+# channel_gather_packed), or () for all of them in order; ``channels``: the width each input
+# takes in the result (its channel count, or that rounded up to whole blocks: zeros after).
+# opaque: never fused into a host group, so that the executor can place its inputs' blocks in
+# one buffer as their VDLA kernels store them (the executor's "place" step)
+register("concat_packed", "opaque", (1, 1 << 16), {"channels": _REQUIRED, "gathers": ()})((_concat_packed_infer, _concat_packed))
+
+
+def _maxpool_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x = ts[0]
+    if len(x.shape) != 6 or x.dtype not in ("int8", "uint8"):
+        raise _err(f"max_pool2d_packed needs a packed int8 NCHW{{b}}n{{c}}c tensor, got {x}")
+    nb, cb, h, wd, b, c = x.shape
+    t = _pool_infer("max_pool2d")(at, [TensorType((nb, cb * b * c, h, wd), x.dtype)])
+    return TensorType((nb, cb, t.shape[2], t.shape[3], b, c), x.dtype)
+
+
+def _maxpool_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    # the pool over H, W (axes 2, 3 of the packed layout); every (block, batch row, lane) alike
+    x = xs[0]
+    nb, cb, h, wd, b, c = x.shape
+    y = _maxpool(at, [x.transpose(0, 1, 4, 5, 2, 3).reshape(nb, cb * b * c, h, wd)])
+    return np.ascontiguousarray(y.reshape(nb, cb, b, c, *y.shape[2:]).transpose(0, 1, 4, 5, 2, 3))
+
+
+register("max_pool2d_packed", "reduction", (1, 1), _POOL)((_maxpool_packed_infer, _maxpool_packed))
