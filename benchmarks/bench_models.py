@@ -1,4 +1,4 @@
-"""Compile time and VDLA cycles of the paper's models: ResNet-18/50, MobileNet v1/v2, ShuffleNet v2, the LSTM and the DQN.
+"""Compile time and VDLA cycles of the paper's models: ResNet-18/50, MobileNet v1/v2, ShuffleNet v2, SqueezeNet 1.1, MnasNet 0.5, the LSTM and the DQN.
 
 Each built-in model at full size (``--reduced`` for the small variants) goes through
 ``vdla run``'s flow: build + int8 calibration + graph passes (prepare), VDLA code generation
@@ -17,6 +17,7 @@ CPU time: the compile is single-threaded, so that is its wall time on an unloade
 and it does not count the time other jobs on a shared machine take the core away.
 
 Run: python benchmarks/bench_models.py [--models resnet18,resnet50,...] [--reduced] [--check] [--layers] [--json]
+[--repeat N]
 (--check also compares every node with the int8 numpy reference, which takes longer.)
 """
 
@@ -34,11 +35,12 @@ from vdla.compiler.graph.zoo import load_model
 from vdla.config import preset
 from vdla.runtime import Device
 
-MODELS = ("resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "shufflenet_v2", "lstm_lm", "dqn")
+MODELS = ("resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "shufflenet_v2", "squeezenet1_1", "mnasnet0_5",
+          "lstm_lm", "dqn")
 FLOOR = ("resnet50", 10.0)  # model, compile seconds
 
 
-def bench_one(name: str, reduced: bool, config_name: str, check: bool = False) -> dict:
+def bench_one(name: str, reduced: bool, config_name: str, check: bool = False, repeat: int = 1) -> dict:
     cfg = preset(config_name)
     w0, c0 = time.perf_counter(), time.process_time()
     spec = load_model(name, reduced=reduced)
@@ -48,6 +50,13 @@ def bench_one(name: str, reduced: bool, config_name: str, check: bool = False) -
     t0 = time.perf_counter()
     res = m.run(x, Device("fsim", config=cfg), reference=check)
     run_s = time.perf_counter() - t0
+    # the CPU nodes' host time is wall time on a shared machine: with --repeat, each node's best of the runs
+    best = {r.node: r.seconds for r in res.layers}
+    for _ in range(repeat - 1):
+        for r in m.run(x, Device("fsim", config=cfg)).layers:
+            best[r.node] = min(best.get(r.node, r.seconds), r.seconds)
+    for r in res.layers:
+        r.seconds = best[r.node]
     exact = all(r.exact is not False for r in res.layers) if check else None
     vd = [r for r in res.layers if r.target == "vdla"]
     cycles = sum(r.cycles or 0 for r in vd)
@@ -95,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--check", action="store_true", help="also check every node against the int8 numpy reference")
     p.add_argument("--layers", action="store_true", help="every VDLA layer's utilisation against its roofline bound")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run each model this many times; a CPU node's host time is its best run (a shared machine)")
     args = p.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     bad = [n for n in names if n not in MODELS]
@@ -103,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in names:
         print(f"... {n}", file=sys.stderr, flush=True)
-        rows.append(bench_one(n, args.reduced, args.config, args.check))
+        rows.append(bench_one(n, args.reduced, args.config, args.check, max(1, args.repeat)))
     base = next((r["compile_s"] for r in rows if r["model"] == "resnet18"), None)
     for r in rows:
         r["compile_vs_resnet18"] = r["compile_s"] / base if base else None
