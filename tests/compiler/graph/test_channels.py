@@ -304,3 +304,68 @@ def test_placed_concat_is_stored_in_place_and_survives_save_load(tmp_path) -> No
     m2 = CompiledModel.load(m.save(tmp_path / "fire.vdla"))
     assert [n for n, k in m2.kernels.items() if k.target == "place"] == places
     np.testing.assert_array_equal(m2.run(x, Device("fsim", config=cfg)).outputs[0], res.outputs[0])
+
+
+def onnx_shuffle_fire(opset: int, c: int = 48, size: int = 8):
+    """As exporters write them: a stem conv and a 1x1 conv, a ShuffleNetV2 stride-1 unit (Split into halves: the
+    ``split`` attribute before opset 13, an input after; Concat; Reshape / Transpose / Reshape with
+    constant shapes), then a fire module (squeeze, two expands, Concat) and a 1x1 conv."""
+    from onnx import TensorProto
+    from onnx import helper as oh
+    from onnx import numpy_helper as onh
+
+    rng = np.random.default_rng(SEED)
+    nodes, inits = [], []
+
+    def conv(x: str, cin: int, cout: int, name: str, k: int = 1, groups: int = 1, relu: bool = True) -> str:
+        w = (rng.standard_normal((cout, cin // groups, k, k)) * np.sqrt(2 / (cin // groups * k * k)))
+        inits.extend([onh.from_array(w.astype(np.float32), f"{name}.w"),
+                      onh.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"{name}.b")])
+        nodes.append(oh.make_node("Conv", [x, f"{name}.w", f"{name}.b"], [name if not relu else f"{name}.c"],
+                                  pads=[k // 2] * 4, group=groups))
+        if relu:
+            nodes.append(oh.make_node("Relu", [f"{name}.c"], [name]))
+        return name
+
+    x = conv(conv("x", 3, c, "stem", 3), c, c, "pre")  # the split of an int8 value (the float stem's is float)
+    half = c // 2
+    inits.append(onh.from_array(np.array([half, half], np.int64), "halves"))
+    nodes.append(oh.make_node("Split", [x, "halves"], ["left", "right"], axis=1))
+    r = conv(conv(conv("right", half, half, "pw1"), half, half, "dw", 3, groups=half, relu=False), half, half, "pw2")
+    nodes.append(oh.make_node("Concat", ["left", r], ["cat"], axis=1))
+    inits += [onh.from_array(np.array([1, 2, half, size, size], np.int64), "s5"),
+              onh.from_array(np.array([1, c, size, size], np.int64), "s4")]
+    nodes += [oh.make_node("Reshape", ["cat", "s5"], ["r5"]),
+              oh.make_node("Transpose", ["r5"], ["t5"], perm=[0, 2, 1, 3, 4]),
+              oh.make_node("Reshape", ["t5", "s4"], ["shuffle"])]
+    sq = conv("shuffle", c, 16, "squeeze")
+    e1, e3 = conv(sq, 16, 32, "e1"), conv(sq, 16, 32, "e3", 3)
+    nodes.append(oh.make_node("Concat", [e1, e3], ["fire"], axis=1))
+    out = conv("fire", 64, 16, "head")
+    graph = oh.make_graph(nodes, f"shuffle-fire-{opset}",
+                          [oh.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+                          [oh.make_tensor_value_info(out, TensorProto.FLOAT, [1, 16, size, size])], inits)
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("opset", [13, 18, 21])
+def test_onnx_shufflenet_unit_and_fire_module(opset: int) -> None:
+    """The ONNX patterns go the same way: Split's halves and the shuffle folded into the next
+    1x1 conv's weights, both concats placed in DRAM, no host round trip, bit-exact."""
+    pytest.importorskip("onnx")
+    from vdla.compiler.graph.onnx_import import from_onnx
+
+    cfg = preset("default")
+    g = from_onnx(onnx_shuffle_fire(opset))
+    cal = models.sample_input(g, SEED, count=2)
+    m = compile_model(prepare(g, cal, cfg), cfg)
+    x = models.sample_input(g, SEED + 1)
+    print(f"opset {opset}, seeds {SEED} / {SEED + 1}")
+    res = m.run(x, Device("fsim", config=cfg), reference=True)
+    assert all(r.exact for r in res.layers)
+    assert host_round_trips(m) == []
+    assert sum(k.target == "place" for k in m.kernels.values()) == 2
+    folds = [n.name for n in m.graph.nodes if n.op == "fused"
+             and any("channel_fold" in b.notes for b in n.attrs["body"].nodes)]
+    assert len(folds) >= 2, folds  # pw1 reads the split, squeeze the shuffle: permutations in their weights
+    assert not [n for n, k in m.kernels.items() if k.target == "host" and "gather" in m.graph.node(n).op]

@@ -168,7 +168,7 @@ def placements(graph: Graph, kernels: dict[str, Step]) -> dict[str, dict[str, tu
             nb = -(-c // blk)
             k = kernels.get(i)
             if (k is not None and k.target == "vdla" and not idx and [c.name for c in cons.get(i, [])] == [n.name]
-                    and i not in graph.outputs and n.inputs.count(i) == 1):
+                    and i not in graph.outputs and n.inputs.count(i) == 1 and graph.type_of(i).shape[1] == nb):
                 mine[i] = (off, nb)
             off += nb
         out[n.name] = mine
