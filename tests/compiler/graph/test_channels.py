@@ -163,6 +163,12 @@ def test_channel_plumbing_stays_packed_and_bit_exact(c: Case) -> None:
     assert len(ha) <= c.host_after and len(ha) <= len(hb)
     assert host_round_trips(after) == []
     assert sum(k.target == "place" for k in after.kernels.values()) == c.placed
+    # a split / shuffle that no conv's weights absorb runs on VDLA as a 0/1 selection conv: no MACs counted
+    select = [n for n in after.kernels if n.endswith(".select") or "select" in str(after.graph.node(n).inputs)]
+    assert all(after.kernels[n].target == "vdla" for n in select)
+    assert not [n for n, k in after.kernels.items() if k.target == "host" and "gather" in after.graph.node(n).op]
+    macs_b = sum(k.macs for k in before.kernels.values())
+    assert sum(k.macs for k in after.kernels.values()) == macs_b  # the same real MACs, wherever they run
     convs = [n for n in after.graph.topo_order() if "conv2d" in (n.attrs.get("pattern") or n.op)]
     assert [after.kernels[n.name].target for n in convs[1:]] == ["vdla"] * (len(convs) - 1)  # all but the stem
     # the int8 result stands for the float one as well as the old flow's did (shared scales are coarser)

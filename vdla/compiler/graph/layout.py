@@ -359,14 +359,34 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
             nm = emit("slice", [sp], pname(v), "cpu", begin=(0, r[0], 0, 0, 0, 0), end=(ps[0], r[1], *ps[2:]),
                       step=(1,) * 6)
             out.nodes[-1].notes["reason"] = "channel split of whole packed blocks (a view)"
+        elif gather_on_vdla(src):
+            # a gather is a 1x1 conv by a 0/1 selection matrix: exact (one product per output, and the
+            # requantize by 0 keeps every int8), on the device where the data is, stored in the
+            # block range of a concat it feeds (a placement) instead of a host step
+            w = np.zeros((len(idx), st[1], 1, 1), np.int8)
+            w[np.arange(len(idx)), list(idx)] = 1
+            wn = out.add_const(f"{v}.select", pack_weight(w, bo, bi, pad=True))
+            acc = emit("conv2d_packed", [sp, wn], f"{v}.select", "vdla", strides=(1, 1), padding=(0, 0, 0, 0))
+            why = ("channel split / shuffle that does not keep whole blocks, read where it cannot be folded (only "
+                   "a plain conv2d's weights take a channel permutation; not a grouped conv, a concat, a pool): a "
+                   "1x1 conv by a 0/1 selection matrix on VDLA")
+            out.nodes[-1].notes.update(reason=why, macs=0, layout=f"packed b={b} i={bi} o={bo}")  # moves, no MACs
+            nm = emit("requantize", [acc], pname(v), "vdla", shift=0, min=-128, max=127, dtype="int8")
+            out.nodes[-1].notes["reason"] = why
+            blk = bo
         else:
             nm = emit("channel_gather_packed", [sp], pname(v), "cpu", indices=idx)
             out.nodes[-1].notes["reason"] = (
                 "channel split / shuffle that does not keep whole blocks, read where it cannot be folded (only a "
-                "plain conv2d's weights take a channel permutation; not a grouped conv, a pool or an output): a "
-                "gather on the packed int8 tensor")
+                "plain conv2d's weights take a channel permutation; not a grouped conv, a pool or an output), "
+                "in blocks that are not VDLA's conv input blocks: a gather on the packed int8 tensor")
         packed[v] = (nm, blk)
         orig_type[v] = typ(v)
+
+    def gather_on_vdla(src: str) -> bool:
+        """Can a gather of packed ``src`` run on VDLA (a selection-matrix conv)? Its blocks must be
+        the conv's input blocks."""
+        return "vdla" in targets and packed[src][1] == bi
 
     def folded_input(n: Node) -> tuple[str, np.ndarray] | None:
         """A conv2d reading a lazy gather ``source[:, idx]``: the packed source, and the weight
@@ -435,7 +455,8 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
                        if i in packed or i in lazy)
             ins, gathers, chans = [], [], []
             for i in n.inputs:
-                if i in lazy and packed[lazy[i][0]][1] == blk:  # a split / shuffle: gathered by the concat itself
+                if i in lazy and packed[lazy[i][0]][1] == blk and not gather_on_vdla(lazy[i][0]):
+                    # a split / shuffle of a host value: gathered by the concat itself
                     ins.append(packed[lazy[i][0]][0])
                     gathers.append(lazy[i][1])
                 else:
