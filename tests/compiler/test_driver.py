@@ -180,7 +180,7 @@ def test_large_and_symbolic_intermediates_use_heap() -> None:
     B2 = te.compute((512, 300), lambda i, j: A2[i, j] + 1.0, name="B2")
     C2 = te.compute((512, 300), lambda i, j: B2[i, j] - A2[i, j], name="C2")
     f2 = build(te.create_schedule(C2.op), [A2, C2])
-    assert "aligned_alloc" in f2.get_source("ll")
+    assert "vdla_workspace_alloc" in f2.get_source("ll")  # the runtime's caching aligned_alloc
     a2 = np.random.rand(512, 300).astype("float32")
     c2 = np.zeros_like(a2)
     f2(a2, c2)
