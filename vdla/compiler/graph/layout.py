@@ -26,6 +26,15 @@ partitioner places nodes by it and :func:`to_packed_layout` packs what it accept
 the element-wise integer ops that follow them) onto packed tensors, inserting ``pack`` /
 ``unpack`` nodes where a packed value meets an unpacked consumer — the paper's layout
 transformation between producer and consumer.
+
+Channel plumbing in int8 (:mod:`.channels`) stays on the packed tensors: a channel split or
+shuffle is a channel map of its source (:func:`channel_maps`), made only where read: a view
+of whole blocks, else folded into the next conv2d's weights (a permutation of its input
+channels is one of its weight's columns), else a 1x1 conv on VDLA by a 0/1 selection matrix;
+a concat is ``concat_packed`` (inputs that are not whole blocks each get their own
+zero-padded blocks, the real channels a map again), which the executor places in DRAM; an
+int8 max-pool is ``max_pool2d_packed``. Grouped convs whose channels are not whole blocks
+take zero groups up to the padded blocks (:func:`padded_groups`).
 """
 
 from __future__ import annotations
