@@ -244,6 +244,8 @@ def test_channel_maps_of_shuffle_and_split(c: int) -> None:
     ("concat_packed", {"channels": (24, 40)}, (24, 40)),
     ("concat_packed", {"channels": (32, 20)}, (32, 20)),
     ("max_pool2d_packed", {"kernel": (3, 3), "strides": (2, 2), "padding": (0, 0, 1, 1)}, (40,)),
+    ("max_pool2d_packed", {"kernel": (3, 3), "strides": (1, 1), "padding": (1, 1, 1, 1)}, (16,)),
+    ("max_pool2d_packed", {"kernel": (2, 3), "strides": (2, 1), "padding": (0, 1, 1, 0)}, (24,)),
 ])
 def test_packed_ops_match_the_unpacked_ones(op: str, attrs: dict, chans: tuple[int, ...]) -> None:
     rng = np.random.default_rng(SEED)

@@ -13,7 +13,7 @@ import numpy as np
 from ...targets.vdla.packing import pack_activation, packed_shape, unpack_activation, unpack_transpose_weight
 from ..ir import TensorType
 from .nn import conv2d_nchw, conv2d_transpose_nchw, conv_out, exact_matmul
-from .pooling import _POOL, _maxpool, _pool_infer
+from .pooling import _POOL, _pool_infer
 from .registry import _REQUIRED, _err, _wrap32, register
 
 
@@ -234,11 +234,25 @@ def _maxpool_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorTyp
 
 
 def _maxpool_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
-    # the pool over H, W (axes 2, 3 of the packed layout); every (block, batch row, lane) alike
+    # The pool over H, W (axes 2, 3 of the packed layout; every block, batch row and lane alike)
+    # as a running maximum of the kernel's kh * kw strided views: each view's innermost (b, c)
+    # rows stay contiguous, so this is a few vector passes, not a window tensor reduced.
     x = xs[0]
+    (kh, kw), (sh, sw), (pt, pl, pb, pr) = at["kernel"], at["strides"], at["padding"]
     nb, cb, h, wd, b, c = x.shape
-    y = _maxpool(at, [x.transpose(0, 1, 4, 5, 2, 3).reshape(nb, cb * b * c, h, wd)])
-    return np.ascontiguousarray(y.reshape(nb, cb, b, c, *y.shape[2:]).transpose(0, 1, 4, 5, 2, 3))
+    low = np.iinfo(x.dtype).min  # padding never wins a window that has a real element
+    if any((pt, pl, pb, pr)):
+        xp = np.full((nb, cb, h + pt + pb, wd + pl + pr, b, c), low, x.dtype)
+        xp[:, :, pt:pt + h, pl:pl + wd] = x
+        x = xp
+    oh, ow = (x.shape[2] - kh) // sh + 1, (x.shape[3] - kw) // sw + 1
+    out = None
+    for dy in range(kh):
+        for dx in range(kw):
+            v = x[:, :, dy:dy + sh * (oh - 1) + 1:sh, dx:dx + sw * (ow - 1) + 1:sw]
+            out = v.copy() if out is None else np.maximum(out, v, out=out)
+    assert out is not None
+    return out
 
 
 register("max_pool2d_packed", "reduction", (1, 1), _POOL)((_maxpool_packed_infer, _maxpool_packed))
