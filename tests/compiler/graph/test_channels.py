@@ -109,6 +109,7 @@ class Case:
     host_after: int
     #: concats placed in DRAM by their producers' stores (``place`` steps)
     placed: int
+    cfg: str = "default"
 
 
 CASES = [
@@ -118,6 +119,9 @@ CASES = [
     Case("shufflenet-48-unaligned-halves", shuffle_net, 3, 3),
     Case("shufflenet-96-aligned-halves", lambda: shuffle_net(c=96, units=2), 3, 2),
     Case("odd-channels-24-40", mobile_24, 3, 0),
+    # other Configs: 8-channel blocks with a batch of 2 (the halves 24 are whole blocks there), 8x8 GEMM
+    Case("shufflenet-48-batch2-cfg", shuffle_net, 3, 3, "batch2"),
+    Case("squeezenet-fire-unaligned-small-cfg", lambda: squeeze_net(e=20), 4, 2, "small"),
 ]
 
 #: ops that are the float round trip the issue removes, when they sit between two VDLA kernels
@@ -147,7 +151,7 @@ def host_round_trips(m: CompiledModel) -> list[str]:
 
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_channel_plumbing_stays_packed_and_bit_exact(c: Case) -> None:
-    cfg = preset("default")
+    cfg = preset(c.cfg)
     g = c.build()
     cal = models.sample_input(g, SEED, count=2)
     x = models.sample_input(g, SEED + 1)
