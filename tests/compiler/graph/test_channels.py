@@ -171,6 +171,8 @@ def test_channel_plumbing_stays_packed_and_bit_exact(c: Case) -> None:
     select = [n for n in after.kernels if n.endswith(".select") or "select" in str(after.graph.node(n).inputs)]
     assert all(after.kernels[n].target == "vdla" for n in select)
     assert not [n for n, k in after.kernels.items() if k.target == "host" and "gather" in after.graph.node(n).op]
+    if c.build is squeeze_net or "fire" in c.id:  # the pool keeps the concat's map: nothing to select
+        assert not select, select
     macs_b = sum(k.macs for k in before.kernels.values())
     assert sum(k.macs for k in after.kernels.values()) == macs_b  # the same real MACs, wherever they run
     convs = [n for n in after.graph.topo_order() if "conv2d" in (n.attrs.get("pattern") or n.op)]

@@ -500,13 +500,26 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
             and (n.inputs[0] in packed or n.inputs[0] in lazy)
         ):
             src = n.inputs[0]
-            blk = packed[src][1] if src in packed else packed[lazy[src][0]][1]
-            nm = emit("max_pool2d_packed", [packed_as(src, blk)], pname(n.name), n.target, **n.attrs)
-            out.nodes[-1].notes = dict(n.notes, reason="int8 max-pool on the packed tensor (VDLA has no pooling "
-                                       "template; no unpack, no repack)")
-            packed[n.name] = (nm, blk)
-            orig_type[n.name] = n.type  # type: ignore[assignment]
-            done = True
+            why = "int8 max-pool on the packed tensor (VDLA has no pooling template; no unpack, no repack)"
+            if src in lazy and n.name not in g.outputs:
+                # a pool works channel by channel: pool the map's source (its unused channels too) and
+                # keep the map, so a concat's padded blocks or a shuffle pass through without a gather
+                s0, idx = lazy[src]
+                nm = emit("max_pool2d_packed", [packed[s0][0]], f"{n.name}.blocks", n.target, **n.attrs)
+                out.nodes[-1].notes = dict(n.notes, reason=why)
+                st, nt = typ(s0).shape, n.type
+                assert nt is not None
+                orig_type[nm] = TensorType((st[0], st[1], *nt.shape[2:]), nt.dtype)
+                packed[nm] = (nm, packed[s0][1])
+                lazy[n.name] = (nm, idx)
+                done = True
+            else:
+                blk = packed[src][1] if src in packed else packed[lazy[src][0]][1]
+                nm = emit("max_pool2d_packed", [packed_as(src, blk)], pname(n.name), n.target, **n.attrs)
+                out.nodes[-1].notes = dict(n.notes, reason=why)
+                packed[n.name] = (nm, blk)
+                orig_type[n.name] = n.type  # type: ignore[assignment]
+                done = True
         elif on and n.op in _ELEMWISE_PACKABLE:
             acts = [i for i in n.inputs if not g.is_const(i)]
             blocks = [packed[i][1] for i in acts if i in packed]
