@@ -122,7 +122,7 @@ def promote(a: str, b: str) -> str:
     return a if not is_uint(a) else b
 
 
-@functools.lru_cache(maxsize=None)  # every integer constant made checks its range: np.iinfo is slow
+@functools.cache  # every integer constant made checks its range: np.iinfo is slow
 def min_value(dtype: str) -> int | float:
     s = scalar(dtype)
     if s == "bool":
@@ -132,7 +132,7 @@ def min_value(dtype: str) -> int | float:
     return int(np.iinfo(s).min)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def max_value(dtype: str) -> int | float:
     s = scalar(dtype)
     if s == "bool":
