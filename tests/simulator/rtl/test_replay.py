@@ -25,8 +25,8 @@ pytestmark = pytest.mark.skipif("verilator" not in BUILTIN_BACKENDS, reason="Dev
 
 
 #: the default run replays the programs of one simulator test in EVERY (all of them took 13 of
-#: the default run's 27 minutes on 2 cores); `nox -s slow` replays every test's
-EVERY = 8
+#: the default run's 27 minutes on 2 cores; one in 8 left it at 15.6); `nox -s slow` replays every test's
+EVERY = 12
 
 
 def _replay(selection: str, backend: str = "verilator", every: int = 1) -> subprocess.CompletedProcess:
