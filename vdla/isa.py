@@ -422,7 +422,13 @@ def encode_one(insn: Any, config: Config, index: int | None = None) -> int:
     where = "instruction" if index is None else f"instruction {index}"
     op = _opcode_of(insn, where)
     fmt = layout(config).of_op(op)
-    return _pack(fmt, dataclasses.asdict(insn), f"{where} ({op.name})")
+    # the fields as they are (dataclasses.asdict deep-copies: 4.8 s of ResNet-50's 27 s build)
+    return _pack(fmt, {name: getattr(insn, name) for name in _field_names(type(insn))}, f"{where} ({op.name})")
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def encode(insns: Iterable[Any], config: Config) -> np.ndarray:
