@@ -121,7 +121,8 @@ def test_tile_slots_keep_the_planes_off_4k_multiples(tiles: int, c: int, k: int)
 
 @pytest.mark.parametrize(("c", "k", "oh", "ow", "m"), [
     (64, 64, 56, 56, 4), (128, 128, 28, 28, 4), (256, 256, 14, 14, 2), (512, 512, 7, 7, 2), (64, 256, 13, 13, 2),
-    (32, 128, 27, 27, 4), (8, 64, 56, 56, None), (64, 8, 56, 56, None), (16, 16, 56, 56, 4),
+    (32, 128, 27, 27, 4), (8, 64, 56, 56, None), (64, 8, 56, 56, None), (16, 16, 56, 56, 4), (512, 512, 4, 4, None),
+    (64, 64, 8, 8, 2),
 ])
 def test_the_cost_rule(c: int, k: int, oh: int, ow: int, m: int | None) -> None:
     assert winograd_tile(c, k, oh, ow) == m

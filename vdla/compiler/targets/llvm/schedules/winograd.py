@@ -31,13 +31,14 @@ def winograd_tile(channels: int, out_channels: int, oh: int, ow: int) -> int | N
     or None to keep the direct convolution.
 
     The transforms are passes over memory per input and per output channel, so a layer with few
-    channels on either side (under 16) stays direct. F(4x4) does a quarter of the direct
+    channels on either side (under 16) stays direct, and so does an output under 7x7 (a handful of
+    tiles: the GEMM reuses each transformed weight, 16/9 of the direct kernel's, too few times). F(4x4) does a quarter of the direct
     multiplications, F(2x2) 4/9, but F(4x4)'s tiles cover the output in steps of 4: where that
     wastes more than 15 % of the GEMM on padding (ResNet's 14- and 7-pixel layers, SqueezeNet's
     13) F(2x2) is used. Measured on this project's Zen 3 machine (AVX2, 2 threads, one process,
     interleaved, per layer with its ReLU and bias): F(4x4) took 0.37-0.55x the direct
     convolution's time at 27-56 pixels, F(2x2) 0.5-0.7x at 7-14 pixels (F(4x4) 0.6-0.75x)."""
-    if min(channels, out_channels) < 16:
+    if min(channels, out_channels) < 16 or min(oh, ow) < 7:
         return None
     covered = (-(-oh // 4) * 4) * (-(-ow // 4) * 4)
     return 4 if min(oh, ow) >= 16 and covered <= 1.15 * oh * ow else 2
