@@ -135,43 +135,42 @@ class _Rewriter:
             return True
         if groups != 1:
             return False
-        blocks = self.conv_blocks(n, x.shape, w.shape, have)
+        wl = conv_workload(n, x.shape, w.shape)
+        tuned = query("llvm", wl) if wl is not None else None  # the record of its direct form, if any
+        blocks = self.conv_blocks(n, x.shape, w.shape, have, tuned)
         if blocks is None:
             return False
         cb, ob = blocks
-        m = self.winograd_tile(n, x.shape, w.shape)
+        m = 0 if tuned is not None else self.winograd_tile(n, w.shape)
         if m:
             packed = self.const(f"{n.inputs[1]}.winograd{m}.{cb}i{ob}o", winograd_weight(w, m, cb, ob))
+            op, attrs = "conv2d_winograd_nchwc", {"padding": at["padding"], "m": m}
         else:
             packed = self.const(f"{n.inputs[1]}.nchw{cb}i{ob}o", pack_kernel(w, cb, ob))
+            op, attrs = "conv2d_nchwc", at
         ins = [self.as_block(n.inputs[0], cb), packed]
         if bias is not None:
             ins.append(self.const(f"{n.inputs[2]}.nchw{ob}c", bias.reshape(1, oc // ob, 1, 1, ob)))
-        if m:
-            self.emit(n, "conv2d_winograd_nchwc", ins, {"padding": at["padding"], "m": m}, ob)
-        else:
-            self.emit(n, "conv2d_nchwc", ins, at, ob)
+        self.emit(n, op, ins, attrs, ob)
         return True
 
-    def winograd_tile(self, n: Node, xs: tuple[int, ...], ws: tuple[int, ...]) -> int:
+    def winograd_tile(self, n: Node, ws: tuple[int, ...]) -> int:
         """Winograd's output tile for a 3x3, stride-1, undilated conv the cost rule gives it to
-        (:func:`~vdla.compiler.targets.llvm.schedules.winograd.winograd_tile`), else 0. A conv
-        whose direct form has a tuned record stays direct: the log is the user's measured choice."""
+        (:func:`~vdla.compiler.targets.llvm.schedules.winograd.winograd_tile`), else 0. (A conv
+        whose direct form has a tuned record stays direct, :meth:`conv`: the log is the user's
+        measured choice.)"""
         at = n.attrs
         if not self.winograd or tuple(ws[2:]) != (3, 3) or tuple(at["strides"]) != (1, 1) or \
                 tuple(at["dilation"]) != (1, 1):
             return 0
-        wl = conv_workload(n, xs, ws)
-        if wl is not None and query("llvm", wl) is not None:
-            return 0
         out = self.src.type_of(n.name).shape
         return winograd_tile(ws[1], ws[0], int(out[2]), int(out[3])) or 0
 
-    def conv_blocks(self, n: Node, xs: tuple[int, ...], ws: tuple[int, ...], have: int) -> tuple[int, int] | None:
-        """(input block, output block): a tuned record's, else the cost rule's."""
+    def conv_blocks(self, n: Node, xs: tuple[int, ...], ws: tuple[int, ...], have: int,
+                    tuned: Any) -> tuple[int, int] | None:
+        """(input block, output block): the ``tuned`` record's (of the conv's direct workload, or
+        None), else the cost rule's."""
         c, oc = xs[1], ws[0]
-        wl = conv_workload(n, xs, ws)
-        tuned = query("llvm", wl) if wl is not None else None
         if tuned is not None:
             cb, ob = tuned["tile_ic"].size[-1], tuned["tile_oc"].size[-1]
             if c % cb == 0 and oc % ob == 0:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from .... import te
 from ....schedule.primitives import Schedule
 from ....topi.util import as_list, const_shape, find_tagged
-from .conv2d import _tail, register_tile
+from .conv2d import _blocked_pad_at_root, _tail, register_tile
 
 __all__ = ["schedule_conv2d_winograd_NCHWc", "winograd_tile"]
 
@@ -44,11 +44,6 @@ def winograd_tile(channels: int, out_channels: int, oh: int, ow: int) -> int | N
     return 4 if min(oh, ow) >= 16 and covered <= 1.15 * oh * ow else 2
 
 
-def _producer(op: te.ComputeOp, tag: str) -> te.ComputeOp:
-    """The input stage of ``op`` tagged ``tag``."""
-    return next(t.op for t in op.input_tensors() if isinstance(t.op, te.ComputeOp) and tag in t.op.tag.split(","))
-
-
 def schedule_conv2d_winograd_NCHWc(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:  # noqa: N802
     """The four nests of the module doc, from the output (possibly a fused injective tail)."""
     outs = as_list(outs)
@@ -58,11 +53,8 @@ def schedule_conv2d_winograd_NCHWc(outs: te.Tensor | Sequence[te.Tensor]) -> Sch
     m = int(conv.attrs["winograd_m"])
     if tail is not None:  # the output transform is additions: inlined into the tail, one nest
         s[conv].compute_inline()
-    cols = _producer(conv, "winograd_output_cols")
-    gemm = _producer(cols, "winograd_gemm")
-    trans = _producer(gemm, "winograd_input")
-    rows = _producer(trans, "winograd_input_rows")
-    padded = _producer(rows, "pad")
+    cols, gemm, trans, rows = (find_tagged(outs, t) for t in ("winograd_output_cols", "winograd_gemm",
+                                                              "winograd_input", "winograd_input_rows"))
 
     # the output transform (and tail): (n, k.outer, tile rows) in parallel, a tile per iteration
     n, k, y, x, kb = out.op.axis
@@ -112,10 +104,5 @@ def schedule_conv2d_winograd_NCHWc(outs: te.Tensor | Sequence[te.Tensor]) -> Sch
     _, _, _, rxi, rj, rb = rs.op.axis
     rs.unroll(rxi)  # the select's index; rj only indexes
     rs.vectorize(rb)
-
-    ps = s[padded]
-    ps.compute_root()
-    pn, pc, py, _, pcb = ps.op.axis
-    ps.vectorize(pcb)
-    ps.parallel(ps.fuse(pn, pc, py))
+    _blocked_pad_at_root(s, rows)  # the padded input once, as the direct convolution's
     return s
