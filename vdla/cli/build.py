@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--target {args.target!r}: {e}") from None
     progress = stderr_progress(not args.quiet)
     spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size, shapes=parse_shapes(args.shape)),
-                         per_channel=args.per_channel, calibration=args.calibration)
+                         per_channel=args.per_channel, calibration=args.calibration,
+                         offload=args.offload)
     with threads(args.threads), tuning_context(getattr(args, "tuning_log", None), target.backend):
         if target.backend == "vdla":
             m = build_model(spec, model_config(args), calib=args.calib, progress=progress,

@@ -1,7 +1,7 @@
 """What `vdla run MODEL` and `vdla build` share: the model options, the Config, progress on stderr.
 
 `add_model_arguments` adds the model options (``--config``, ``--reduced``, ``--size``,
-``--calib``, ``--per-channel``, ``--calibration``, ``-q``, ``--shape``, ``--tuning-log``,
+``--calib``, ``--per-channel``, ``--calibration``, ``--offload``, ``-q``, ``--shape``, ``--tuning-log``,
 ``--no-host-ops``, ``--threads``); `model_config` is the Config they name; `threads` the thread
 count of the job's parallel loops (``--threads``); `stderr_progress` the compiler's progress
 callback (one updating stderr line, or None with ``-q``). ``--shape`` is read by
@@ -39,6 +39,10 @@ def add_model_arguments(q: argparse.ArgumentParser) -> None:
                    help="int8 weight scales per output channel (default: the model's setting)")
     q.add_argument("--calibration", choices=("max", "percentile", "kl"), default=None,
                    help="activation calibration (default: the model's setting)")
+    q.add_argument("--offload", choices=("all", "vta"), default=None,
+                   help="what goes on VDLA: 'all' (every conv and dense it can map, first conv and classifier "
+                   "included: ONNX files and the mobile models) or 'vta' (VTA's flow: those two stay float32 on "
+                   "the CPU; ResNet-18/50, MobileNet v1) (default: the model's setting)")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     q.add_argument("--shape", action="append", default=[], metavar="NAME=d0,d1,...",
                    help="bind an ONNX input's dynamic dimensions (repeat per input)")

@@ -87,7 +87,7 @@ def run_model(args: argparse.Namespace) -> int:
     with threads(args.threads), tuning_context(getattr(args, "tuning_log", None)):
         res = run_job(args.file, args.device, model_config(args), reduced=args.reduced, size=args.size,
                       seed=args.seed, calib=args.calib, check_fp32=not args.no_fp32_check, progress=progress,
-                      per_channel=args.per_channel, calibration=args.calibration,
+                      per_channel=args.per_channel, calibration=args.calibration, offload=args.offload,
                       device_options=outputs.device_options(args), shapes=parse_shapes(args.shape),
                       host_ops=not args.no_host_ops)
     close_progress(progress)

@@ -53,6 +53,7 @@ def run_job(
     progress: Progress | None = None,
     per_channel: bool | None = None,
     calibration: str | None = None,
+    offload: str | None = None,
     host_ops: bool = True,
     device_options: dict[str, Any] | None = None,
     shapes: Mapping[str, Sequence[int]] | None = None,
@@ -76,7 +77,7 @@ def run_job(
                              f"{m.target.split()[0]} (without, a model runs on the VDLA device)")
     else:
         spec = quant_options(load_model(model, reduced=reduced, size=size, shapes=shapes), per_channel=per_channel,
-                             calibration=calibration)
+                             calibration=calibration, offload=offload)
         fp32 = spec.graph if not spec.qdq else None
         onnx_file = spec.source.get("onnx")
         m = build_model(spec, config or Config(), calib=calib, progress=progress, host_ops=host_ops)

@@ -2,9 +2,9 @@
 
 Each pass is a function ``Graph -> Graph`` returning a new graph:
 :func:`fold_constants`, :func:`remove_identity`, :func:`fold_batch_norm`,
-:func:`quantize` (with a calibration set), :func:`partition`,
+:func:`quantize` (with a calibration set), :func:`partition`, :func:`unfold_shallow_convs`,
 :func:`to_packed_layout` and :func:`fuse`. :func:`prepare` runs them in the order the
-VDLA flow needs (fold -> quantise -> partition -> pack -> fuse).
+VDLA flow needs (fold -> quantise -> partition -> unfold -> pack -> fuse).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .ir import Graph
 from .layout import to_packed_layout
 from .partition import PartitionPolicy, partition
 from .quantize import QConfig, calibrate, quantize, quantize_graph
+from .unfold import unfold_shallow_convs
 
 __all__ = [
     "fold_constants",
@@ -27,6 +28,7 @@ __all__ = [
     "fold_batch_norm",
     "quantize",
     "partition",
+    "unfold_shallow_convs",
     "to_packed_layout",
     "fuse",
     "unfuse",
@@ -55,7 +57,8 @@ def prepare(
     A float graph is simplified, quantised when ``calibration`` is given (an already-int8
     graph, e.g. from :func:`.quantize.qdq_to_int`, is used as is; values joined by a concat,
     channel split or shuffle share one scale, :func:`.channels.share_channel_scales`), its
-    channel plumbing moved to int8 (:func:`.channels.int8_channel_ops`), partitioned, packed
+    channel plumbing moved to int8 (:func:`.channels.int8_channel_ops`), partitioned, its shallow
+    VDLA convolutions unfolded (:func:`.unfold.unfold_shallow_convs`), packed
     to ``config``'s layouts and fused.
     """
     g = simplify(graph)
@@ -66,6 +69,7 @@ def prepare(
         g = quantize_graph(g, share_channel_scales(g, scales), q)
     g = int8_channel_ops(g)
     g = partition(g, policy, config)
+    g = unfold_shallow_convs(g, config)  # a stem's few channels x its taps on the GEMM's reduction
     if pack:
         g = to_packed_layout(g, config or Config())
     if fusion:

@@ -22,7 +22,7 @@ from .ir import Graph, GraphError
 from .partition import PartitionPolicy
 from .quantize import QConfig
 
-__all__ = ["SETTINGS", "Settings", "ModelSpec", "load_model", "quant_options", "parse_shapes", "rebuild_fp32",
+__all__ = ["SETTINGS", "OFFLOADS", "Settings", "ModelSpec", "load_model", "quant_options", "parse_shapes", "rebuild_fp32",
            "rebuild_evaluation"]
 
 Progress = Callable[[str], None]
@@ -35,6 +35,16 @@ class Settings:
     qconfig: QConfig = QConfig(int8_shortcut=True)
     policy: PartitionPolicy = PartitionPolicy()
     size_arg: str | None = "input_size"
+
+
+#: What the VDLA flow puts on the core. "all": every convolution and dense layer VDLA can map,
+#: the first convolution (its input quantised at the boundary) and the classifier included (the
+#: mobile networks, issue 35: their stem and classifier are up to a quarter of their MACs);
+#: "vta": VTA's ResNet flow, whose first convolution and classifier stay float32 on the CPU
+#: (VTA's ``skip_conv_layers=[0]`` / ``skip_dense_layer``).
+OFFLOADS = ("all", "vta")
+_ALL_Q = QConfig(skip_conv=(), skip_dense=False, int8_shortcut=True)
+_ALL_P = PartitionPolicy(skip_first_conv=False, offload_dense=True)
 
 
 #: Built-in models: builder arguments (full / --reduced) and the VDLA flow's settings.
@@ -63,10 +73,11 @@ SETTINGS: dict[str, Settings] = {
         QConfig(skip_dense=False, per_channel=True), PartitionPolicy(offload_dense=True), size_arg=None,
     ),
     # torchvision's mobile classifiers (bench_cpu_models.py times them at 224x224 against onnxruntime)
-    "mobilenet_v2": Settings({}, {"input_size": 32, "width_mult": 0.25, "num_classes": 10}),
-    "shufflenet_v2": Settings({}, {"input_size": 32, "num_classes": 10}),
-    "squeezenet1_1": Settings({}, {"input_size": 32, "num_classes": 10}),
-    "mnasnet0_5": Settings({}, {"input_size": 32, "alpha": 0.25, "num_classes": 10}),
+    # (every MAC on VDLA: OFFLOADS "all")
+    "mobilenet_v2": Settings({}, {"input_size": 32, "width_mult": 0.25, "num_classes": 10}, _ALL_Q, _ALL_P),
+    "shufflenet_v2": Settings({}, {"input_size": 32, "num_classes": 10}, _ALL_Q, _ALL_P),
+    "squeezenet1_1": Settings({}, {"input_size": 32, "num_classes": 10}, _ALL_Q, _ALL_P),
+    "mnasnet0_5": Settings({}, {"input_size": 32, "alpha": 0.25, "num_classes": 10}, _ALL_Q, _ALL_P),
     # the trained digits CNN (:mod:`.digits`): every conv and dense on VDLA, per-channel
     # weight scales, calibrated on training images; full: the whole held-out set as one batch
     "digits": Settings(
@@ -141,7 +152,8 @@ def load_model(model: str, *, reduced: bool = False, size: int | None = None,
         g = load_onnx(p, shapes)
         qdq = any(n.op in ("quantize", "dequantize") for n in g.nodes)
         shape = ", ".join(f"{k} {'x'.join(map(str, t.shape))}" for k, t in g.inputs.items())
-        return ModelSpec(p.stem, g, None if qdq else QConfig(int8_shortcut=True), PartitionPolicy(),
+        # a model a user brings: everything VDLA can map on the core (OFFLOADS "all")
+        return ModelSpec(p.stem, g, None if qdq else _ALL_Q, PartitionPolicy() if qdq else _ALL_P,
                          f"ONNX {p.name} ({shape}{', QDQ' if qdq else ''})",
                          {"onnx": str(p.resolve()), **({"shapes": _shapes_text(shapes)} if shapes else {})},
                          qdq)
@@ -150,21 +162,29 @@ def load_model(model: str, *, reduced: bool = False, size: int | None = None,
     )
 
 
-def quant_options(spec: ModelSpec, *, per_channel: bool | None = None, calibration: str | None = None) -> ModelSpec:
+def quant_options(spec: ModelSpec, *, per_channel: bool | None = None, calibration: str | None = None,
+                  offload: str | None = None) -> ModelSpec:
     """``spec`` with its int8 settings changed: per-channel weight scales on or off, the
-    activation calibration ("max", "percentile" or "kl"); None keeps the model's own."""
+    activation calibration ("max", "percentile" or "kl"), what goes on VDLA (:data:`OFFLOADS`);
+    None keeps the model's own."""
     from dataclasses import replace
 
     from .quantize import CALIBRATIONS
 
     if calibration is not None and calibration not in CALIBRATIONS:
         raise GraphError(f"unknown calibration {calibration!r} (one of {', '.join(CALIBRATIONS)})")
-    if spec.qconfig is None or (per_channel is None and calibration is None):
+    if offload is not None and offload not in OFFLOADS:
+        raise GraphError(f"unknown offload {offload!r} (one of {', '.join(OFFLOADS)})")
+    if spec.qconfig is None or (per_channel is None and calibration is None and offload is None):
         return spec  # a QDQ model keeps the scales it was written with
-    q = spec.qconfig
+    q, pol = spec.qconfig, spec.policy
     q = replace(q, per_channel=q.per_channel if per_channel is None else per_channel,
                 calibration=calibration or q.calibration)
-    return replace(spec, qconfig=q)
+    if offload is not None:
+        every = offload == "all"
+        q = replace(q, skip_conv=() if every else (0,), skip_dense=not every)
+        pol = replace(pol, skip_first_conv=not every, offload_dense=every)
+    return replace(spec, qconfig=q, policy=pol)
 
 
 def _digits_spec(reduced: bool) -> ModelSpec:

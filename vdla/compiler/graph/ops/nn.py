@@ -110,6 +110,38 @@ def _conv(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 _CONV_ATTRS = {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}
+
+def _unfold_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x = ts[0]
+    if len(x.shape) != 4:
+        raise _err(f"unfold needs 4-D NCHW data, got {x}")
+    n, c, h, wd = x.shape
+    kh, kw = at["kernel"]
+    sh, sw = at["strides"]
+    pt, pl, pb, pr = at["padding"]
+    if min(kh, kw, sh, sw) < 1 or min(pt, pl, pb, pr) < 0:
+        raise _err(f"unfold: bad kernel {at['kernel']}, strides {at['strides']} or padding {at['padding']}")
+    oh, ow = conv_out(h, kh, sh, pt, pb), conv_out(wd, kw, sw, pl, pr)
+    if oh <= 0 or ow <= 0:
+        raise _err(f"unfold: input {h}x{wd} is smaller than the kernel {kh}x{kw}")
+    return TensorType((n, c * kh * kw, oh, ow), x.dtype)
+
+
+def _unfold(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    x = xs[0]
+    kh, kw = at["kernel"]
+    win = windows(x, kh, kw, at["strides"], at["padding"])  # n c oh ow kh kw
+    n, c, oh, ow = win.shape[:4]
+    # channel index c*kh*kw + i*kw + j: the order of an OIHW weight reshaped to (O, C*KH*KW)
+    return np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * kh * kw, oh, ow)
+
+
+#: PyTorch's ``nn.Unfold`` (im2col) as NCHW: every (channel, tap) of a k x k window becomes a
+#: channel, so a k x k conv of the input is a 1x1 conv of the result (:mod:`..unfold`).
+register("unfold", "injective", (1, 1), {"kernel": (1, 1), "strides": (1, 1), "padding": (0, 0, 0, 0)})(
+    (_unfold_infer, _unfold)
+)
+
 register("conv2d", "complex", (2, 3), _CONV_ATTRS)((_conv_infer, _conv))
 
 

@@ -1,0 +1,41 @@
+"""What the VDLA flow offloads per model (:data:`vdla.compiler.graph.zoo.OFFLOADS`): the mobile
+models and ONNX files put their first convolution and classifier on VDLA ("all"), ResNet keeps
+VTA's flow ("vta"), ``--offload`` switches either way, and the partition follows."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from vdla.cli.common import add_model_arguments
+from vdla.compiler.graph import GraphError, models
+from vdla.compiler.graph.partition import partition
+from vdla.compiler.graph.passes import simplify
+from vdla.compiler.graph.quantize import quantize
+from vdla.compiler.graph.zoo import OFFLOADS, load_model, quant_options
+
+
+@pytest.mark.parametrize("name, mode", [("resnet18", "vta"), ("mobilenet_v1", "vta"), ("mobilenet_v2", "all"),
+                                        ("shufflenet_v2", "all"), ("squeezenet1_1", "all"), ("mnasnet0_5", "all")])
+def test_each_model_offloads_as_its_flow_says(name, mode):
+    spec = load_model(name, reduced=True)
+    for want in (mode, *(m for m in OFFLOADS if m != mode)):
+        s = spec if want == mode else quant_options(spec, offload=want)
+        g = simplify(s.graph)
+        q = quantize(g, [models.sample_input(g, 0)], s.qconfig)
+        p = partition(q, s.policy)
+        first = next(n for n in p.topo_order() if n.op == "conv2d")
+        dense = [n for n in p.nodes if n.op == "dense"]
+        on_vdla = want == "all"
+        assert (first.target == "vdla") is on_vdla, (name, want, first.notes["reason"])
+        assert all((d.target == "vdla") is on_vdla for d in dense), (name, want)
+
+
+def test_offload_choices_and_errors():
+    p = argparse.ArgumentParser()
+    add_model_arguments(p)
+    choices = next(a.choices for a in p._actions if a.dest == "offload")
+    assert tuple(choices) == OFFLOADS  # the CLI's choices are the library's
+    with pytest.raises(GraphError, match="unknown offload 'gpu'"):
+        quant_options(load_model("mobilenet_v2", reduced=True), offload="gpu")
