@@ -11,14 +11,14 @@
 
 Modules: :mod:`.space` (ConfigSpace / ConfigEntity), :mod:`.dispatch` (get_config, dispatch
 contexts), :mod:`.task` (@template, create), :mod:`.templates` (the operator library's),
-:mod:`.measure` (builders, runners, measuring on Dask workers), :mod:`.features` (loop-IR
+:mod:`.measure` (builders, runners, measuring on Dask workers; :mod:`.measure_cuda` for the GPU), :mod:`.features` (loop-IR
 features), :mod:`.tuner` (random, grid, GA, XGBoost), :mod:`.record` (JSON-lines logs,
 apply_history_best), :mod:`.tuning` (a model's tasks, tuning them into a log; the
 ``vdla tune`` command over it is `vdla.cli.tune`).
 """
 
 from ...compat.aliases import module_getattr
-from . import callback, record, task, tuner
+from . import callback, measure_cuda, record, task, tuner
 from .dispatch import ApplyConfig, DispatchContext, get_config
 from .measure import LocalBuilder, LocalRunner, MeasureErrorNo, MeasureInput, MeasureResult, measure_option
 from .record import ApplyHistoryBest, apply_history_best
@@ -26,7 +26,7 @@ from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity, KnobError
 from .task import Task, TaskError, template
 
 __all__ = [
-    "task", "tuner", "record", "callback", "template", "get_config", "Task", "TaskError", "ConfigSpace",
+    "task", "tuner", "record", "callback", "measure_cuda", "template", "get_config", "Task", "TaskError", "ConfigSpace",
     "ConfigEntity", "FallbackConfigEntity", "KnobError", "DispatchContext", "ApplyConfig", "LocalBuilder",
     "LocalRunner", "MeasureErrorNo", "MeasureInput", "MeasureResult", "measure_option", "ApplyHistoryBest",
     "apply_history_best",

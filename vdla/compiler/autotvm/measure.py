@@ -6,6 +6,8 @@ against the template's numpy reference (computed once per task and worker proces
 
 * ``llvm``: times the function (``number`` calls per repeat, ``repeat`` repeats; the timed
   part holds a cluster-wide lock so measurements on one machine do not share its cores);
+* ``cuda``: builds it on every worker (proven by ptxas), runs it on a worker holding a GPU
+  (:mod:`.measure_cuda`);
 * ``vdla``: runs it on the golden simulator (``device="fsim"``: cycles from its cycle
   model, deterministic) or on Verilator (``device="verilator"``) and reports the cycles.
 
@@ -86,8 +88,9 @@ class LocalBuilder:
 
 @dataclass
 class LocalRunner:
-    """Runs each point: ``number`` calls per repeat, ``repeat`` repeats (llvm); ``device`` for
-    vdla (fsim or verilator); ``threads`` for llvm's parallel loops (None: the worker's default)."""
+    """Runs each point: ``number`` calls per repeat, ``repeat`` repeats (llvm, cuda); ``device`` for
+    vdla (fsim or verilator); ``threads`` for llvm's parallel loops (None: the worker's default);
+    ``min_repeat_ms`` (cuda): ``number`` doubles until a repeat lasts that long (CUDA events)."""
 
     number: int = 1
     repeat: int = 3
@@ -95,6 +98,7 @@ class LocalRunner:
     device: str = "fsim"
     threads: int | None = None
     check_correctness: bool = True
+    min_repeat_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.number < 1 or self.repeat < 1 or self.timeout <= 0:
@@ -268,6 +272,10 @@ def _time_llvm(func: Any, arrays: list[np.ndarray], runner: LocalRunner) -> list
 
 # ---------------------------------------------------------------------------- on the tuner's side
 
+#: target kind -> its own batch measurement (``cuda``: :func:`.measure_cuda.measure_batch_cuda`, registered
+#: when that module is imported, as the package does); other kinds measure each point in one task here
+BATCH_MEASURERS: dict[str, Any] = {}
+
 
 def measure_batch(inputs: list[MeasureInput], option: MeasureOption) -> list[MeasureResult]:
     """Measure the points as Dask tasks; returns one result per input, in order."""
@@ -286,6 +294,8 @@ def measure_batch(inputs: list[MeasureInput], option: MeasureOption) -> list[Mea
             if res.error_no not in (MeasureErrorNo.RUN_TIMEOUT, MeasureErrorNo.WORKER_LOST):
                 option.cache[k] = res
         return [fresh[k] if k in fresh else option.cache[k] for k in keys]
+    if inputs[0].task.kind in BATCH_MEASURERS:  # cuda: built on every worker, run on a GPU worker
+        return BATCH_MEASURERS[inputs[0].task.kind](inputs, option)
     client = option.client or cluster.get_client(option.scheduler)
     tpls = {inp.task.name: get_template(inp.task.name) for inp in inputs}  # a batch may mix tasks
     futs = [client.submit(measure_one, tpls[inp.task.name], inp.task.name, inp.task.args, inp.task.target,

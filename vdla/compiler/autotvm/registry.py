@@ -38,10 +38,10 @@ def template(name: str, target: str | None = None, reference: Callable[..., Any]
     """Register ``func`` as the template ``name`` (AutoTVM's ``@autotvm.template``).
 
     ``target``: the target kind it serves (default: the suffix of ``name`` after the last dot
-    when that is ``llvm``/``x86``/``vdla``, else any)."""
+    when that is ``llvm``/``x86``/``cuda``/``vdla``, else any)."""
     if target is None:
         suffix = name.rsplit(".", 1)[-1]
-        target = {"x86": "llvm", "llvm": "llvm", "vdla": "vdla"}.get(suffix)
+        target = {"x86": "llvm", "llvm": "llvm", "cuda": "cuda", "vdla": "vdla"}.get(suffix)
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)

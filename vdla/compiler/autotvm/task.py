@@ -23,7 +23,7 @@ from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity
 
 __all__ = ["template", "create", "Task", "TaskError", "TEMPLATES", "get_template", "target_kind", "backend_of"]
 
-TARGETS = ("llvm", "vdla")
+TARGETS = ("llvm", "cuda", "vdla")
 
 
 class TaskError(ValueError):
@@ -54,7 +54,7 @@ def backend_of(target: Any) -> str:
 
 
 def target_kind(target: Any) -> str:
-    """``llvm`` or ``vdla`` from a target string (``"llvm -mcpu=..."``) or Target."""
+    """``llvm``, ``cuda`` or ``vdla`` from a target string (``"llvm -mcpu=..."``, ``"cuda -arch=sm_90"``) or Target."""
     kind = backend_of(target)
     if kind not in TARGETS:
         raise TaskError(f"unknown target {target!r}: autotvm tunes {', '.join(TARGETS)}")

@@ -12,10 +12,12 @@ The tile sizes are the knobs (:class:`MatmulTiles`); they must divide the shapes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .... import te
+from ....autotvm.dispatch import query, schedule_knobs
 from ....schedule.primitives import Schedule
-from ....topi.util import const_shape
+from ....topi.util import as_list, const_shape, find_tagged
 from .common import cooperative_fetch
 from .reduction import schedule_reduce
 
@@ -24,7 +26,10 @@ from .reduction import schedule_reduce
 class MatmulTiles:
     """Block tile bm x bn, thread tile tm x tn, reduction step bk, fetch vector width vec; with
     ``vt`` > 1 each thread's tile is vt x vt strided pieces (virtual threads: neighbouring
-    threads read neighbouring shared-memory words, fewer bank conflicts)."""
+    threads read neighbouring shared-memory words, fewer bank conflicts); ``vx`` > 0 gives the
+    columns their own count (the autotvm template's ``tile_x``; 0: ``vt``). ``unroll_step`` (TVM's
+    ``auto_unroll_max_step``) unrolls the step's k loop when ``bk * tm * tn`` copies fit in it and
+    ``unroll_explicit`` (else LLVM's unroller decides)."""
 
     bm: int = 64
     bn: int = 64
@@ -33,13 +38,21 @@ class MatmulTiles:
     tn: int = 4
     vec: int = 4
     vt: int = 1
+    vx: int = 0
+    unroll_step: int = 0
+    unroll_explicit: bool = True
+
+    @property
+    def vcols(self) -> int:
+        return self.vx or self.vt
 
     def check(self, m: int, n: int, k: int) -> None:
         for what, size, tile in (("rows", m, self.bm), ("columns", n, self.bn), ("reduction", k, self.bk)):
             if size % tile:
                 raise ValueError(f"matmul tiles: {what} {size} is not a multiple of the tile {tile}")
-        if self.tm % self.vt or self.tn % self.vt:
-            raise ValueError(f"matmul tiles: {self.vt} virtual threads must divide the thread tile {self.tm}x{self.tn}")
+        if self.tm % self.vt or self.tn % self.vcols:
+            raise ValueError(f"matmul tiles: {self.vt}x{self.vcols} virtual threads must divide the thread tile "
+                             f"{self.tm}x{self.tn}")
         if self.bm % self.tm or self.bn % self.tn:
             raise ValueError(f"matmul tiles: thread tile {self.tm}x{self.tn} must divide the block {self.bm}x{self.bn}")
         if self.bk % self.vec or self.bn % self.vec:
@@ -50,6 +63,35 @@ class MatmulTiles:
                 raise ValueError(
                     f"matmul tiles: the {name} tile ({size} elements) does not split over {nthreads} threads x {self.vec}"
                 )
+
+
+def define_matmul_space(cfg: Any, m: int, n: int, k: int) -> None:
+    """The knobs of the ``matmul.cuda`` template (TVM's dense/matmul splits): ``tile_y = [blocks, vy,
+    ty, yi]`` of the rows, ``tile_x`` of the columns, ``tile_k = [steps, bk]``, the fetch width
+    ``vec``, ``auto_unroll_max_step`` and ``unroll_explicit``."""
+    cfg.define_split("tile_y", m, num_outputs=4, filter=lambda e: e.size[1] <= 4 and e.size[1] * e.size[3] <= 16)
+    cfg.define_split("tile_x", n, num_outputs=4, filter=lambda e: e.size[1] <= 4 and e.size[1] * e.size[3] <= 16)
+    cfg.define_split("tile_k", k, num_outputs=2, filter=lambda e: e.size[1] <= 64)
+    cfg.define_knob("vec", [1, 2, 4])
+    cfg.define_knob("auto_unroll_max_step", [0, 512, 1500])
+    cfg.define_knob("unroll_explicit", [0, 1])
+
+
+def matmul_tiles(cfg: Any) -> MatmulTiles:
+    """The :class:`MatmulTiles` of a ``matmul.cuda`` config."""
+    _, vy, ty, yi = cfg["tile_y"].size
+    _, vx, tx, xi = cfg["tile_x"].size
+    return MatmulTiles(bm=vy * ty * yi, bn=vx * tx * xi, bk=cfg["tile_k"].size[1], tm=vy * yi, tn=vx * xi,
+                       vec=int(cfg["vec"].val), vt=vy, vx=vx, unroll_step=int(cfg["auto_unroll_max_step"].val),
+                       unroll_explicit=bool(cfg["unroll_explicit"].val))
+
+
+def hand_matmul_knobs(m: int, n: int, k: int, t: MatmulTiles = MatmulTiles()) -> dict[str, Any]:
+    """The knob values of ``t`` (the defaults: today's hand tiles) in the ``matmul.cuda`` space."""
+    return {"tile_y": [m // t.bm, t.vt, t.bm // t.tm, t.tm // t.vt], "tile_x": [n // t.bn, t.vcols, t.bn // t.tn,
+                                                                               t.tn // t.vcols],
+            "tile_k": [k // t.bk, t.bk], "vec": t.vec, "auto_unroll_max_step": t.unroll_step,
+            "unroll_explicit": int(t.unroll_explicit)}
 
 
 def matmul(m: int, n: int, k: int, dtype: str = "float32") -> tuple[te.Tensor, te.Tensor, te.Tensor]:
@@ -68,14 +110,19 @@ def dense(data: te.Tensor, weight: te.Tensor) -> te.Tensor:
                       name="dense", tag="dense")  # fmt: skip
 
 
-def schedule_matmul(C: te.Tensor, tiles: MatmulTiles = MatmulTiles()) -> Schedule:
-    """Schedule ``C = A x B`` or a dense layer (any 2-d sum of products of two 2-d inputs)."""
+def schedule_matmul(C: te.Tensor, tiles: MatmulTiles | None = None) -> Schedule:
+    """Schedule ``C = A x B`` or a dense layer (any 2-d sum of products of two 2-d inputs).
+    ``tiles``: the knobs (default: a tuned record of ``["matmul.cuda", [m, n, k]]`` under
+    ``apply_history_best``, else :class:`MatmulTiles`' defaults)."""
     op = C.op
     if not isinstance(op, te.ComputeOp) or len(op.reduce_axis) != 1 or len(op.axis) != 2:
         raise ValueError(f"schedule_matmul: {C.name!r} is not a 2-d reduction over one axis")
     a, b = op.input_tensors()[:2]
     m, n = const_shape(C)
     k = int(op.reduce_axis[0].dom.extent.value)
+    if tiles is None:
+        tuned = query("cuda", ["matmul.cuda", [m, n, k]]) if op.tag == "matmul" else None
+        tiles = matmul_tiles(tuned) if tuned is not None else MatmulTiles()
     tiles.check(m, n, k)
     s = te.create_schedule(C.op)
     AA = s.cache_read(a, "shared", [C])
@@ -86,18 +133,18 @@ def schedule_matmul(C: te.Tensor, tiles: MatmulTiles = MatmulTiles()) -> Schedul
     by, yi = s[C].split(C.op.axis[0], factor=tiles.bm)
     bx, xi = s[C].split(C.op.axis[1], factor=tiles.bn)
     vy, yi = s[C].split(yi, nparts=tiles.vt)
-    vx, xi = s[C].split(xi, nparts=tiles.vt)
+    vx, xi = s[C].split(xi, nparts=tiles.vcols)
     ty, yi = s[C].split(yi, nparts=ty_n)
     tx, xi = s[C].split(xi, nparts=tx_n)
     s[C].reorder(by, bx, vy, vx, ty, tx, yi, xi)
     s[C].bind(by, te.thread_axis("blockIdx.y"))
     s[C].bind(bx, te.thread_axis("blockIdx.x"))
-    if tiles.vt > 1:
+    if tiles.vt > 1 or tiles.vcols > 1:  # (both bound, as before the columns had their own count)
         s[C].bind(vy, te.thread_axis("vthread"))
         s[C].bind(vx, te.thread_axis("vthread"))
     s[C].bind(ty, tya)
     s[C].bind(tx, txa)
-    if tiles.tn // tiles.vt in (2, 4):
+    if tiles.tn // tiles.vcols in (2, 4):
         s[C].vectorize(xi)
     s[CL].compute_at(s[C], tx)
     yc, xc = s[CL].op.axis
@@ -105,14 +152,35 @@ def schedule_matmul(C: te.Tensor, tiles: MatmulTiles = MatmulTiles()) -> Schedul
     s[CL].reorder(ko, ki, yc, xc)
     s[CL].unroll(yc)
     s[CL].unroll(xc)
+    if tiles.unroll_step and tiles.unroll_explicit and tiles.bk * tiles.tm * tiles.tn <= tiles.unroll_step:
+        s[CL].unroll(ki)
     for cache in (AA, BB):
         s[cache].compute_at(s[CL], ko)
         cooperative_fetch(s, cache, [(tya, ty_n), (txa, tx_n)], tiles.vec)
     return s
 
 
-def schedule_dense(outs: te.Tensor | list[te.Tensor], num_thread: int = 128) -> Schedule:
+def schedule_dense(outs: te.Tensor | list[te.Tensor], num_thread: int | None = None) -> Schedule:
     """topi.dense (any shape, packed weights, bias, fused activations): one thread per output with
     the weight re-layout inlined. For batch-1 layers (a matrix-vector product, bound by reading
-    the weights once) this is the shape that matters; large batches use :func:`schedule_matmul`."""
-    return schedule_reduce(outs, num_thread, inline=("dense_pack",))
+    the weights once) this is the shape that matters; large batches use :func:`schedule_matmul`.
+    The knobs (``dense.cuda``): ``num_thread`` per block and ``tile_k`` (the reduction's inner
+    factor, unrolled); the hand pick is 128 threads, nothing unrolled."""
+    outs = as_list(outs)
+    d = find_tagged(outs, "dense")
+    (b, k), o = const_shape(d.input_tensors()[0]), const_shape(d.output(0))[1]
+    hand = {"num_thread": num_thread or 128, "tile_k": [k, 1]}
+
+    def define(cfg: Any) -> None:
+        cfg.define_knob("num_thread", [32, 64, 128, 256, 512, 1024])
+        cfg.define_split("tile_k", k, num_outputs=2, filter=lambda e: e.size[1] in (1, 2, 4, 8, 16))
+
+    workload = ["dense.cuda", [b, k, o, outs[0].op is not d]]
+    knobs = hand if num_thread is not None else schedule_knobs("cuda", workload, define, hand)
+    s = schedule_reduce(outs, int(knobs["num_thread"]), inline=("dense_pack",))
+    ki_n = int(knobs["tile_k"][1])
+    if ki_n > 1:
+        st = s[d] if outs[0].op is not d else s[outs[0]]
+        _, ki = st.split(st.op.reduce_axis[0], factor=ki_n)
+        st.unroll(ki)
+    return s
