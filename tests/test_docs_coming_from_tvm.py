@@ -68,6 +68,11 @@ NAMES: list[tuple[str, str]] = [
         "for_range", "if_scope", "else_scope", "new_scope", "buffer_ptr", "allocate", "let", "scope_attr", "emit",
         "get")],
     ("ir_builder.create", "vdla.tir.ir_builder.create"),
+    ("tir.Call", "vdla.tir.Call"), ("tir.CallEffectKind.Pure", "vdla.tir.CallEffectKind.Pure"),
+    ("op.op.name", "vdla.compiler.tir.nodes.Call.op"), ("tx.var.equal", "vdla.compiler.tir.nodes.ExprOp.equal"),
+    *[(f"tvm.ir.{n}", f"vdla.ir.{n}") for n in ("register_op_attr", "register_intrin_lowering")],
+    ("f.imported_modules", "vdla.compiler.targets.cuda.module.CUDAModule.imported_modules"),
+    ("get_source", "vdla.runtime.module.DeviceSourceModule.get_source"),
     # VTA
     ("vta.get_env", ENV), ("vta.get_env", "vdla.compiler.targets.vdla.env.get_env"),
     *[(f"vta.{n}", f"vdla.vta.{n}") for n in ("build_config", "build", "lower", "program_fpga", "reconfig_runtime",
@@ -93,7 +98,8 @@ KEYWORDS: list[tuple[str, list[str]]] = [
     ("vdla.lower", ["name", "simple_mode"]), ("vdla.build", ["target", "name", "target_host"]),
     ("vdla.transform.PassContext", ["opt_level", "disabled_pass"]), (TARGET, ["host"]),
     ("vdla.te.extern", ["name", "dtype", "in_buffers", "out_buffers"]),
-    ("vdla.te.decl_tensor_intrin", ["binds"]), ("vdla.compiler.schedule.primitives.Schedule.rfactor", ["factor_axis"]),
+    ("vdla.te.decl_tensor_intrin", ["binds"]), ("vdla.te.thread_axis", ["dom", "tag", "name"]),
+    ("vdla.ir.register_intrin_lowering", ["target", "f", "level"]), ("vdla.compiler.schedule.primitives.Schedule.rfactor", ["factor_axis"]),
     ("vdla.tir.decl_buffer", ["strides", "offset_factor"]), ("vdla.nd.empty", ["shape", "dtype"]),
     ("vdla.vta.lower", ["simple_mode"]), ("vdla.vta.build", ["target", "name"]),
     ("vdla.autotvm.task.create", ["args", "target"]),
@@ -188,8 +194,7 @@ def test_packed_functions_by_tvm_name_after_import_vdla() -> None:
 
 
 #: what the page says is *not* provided: each must really be absent (or a clear error), or the page is wrong
-ABSENT = ["vdla.contrib.cc", "vdla.tir.BufferLoad", "vdla.tir.BufferStore", "vdla.tir.For", "vdla.tir.AttrStmt",
-          "vdla.tir.Call"]
+ABSENT = ["vdla.contrib.cc", "vdla.tir.BufferLoad", "vdla.tir.BufferStore", "vdla.tir.For", "vdla.tir.AttrStmt"]
 #: TVM's names the page says vdla does not have, which say what to use instead when used
 NOT_SUPPORTED = ["vdla.tir.Schedule", "vdla.te.create_prim_func", "vdla.autotvm.RPCRunner",
                  "vdla.autotvm.measure.RPCRunner", "vdla.rpc.connect"]

@@ -15,6 +15,7 @@ compat.install()  # TVM's paths (vdla.te, vdla.vta ...) and the old ones (vdla.c
 from .compat import contrib, rpc, testing  # noqa: E402
 from .compiler import autotvm, build, lower, te, tir, topi, transform  # noqa: E402  (autotvm: AutoTVM's names)
 from .compiler.targets import target  # noqa: E402
+from .compiler.tir import op_registry as ir  # noqa: E402  (TVM's tvm.ir: register_op_attr, register_intrin_lowering)
 from .config import Config, ConfigError, preset  # noqa: E402
 from .runtime import Device, Program  # noqa: E402
 from .runtime import ndarray as nd  # noqa: E402  (TVM's tvm.nd)
@@ -24,4 +25,4 @@ from .runtime.packed import get_global_func, register_func  # noqa: E402
 __version__ = "0.1.0"
 __all__ = ["Config", "ConfigError", "preset", "Device", "Program", "te", "lower", "build", "__version__",
            "contrib", "nd", "rpc", "testing", "topi", "transform", "tir", "target", "device", "cpu", "cuda", "ext_dev",
-           "register_func", "get_global_func", "autotvm"]
+           "register_func", "get_global_func", "autotvm", "ir"]

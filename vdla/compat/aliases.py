@@ -99,6 +99,7 @@ SILENT: frozenset[str] = frozenset({"vdla.compiler.vdla", "vdla.compiler.vdla.en
 PUBLIC: dict[str, str] = {
     "vdla.te": "vdla.compiler.te",
     "vdla.tir": "vdla.compiler.tir",
+    "vdla.ir": "vdla.compiler.tir.op_registry",
     "vdla.topi": "vdla.compiler.topi",
     "vdla.compiler.topi.utils": "vdla.compiler.topi.util",
     "vdla.autotvm": "vdla.compiler.autotvm",

@@ -13,7 +13,7 @@ from ..runtime.ndarray import cuda, is_array_like
 
 __all__ = [
     "assert_allclose", "assert_equal", "device_enabled", "enabled_targets", "requires_cuda", "requires_llvm",
-    "requires_gpu", "uses_gpu", "main",
+    "requires_gpu", "uses_gpu", "main", "CUDA_ARCHS", "assemble_cuda", "run_cuda_schedule_on_cpu",
 ]
 
 
@@ -67,6 +67,33 @@ def requires_llvm(f: Any) -> Any:
 
 def uses_gpu(f: Any) -> Any:
     return f
+
+
+#: the GPU architectures a cuda schedule is proven for without a GPU (Ampere A100, Hopper H100/H200)
+CUDA_ARCHS = ("sm_80", "sm_90")
+
+
+def assemble_cuda(s: Any, args: Any, name: str = "main", archs: tuple[str, ...] = CUDA_ARCHS) -> dict[str, str]:
+    """Build schedule ``s`` for ``cuda`` on each architecture and have ptxas assemble every PTX, the
+    strongest check of a GPU build without a GPU; returns ptxas's report (registers, shared
+    memory, spills) per architecture, or raises PtxasError with ptxas's message."""
+    from ..compiler.driver import build
+    from ..compiler.targets.cuda.ptxas import assemble
+
+    return {arch: assemble(build(s, list(args), target=f"cuda -arch={arch}", name=name).get_source(), arch).report
+            for arch in archs}  # fmt: skip
+
+
+def run_cuda_schedule_on_cpu(s: Any, args: Any, *arrays: Any) -> None:
+    """Run a cuda schedule's loop nest on the CPU, its GPU threads as serial loops (the users' cuda
+    intrinsic lowering rules applied), on numpy ``arrays`` (outputs written in place): its index
+    arithmetic, bounds and guards, checked against numpy without a GPU. What only a GPU has
+    (barriers, the threads' exchange in a cross-thread reduction) is ptxas's to check."""
+    from ..compiler.driver import build, lower
+    from ..compiler.targets.cuda.lower import lower_intrinsics, threads_as_loops
+
+    # opt_level 2: LLVM's O3 loop passes take seconds on these nests and the check needs no speed
+    build(threads_as_loops(lower_intrinsics(lower(s, list(args)))), target="llvm", opt_level=2)(*arrays)
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BenchmarkResult", "ModuleMixin", "ModuleLoadError", "register_loader", "load_module", "time_calls",
+__all__ = ["BenchmarkResult", "DeviceSourceModule", "ModuleMixin", "ModuleLoadError", "register_loader", "load_module", "time_calls",
            "enabled"]
 
 
@@ -136,6 +136,31 @@ class ModuleMixin:
 
     def _write_module(self, path: Path) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
+
+
+class DeviceSourceModule:
+    """The device part of a GPU build, as TVM's ``f.imported_modules[0]`` is: ``get_source()``
+    gives its code (PTX for vdla's cuda target, which generates PTX rather than CUDA C) and
+    ``type_key`` its kind; the kernels are launched through the host module that imports it."""
+
+    def __init__(self, type_key: str, source: str, fmt: str, functions: list[str]) -> None:
+        self.type_key = type_key
+        self.format = fmt
+        self.functions = list(functions)
+        self._source = source
+
+    def get_source(self, fmt: str = "") -> str:
+        """The device code; ``fmt`` may name its format (``"ptx"``; ``""`` or ``"cuda"`` for the default)."""
+        if fmt not in ("", self.format, self.type_key):
+            raise ValueError(f"{self.type_key} device module: no {fmt!r} source; it holds {self.format}")
+        return self._source
+
+    @property
+    def imported_modules(self) -> list[Any]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"<{self.type_key} device module: {', '.join(self.functions)}>"
 
 
 _LOADERS: dict[bytes, tuple[str, Callable[[bytes, str], Any]]] = {}

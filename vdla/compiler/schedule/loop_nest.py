@@ -42,6 +42,22 @@ from .primitives import Fuse, Schedule, ScheduleError, Split, Stage
 from .tensorize import tensorize_loops
 
 _KIND = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel", "bind": "thread_binding"}
+#: the AttrStmt key around a cross-thread reduction (see :meth:`_Lowering.cross_thread_nest`)
+THREAD_ALLREDUCE = "thread_allreduce"
+
+
+@dataclass(eq=False)
+class CrossThreadReduce:
+    """What a GPU back end needs to combine a reduction's per-thread partial values: the
+    reducer, the thread axes reduced over, and the buffer (after flattening, the one the
+    first statement of the marked body stores to) holding each thread's partial value."""
+
+    stage: str
+    combiner: Any
+    tags: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.combiner.name} of {self.stage} over {', '.join(self.tags)}"
 
 
 @dataclass(eq=False)
@@ -246,10 +262,13 @@ class _Lowering:
                 rd = self._readers_of(info)
                 # a reader attached at the same loop (computed before the parent's body) may stand
                 # in for the parent: bounds then follow that reader's region (TVM's InferBound)
+                # ... and so may one computed deeper in the parent (a local copy of a shared tile)
+                at = parent.leaf_iter_vars.index(st.attach_ivar) if st.attach_ivar in parent.leaf_iter_vars else -1
                 same_point = [
                     r for r in rd
                     if r.stage is not parent and r.stage.attach_type == "scope"
-                    and r.stage.attach_stage is parent and r.stage.attach_ivar is st.attach_ivar
+                    and r.stage.attach_stage is parent and r.stage.attach_ivar in parent.leaf_iter_vars
+                    and parent.leaf_iter_vars.index(r.stage.attach_ivar) >= at >= 0
                 ]
                 if parent not in [r.stage for r in rd] and not same_point:
                     raise self.err(
@@ -355,12 +374,29 @@ class _Lowering:
         # readers computed at the same loop: their (already inferred) regions bound what they read
         for r in self._readers_of(info):
             rst = r.stage
-            if rst is pst or not (rst.attach_type == "scope" and rst.attach_stage is pst and rst.attach_ivar is st.attach_ivar):
+            if rst is pst or not (rst.attach_type == "scope" and rst.attach_stage is pst):
                 continue
-            r_relax = {
-                riv.var: (mn, simplify_expr(BinOp("sub", BinOp("add", mn, e, mn.dtype), make_const(1, mn.dtype), mn.dtype)))
-                for riv, (mn, e) in r.root.items()
-            }
+            rpos = pst.leaf_iter_vars.index(rst.attach_ivar)  # type: ignore[arg-type]
+            if rpos < pos:
+                continue
+            if rpos == pos:
+                r_relax = {
+                    riv.var: (mn, simplify_expr(BinOp("sub", BinOp("add", mn, e, mn.dtype), make_const(1, mn.dtype),
+                                                      mn.dtype)))
+                    for riv, (mn, e) in r.root.items()
+                }
+            else:
+                # a reader computed deeper in the same consumer (a local copy of this shared tile,
+                # refilled in an inner loop): its region over every iteration of the loops between
+                r_relax = {}
+                for riv, (mn, e) in r.root.items():
+                    one = make_const(1, mn.dtype)
+                    lo_hi = sym_interval(mn, relax)
+                    if lo_hi is None:
+                        lo_hi = (riv.dom.min, simplify_expr(BinOp("sub", riv.dom.extent, one, mn.dtype)))
+                        e = one
+                    r_relax[riv.var] = (simplify_expr(lo_hi[0]),
+                                        simplify_expr(BinOp("sub", BinOp("add", lo_hi[1], e, mn.dtype), one, mn.dtype)))
             r_reads = [n.indices for b in r.bodies for n in walk(b) if isinstance(n, TensorRead) and n.tensor in mine]
             rr = region_of(r_reads, r_relax, len(op.axis))
             if not reads:
@@ -387,13 +423,33 @@ class _Lowering:
             # guard against computing outside the tensor's domain
             info.domain_guards.append((iv, full))
 
+    def scope(self, st: Stage) -> str:
+        """Where ``st``'s values live. A scope the schedule chose stands; otherwise, as in TVM's
+        storage flattening, a stage computed inside loops bound to ``threadIdx`` is ``local``
+        (one copy per thread) and one inside ``blockIdx`` loops only is ``shared``; else ``global``."""
+        if st.scope_given or st.scope != "global" or st.attach_type != "scope":
+            return st.scope
+        tags: list[str] = []
+        cur: Stage | None = st
+        while cur is not None and cur.attach_type == "scope":
+            parent = cur.attach_stage
+            assert parent is not None
+            upto = parent.leaf_iter_vars.index(cur.attach_ivar) if cur.attach_ivar in parent.leaf_iter_vars else -1
+            tags += [self._thread_tag(parent, iv) for iv in parent.leaf_iter_vars[: upto + 1]]
+            cur = parent
+        if any(t.startswith("threadIdx") for t in tags):
+            return "local"
+        if any(t.startswith("blockIdx") for t in tags):
+            return "shared"
+        return "global"
+
     def _thread_relax(self, st: Stage, pos: int) -> dict[Var, tuple[Expr, Expr]]:
         """Thread-bound loops at and above ``st``'s attach point over which ``st`` is shared.
 
         A scope is shared by the threads of lower rank (TVM's storage/thread ranks):
         ``global`` by blockIdx and threadIdx, ``shared`` by threadIdx (and vthread); ``local``
         and the accelerator's scopes by none, so CPU and VDLA schedules are unaffected."""
-        scope_rank = {"global": 0, "shared": 1}.get(st.scope)
+        scope_rank = {"global": 0, "shared": 1}.get(self.scope(st))
         out: dict[Var, tuple[Expr, Expr]] = {}
         if scope_rank is None:
             return out
@@ -406,7 +462,7 @@ class _Lowering:
                     continue
                 tag = attrs["thread"].thread_tag
                 rank = 0 if tag.startswith("blockIdx") else 1 if tag.startswith("threadIdx") else None
-                if tag.startswith("vthread") and st.scope == "shared":
+                if tag.startswith("vthread") and self.scope(st) == "shared":
                     rank = 1
                 if rank is not None and scope_rank <= rank:
                     e = info.ext[iv]
@@ -474,7 +530,7 @@ class _Lowering:
         body = seq(*[self.stage_nest(i) for i in steps])
         for i in reversed(steps):
             for t in reversed(i.stored(self.arg_tensors)):
-                body = ProducerRealize(t, [i.root[iv] for iv in i.stage.op.axis], body, i.stage.scope)
+                body = ProducerRealize(t, [i.root[iv] for iv in i.stage.op.axis], body, self.scope(i.stage))
         ax = op.scan_axis
         loop = For(ax.var, ax.dom.min, ax.dom.extent, "serial", body)
         return seq(*inits, loop)
@@ -530,6 +586,9 @@ class _Lowering:
         derived_reduce = self._reduce_derived(st, reduce_ivs)
         init: Stmt | None = None
         r0 = len(leaves)
+        cross = [iv for iv in leaves if iv in derived_reduce and self._thread_tag(st, iv).startswith("threadIdx")]
+        if cross:
+            return self.cross_thread_nest(info, sub, idx, leaves, derived_reduce, cross)
         if len(info.tensors) > 1:
             innermost, init, init_leaves, r0 = self._multi_nest(info, sub, idx, leaves, derived_reduce)
         elif isinstance(body, Reduce):
@@ -548,7 +607,7 @@ class _Lowering:
             innermost = ProducerStore(t, idx, substitute(body, sub))
             init_leaves = []
         if st.store_predicate is not None:  # set_store_predicate: only these stores happen
-            pred = substitute(st.store_predicate, sub)
+            pred = substitute(substitute(st.store_predicate, self._thread_vars(st)), sub)
             innermost = IfThenElse(pred, innermost)
             if init is not None:
                 init = IfThenElse(pred, init)
@@ -597,6 +656,120 @@ class _Lowering:
             out = IfThenElse(c, out)
         return out
 
+    @staticmethod
+    def _thread_tag(st: Stage, iv: IterVar) -> str:
+        attrs = st.iter_var_attrs.get(iv, {})
+        return attrs["thread"].thread_tag if attrs.get("kind") == "bind" else ""
+
+    def _thread_vars(self, st: Stage) -> dict[Var, Expr]:
+        """Thread axis var -> the loop var bound to it, for this stage and those it is computed in
+        (a store predicate such as ``tx.var.equal(0)`` names the thread axis, TVM's loop var)."""
+        out: dict[Var, Expr] = {}
+        cur: Stage | None = st
+        while cur is not None:
+            for iv, attrs in cur.iter_var_attrs.items():
+                if attrs.get("kind") == "bind":
+                    out.setdefault(attrs["thread"].var, iv.var)
+            cur = cur.attach_stage if cur.attach_type == "scope" else None
+        return out
+
+    def cross_thread_nest(self, info: StageInfo, sub: dict[Var, Expr], idx: list[Expr], leaves: list[IterVar],
+                          derived_reduce: set[IterVar], cross: list[IterVar]) -> Stmt:
+        """A reduction with reduce loops bound to ``threadIdx`` (TVM's cross-thread reduction).
+
+        Each thread accumulates its partial value in a one-element local buffer; the threads'
+        partial values are combined; the result is stored (under the stage's store predicate,
+        e.g. only by thread 0)::
+
+            for <data-parallel loops>:
+              // attr thread_allreduce = sum of B over threadIdx.x
+              red[0] = identity                                   (A)
+              for <reduce loops, some bound>: red[0] += value     (B)
+              for <the bound reduce loops>: if pred: B[i] = red[0]   (C)
+
+        Run serially (threads as loops) this is the reduction itself; a GPU back end inserts
+        the exchange of the threads' partial values between (B) and (C), outside any
+        condition, so guards of the data-parallel loops move into (B) and (C)."""
+        st = info.stage
+        op = st.op
+        assert isinstance(op, ComputeOp)
+        body = info.body
+        if len(info.tensors) > 1 or not isinstance(body, Reduce):
+            raise self.err(st, f"reduce axis {cross[0].name!r} is bound to {self._thread_tag(st, cross[0])}: a "
+                               "cross-thread reduction of a stage with several outputs is not supported")
+        if st.tensorize_intrin:
+            raise self.err(st, "a cross-thread reduction cannot be tensorized")
+        r0 = next(k for k, iv in enumerate(leaves) if iv in derived_reduce)
+        for iv in leaves[r0:]:
+            if iv not in derived_reduce:
+                raise self.err(
+                    st, f"axis {iv.name!r} is inside reduce axis {leaves[r0].name!r}, and reduce axis "
+                        f"{cross[0].name!r} is bound to {self._thread_tag(st, cross[0])} (a cross-thread reduction): "
+                        "reorder the data-parallel axes outside the reduction axes"
+                )
+        from ..te.operation import placeholder
+
+        t = info.tensor
+        red = placeholder((1,), t.dtype, name=f"{st.name}.red")
+        zero = [make_const(0, "int32")]
+        cur = TensorRead(red, zero, t.dtype)
+        src = substitute(body.source, sub)
+        upd: Stmt = ProducerStore(red, zero, body.combiner.combine(cur, src))
+        if body.condition is not None:
+            upd = IfThenElse(substitute(body.condition, sub), upd)
+        init_val = substitute(body.init if body.init is not None else body.combiner.identity(t.dtype), sub)
+        guards = self._guards(info)
+        leaf_vars = {iv.var: k for k, iv in enumerate(leaves)}
+
+        def depth(c: Expr) -> int:
+            ds = [leaf_vars[n] for n in walk(c) if isinstance(n, Var) and n in leaf_vars]
+            return max(ds) if ds else -1
+
+        gdepth = [(depth(c), c) for c in guards]
+        outer_guards = [c for d, c in gdepth if d < r0]
+        for c in reversed(outer_guards):
+            upd = IfThenElse(c, upd)
+
+        def build_reduce(level: int) -> Stmt:
+            if level == len(leaves):
+                return upd
+            iv = leaves[level]
+            inner = build_reduce(level + 1)
+            for d, c in gdepth:
+                if d == level:
+                    inner = IfThenElse(c, inner)
+            for att in reversed(self.attachments(info, iv)):
+                inner = self._realize(att, seq(self.stage_nest(att), inner))
+            return self._loop(info, iv, inner)
+
+        # (C): the bound reduce loops again (fresh vars), each thread storing under the predicate
+        fresh = {iv.var: Var(iv.var.name, iv.var.dtype) for iv in cross}
+        store: Stmt = ProducerStore(t, idx, TensorRead(red, zero, t.dtype))
+        conds = list(outer_guards)
+        if st.store_predicate is not None:
+            conds.append(substitute(substitute(st.store_predicate, self._thread_vars(st)), sub))
+        for c in reversed(conds):
+            store = IfThenElse(substitute(c, fresh), store)
+        for iv in reversed(cross):
+            ext = info.ext[iv]
+            store = For(fresh[iv.var], make_const(0, ext.dtype), ext, "thread_binding", store,
+                        self._thread_tag(st, iv))
+        marker = CrossThreadReduce(st.name, body.combiner, tuple(self._thread_tag(st, iv) for iv in cross))
+        inner: Stmt = AttrStmt(THREAD_ALLREDUCE, marker, seq(ProducerStore(red, zero, init_val), build_reduce(r0),
+                                                              store))
+        inner = ProducerRealize(red, [(make_const(0, "int32"), make_const(1, "int32"))], inner, "local")
+
+        def build(level: int) -> Stmt:
+            if level == r0:
+                return inner
+            iv = leaves[level]
+            body_ = build(level + 1)
+            for att in reversed(self.attachments(info, iv)):
+                body_ = self._realize(att, seq(self.stage_nest(att), body_))
+            return self._loop(info, iv, body_)
+
+        return build(0)
+
     def _multi_nest(self, info: StageInfo, sub: dict[Var, Expr], idx: list[Expr], leaves: list[IterVar],
                     derived_reduce: set[IterVar]) -> tuple[Stmt, Stmt | None, list[IterVar], int]:
         """Stores of a stage with several outputs: one per output, or a tuple reduction whose new
@@ -625,7 +798,7 @@ class _Lowering:
     def _realize(self, att: StageInfo, body: Stmt) -> Stmt:
         op = att.stage.op
         for t in reversed(att.stored(self.arg_tensors)):
-            body = ProducerRealize(t, [att.root[iv] for iv in op.axis], body, att.stage.scope)
+            body = ProducerRealize(t, [att.root[iv] for iv in op.axis], body, self.scope(att.stage))
         return body
 
     def _reduce_derived(self, st: Stage, reduce_ivs: set[IterVar]) -> set[IterVar]:
@@ -643,7 +816,15 @@ class _Lowering:
         ext = info.ext[iv]
         tag = None
         if kind == "thread_binding":
-            tag = attrs["thread"].thread_tag
+            thread = attrs["thread"]
+            tag = thread.thread_tag
+            dom = thread.dom.extent if thread.dom is not None else None
+            ce = simplify_expr(ext)
+            if isinstance(dom, IntImm) and isinstance(ce, IntImm) and ce.value > dom.value:
+                raise self.err(
+                    info.stage, f"axis {iv.name!r} has extent {ce.value} but is bound to {tag} ({thread.var.name}) "
+                    f"declared with extent {dom.value} (te.thread_axis((0, {dom.value}), {tag!r})); split it to fit"
+                )
         if kind in ("vectorized", "unrolled") and not isinstance(simplify_expr(ext), IntImm):
             raise self.err(
                 info.stage, f"axis {iv.name!r} is marked {attrs['kind']} but its extent {ext} is not a constant"

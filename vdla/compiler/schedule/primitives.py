@@ -52,6 +52,7 @@ class Stage:
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
         self.scope = "global"
+        self.scope_given = False  # set_scope / cache_read / cache_write chose it (else TVM's default rule applies)
         self.is_output = False
         self.relations: list[Split | Fuse] = []
         self.iter_var_attrs: dict[IterVar, dict[str, Any]] = {}
@@ -216,6 +217,7 @@ class Stage:
 
     def set_scope(self, scope: str) -> None:
         self.scope = scope
+        self.scope_given = True
 
     def set_store_predicate(self, predicate: Any) -> None:
         """Store this stage's values only where ``predicate`` holds (TVM's ``set_store_predicate``)."""
@@ -505,6 +507,7 @@ class Schedule:
         self.stage_map[copy_op] = st
         cst = Stage(cache_op, self)
         cst.scope = scope
+        cst.scope_given = True
         self.stage_map[cache_op] = cst
         self.stages.insert(self.stages.index(st), cst)
         return cache_t
@@ -541,6 +544,7 @@ class Schedule:
             self.stage_map[new_op] = rs
         cst = Stage(copy, self)
         cst.scope = scope
+        cst.scope_given = True
         self.stage_map[copy] = cst
         first = min(self.stages.index(rs) for rs in reader_stages)
         self.stages.insert(first, cst)

@@ -439,9 +439,24 @@ def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
     return iv
 
 
-def thread_axis(tag: str = "", name: str = "") -> IterVar:
-    """A thread axis for ``Stage.bind`` (``"threadIdx.x"``, ``"blockIdx.x"``, ``"vthread"``, ``"cthread"``)."""
-    return IterVar(None, Var(name or tag, "int32"), "thread", tag)
+def thread_axis(dom: Any = None, tag: str = "", name: str = "", span: Any = None) -> IterVar:
+    """A thread axis for ``Stage.bind`` (``"threadIdx.x"``, ``"blockIdx.x"``, ``"vthread"``, ``"cthread"``).
+
+    TVM's signature: ``thread_axis((0, 8), "threadIdx.x")`` gives the axis a domain (the
+    loop bound to it must fit in it); ``thread_axis("threadIdx.x")`` takes a string first
+    argument as the tag, as TVM does; ``name`` defaults to the tag."""
+    if isinstance(dom, str):
+        if tag:
+            raise TensorError(f"thread_axis: the tag is given twice ({dom!r} and tag={tag!r})")
+        dom, tag = None, dom
+    if not isinstance(tag, str) or not tag:
+        raise TensorError(f"thread_axis: give a tag such as 'threadIdx.x' or 'blockIdx.x' (got tag={tag!r})")
+    rng = None if dom is None else Range.make(dom)
+    if rng is not None:
+        ext = rng.extent
+        if isinstance(ext, IntImm) and ext.value <= 0:
+            raise TensorError(f"thread_axis {tag!r}: the domain {dom!r} is empty")
+    return IterVar(rng, Var(name or tag, "int32"), "thread", tag)
 
 
 def _check_reductions(name: str, body: Expr, reduce_vars: set[Var]) -> None:

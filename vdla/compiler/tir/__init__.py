@@ -21,6 +21,7 @@ from ...compat.aliases import module_getattr
 from . import ir_builder
 from .nodes import (
     Buffer,
+    Call,
     Cast,
     Evaluate,
     Expr,
@@ -49,6 +50,7 @@ from .op import (
     truncdiv,
     truncmod,
 )
+from .op_registry import CallEffectKind
 from .scalar import (
     abs,
     all,
@@ -73,9 +75,10 @@ PrimExpr = Expr
 __getattr__ = module_getattr(__name__)  # TVM's names vdla does not have: an error that says what to use
 
 # Only the nodes whose constructors take TVM's arguments in TVM's order are exported here
-# (BufferLoad, BufferStore, For, AttrStmt and Call differ: build those with ir_builder).
+# (BufferLoad, BufferStore, For, AttrStmt and Call differ: build those with ir_builder; Call is
+# exported for isinstance checks, as an intrinsic lowering rule makes, built with call_intrin).
 __all__ = [
-    "ir_builder", "Buffer", "Cast", "Evaluate", "Expr", "FloatImm", "IfThenElse", "IntImm", "PrimFunc", "Select",
+    "ir_builder", "Buffer", "Call", "CallEffectKind", "Cast", "Evaluate", "Expr", "FloatImm", "IfThenElse", "IntImm", "PrimFunc", "Select",
     "Stmt", "Var", "SizeVar", "PrimExpr", "CallPacked",
     "call_extern", "call_intrin", "call_packed", "call_pure_extern", "const", "decl_buffer", "floordiv", "floormod",
     "indexdiv", "indexmod", "shift_left", "shift_right", "truncdiv", "truncmod",

@@ -99,6 +99,10 @@ class ExprOp:
     def __ne__(self, o: Any) -> Expr:  # type: ignore[override]
         return compare("ne", self, o)
 
+    def equal(self, o: Any, span: Any = None) -> Expr:
+        """``self == o`` as an expression (TVM's spelling, e.g. ``tx.var.equal(0)`` for a store predicate)."""
+        return compare("eq", self, o)
+
     def __and__(self, o: Any) -> Expr:
         return logic("and", self, o)
 
@@ -248,11 +252,19 @@ class Select(Expr):
 
 @dataclass(eq=False, repr=False)
 class Call(Expr):
-    """A pure math intrinsic (exp, log, sqrt, tanh, fabs, pow, ...)."""
+    """A pure math intrinsic (exp, log, sqrt, tanh, fabs, pow, ...), or a user's operator
+    declared with ``tvm.ir.register_op_attr`` (lowered by its ``register_intrin_lowering`` rule)."""
 
     name: str
     args: list[Expr]
     dtype: str
+
+    @property
+    def op(self) -> Any:
+        """The operator called (TVM's ``call.op``; ``call.op.name`` is ``"tir.exp"``)."""
+        from .op_registry import _op
+
+        return _op(f"tir.{self.name}")
 
 
 @dataclass(eq=False, repr=False)

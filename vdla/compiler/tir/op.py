@@ -52,6 +52,10 @@ def call_intrin(dtype: str, func_name: str, *args: Any) -> Expr:
         if not dtypes.is_float(dtype):
             raise IRError(f"call_intrin: {func_name} needs a float dtype, got {dtype}")
         return Call(name, [convert(a).astype(dtype) for a in args], dtype)
+    from .op_registry import is_registered
+
+    if is_registered(f"tir.{name}"):  # a user's operator (register_op_attr / register_intrin_lowering)
+        return Call(name, [convert(a) for a in args], dtype)
     raise IRError(
         f"call_intrin: unknown intrinsic {func_name!r}; known: "
         f"{', '.join(sorted(_INTRINSICS | {'shift_right', 'shift_left', 'call_extern'}))}"

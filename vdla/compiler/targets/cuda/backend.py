@@ -26,4 +26,5 @@ lower_attrs = no_attrs
 def build_function(func: PrimFunc, target: Target, opt_level: int, config: Any = None,
                    lower_s: float = 0.0) -> CUDAModule:  # fmt: skip
     """The kernels of ``func`` as PTX for the target's architecture, in a :class:`CUDAModule`."""
-    return _build(func, cuda_limits(target), opt_level)
+    kinds = tuple(dict.fromkeys((target.kind.name, "cuda")))  # "nvptx" rules first for an nvptx target
+    return _build(func, cuda_limits(target), opt_level, kinds)

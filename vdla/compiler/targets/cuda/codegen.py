@@ -124,9 +124,26 @@ class NVPTXCodegen(LLVMCodegen):
             name = "llvm.nvvm.barrier0"
             fn = self.module.globals.get(name) or ir.Function(self.module, ir.FunctionType(VOID, []), name=name)
             return self.b.call(fn, [])
-        raise CodegenError(f"kernel {self.symbol!r}: cannot call external function {e.name!r} on the GPU")
+        sym = libdevice_symbol(e.name)
+        if sym is None:
+            raise CodegenError(f"kernel {self.symbol!r}: cannot call external function {e.name!r} on the GPU (the "
+                               "GPU calls CUDA's math functions, e.g. 'expf', '__expf', 'logf', from libdevice)")
+        ret, params = libdevice_functions()[sym]
+        got = [str(llvm_type(a.dtype)) for a in e.args]
+        want_ret = "void" if e.dtype == "void" else str(llvm_type(e.dtype))
+        if got != params or want_ret != ret:
+            raise CodegenError(f"kernel {self.symbol!r}: {e.name} on the GPU ({sym}) takes ({', '.join(params)}) and "
+                               f"returns {ret}; the call passes ({', '.join(got)}) and returns {want_ret}")
+        fn = self.module.globals.get(sym) or ir.Function(
+            self.module, ir.FunctionType(llvm_type(e.dtype) if e.dtype != "void" else VOID,
+                                         [llvm_type(a.dtype) for a in e.args]), name=sym)  # fmt: skip
+        self.math.add(sym)
+        return self.b.call(fn, [self.expr(a) for a in e.args])
 
     def _e_Call(self, e: Call) -> ir.Value:
+        if e.name not in _LIBDEVICE and e.name not in ("shift_right", "shift_left"):
+            raise CodegenError(f"kernel {self.symbol!r}: tir.{e.name} has no lowering for cuda; give it one with "
+                               f"tvm.ir.register_intrin_lowering('tir.{e.name}', target='cuda', f=rule)")
         if not dtypes.is_float(e.dtype) or e.name not in _LIBDEVICE:
             return super()._e_Call(e)
         base, lanes = dtypes.split(e.dtype)
@@ -146,6 +163,35 @@ class NVPTXCodegen(LLVMCodegen):
             lane = [self.b.extract_element(a, ir.Constant(I32, k)) for a in args]
             out = self.b.insert_element(out, self.b.call(fn, lane), ir.Constant(I32, k))
         return out
+
+
+@functools.cache
+def libdevice_functions() -> dict[str, tuple[str, list[str]]]:
+    """libdevice's ``__nv_*`` functions: name -> (return type, parameter types) as LLVM spells them
+    (empty without libdevice)."""
+    code = _libdevice_bitcode()
+    if code is None:
+        return {}
+    _init()
+    lib = llvm.parse_bitcode(code)
+    out = {}
+    for fn in lib.functions:
+        if fn.name.startswith("__nv_"):
+            fty = fn.global_value_type
+            out[fn.name] = (str(fty.return_type) if hasattr(fty, "return_type") else str(fty).split(" (")[0],
+                            [str(a.type) for a in fn.arguments])
+    return out
+
+
+def libdevice_symbol(name: str) -> str | None:
+    """The libdevice function behind a CUDA math call: ``expf`` -> ``__nv_expf``; an intrinsic
+    ``__expf`` -> ``__nv_fast_expf`` (its fast, approximate form), ``__fmul_rn`` -> ``__nv_fmul_rn``.
+    None when libdevice has no such function."""
+    fns = libdevice_functions()
+    if not fns:
+        raise CodegenError(f"{name} on the GPU needs libdevice: install the nvidia-nvvm wheel (pip install 'vdla[gpu]')")
+    cands = [f"__nv_fast_{name[2:]}", f"__nv_{name[2:]}"] if name.startswith("__") else [f"__nv_{name}"]
+    return next((c for c in cands if c in fns), None)
 
 
 def _extent(kernel: Kernel, tag: str) -> int:

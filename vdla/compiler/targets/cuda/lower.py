@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...schedule.loop_nest import THREAD_ALLREDUCE
 from ...schedule.primitives import ScheduleError
 from ...tir import dtypes
 from ...tir.nodes import (
@@ -166,7 +167,10 @@ def _make_kernel(name: str, root: Stmt, func: PrimFunc, temps: list[Buffer], tar
     grid = tuple(extents.get(f"blockIdx.{d}", IntImm(1, "int32")) for d in "xyz")
     for d, n, lim in zip("xyz", block, target.max_threads_dim, strict=True):
         if n > lim:
-            raise CudaLoweringError(f"kernel {name!r}: threadIdx.{d} has extent {n}; {target.arch} allows {lim}")
+            axes = ", ".join(sorted({repr(lp.var.name) for lp in loops if lp.thread_tag == f"threadIdx.{d}"
+                                     and _const(simplify_expr(lp.extent)) == n}))  # fmt: skip
+            raise CudaLoweringError(f"kernel {name!r}: axis {axes} bound to threadIdx.{d} has extent {n}; "
+                                    f"{target.arch} allows {lim}; split it")  # fmt: skip
     for d, g, lim in zip("xyz", grid, target.max_grid_dim, strict=True):
         if isinstance(g, IntImm) and g.value > lim:
             raise CudaLoweringError(f"kernel {name!r}: blockIdx.{d} has extent {g.value}; {target.arch} allows {lim}")
@@ -203,6 +207,7 @@ def _make_kernel(name: str, root: Stmt, func: PrimFunc, temps: list[Buffer], tar
         return s
 
     body = bind(root)
+    body = _lower_allreduce(name, body, tvars, block)
     shared = 0
     parts = []
     for n in walk(body):
@@ -265,12 +270,75 @@ def _check_nested_bindings(kernel: str, loops: list[For]) -> None:
                 )
 
 
+def _allreduce_parts(node: AttrStmt) -> tuple[Stmt, list[Stmt], Stmt]:
+    """A cross-thread reduction's (A) init of the per-thread buffer, (B) accumulation, (C) store
+    (:meth:`vdla.compiler.schedule.loop_nest._Lowering.cross_thread_nest`)."""
+    stmts = list(node.body.stmts) if isinstance(node.body, Seq) else [node.body]
+    first = stmts[0]
+    if len(stmts) < 3 or not isinstance(first, BufferStore) or first.buffer.scope != "local":
+        raise CudaLoweringError(f"cross-thread reduction {node.value}: its loop nest was changed by a pass "
+                                "this back end does not know")  # fmt: skip
+    return first, stmts[1:-1], stmts[-1]
+
+
+def _lower_allreduce(kernel: str, body: Stmt, tvars: dict[str, Var], block: tuple[int, int, int]) -> Stmt:
+    """Combine the partial values of every cross-thread reduction in ``body`` across its threads.
+
+    Between each thread's accumulation and the store, every thread of the block writes its
+    partial value to a shared array (one slot per thread), a tree halves the reduced
+    thread dimension(s) step by step (``if tx < off: a[t] = a[t] (+) a[t + off]``), and each
+    thread reads back its group's total; :func:`storage_sync` puts the barriers between the
+    steps. Threads outside the loop bound to the axis (a shorter loop than the launch) keep
+    the identity, so the tree runs over the whole launch extent."""
+    bx, by, bz = block
+    ext = {"x": bx, "y": by, "z": bz}
+    stride = {"x": 1, "y": bx, "z": bx * by}
+
+    def tid(d: str) -> Expr:
+        return tvars.get(f"threadIdx.{d}", IntImm(0, "int32"))
+
+    flat = simplify_expr(tid("x") + tid("y") * bx + tid("z") * (bx * by))
+
+    def fn(s: Any) -> Any:
+        if not (isinstance(s, AttrStmt) and s.key == THREAD_ALLREDUCE):
+            return None
+        init, acc, store = _allreduce_parts(s)
+        red = init.buffer
+        dt = red.dtype
+        smem = Buffer(f"{red.name}.shared", dt, [IntImm(bx * by * bz, "int32")], "shared")
+        comb = s.value.combiner
+        steps: list[Stmt] = [BufferStore(smem, flat, BufferLoad(red, IntImm(0, "int32"), dt))]
+        base = flat
+        for d in "xyz":
+            if f"threadIdx.{d}" not in s.value.tags:
+                continue
+            e = ext[d]
+            base = base - tid(d) * stride[d]
+            off = (1 << (e - 1).bit_length()) // 2 if e > 1 else 0
+            while off >= 1:
+                cond = tid(d) < off
+                if off * 2 > e:  # a non-power-of-two extent: the partner may not exist
+                    cond = cond & (tid(d) + off < e)
+                other = BufferLoad(smem, simplify_expr(flat + off * stride[d]), dt)
+                steps.append(IfThenElse(cond, BufferStore(smem, flat, comb.combine(BufferLoad(smem, flat, dt), other))))
+                off //= 2
+        steps.append(BufferStore(red, IntImm(0, "int32"), BufferLoad(smem, simplify_expr(base), dt)))
+        return seq(init, *acc, Allocate(smem, seq(*steps)), store)
+
+    from ...tir.visitor import pre_order_map
+
+    return pre_order_map(body, fn)
+
+
 def _check_private_buffers(kernel: str, root: Stmt) -> None:
     """Each thread has its own ``local`` buffers and each block its own ``shared`` ones. Written
     under one loop bound to threadIdx (resp. blockIdx) and read under another, such a buffer
-    would pass values between threads in the loop nest but not on the GPU, so it is refused."""
+    would pass values between threads in the loop nest but not on the GPU, so it is refused
+    (but for a cross-thread reduction's partial value, which the threads exchange)."""
+    exchanged = {_allreduce_parts(n)[0].buffer for n in walk(root)
+                 if isinstance(n, AttrStmt) and n.key == THREAD_ALLREDUCE}  # fmt: skip
     for a in walk(root):
-        if not isinstance(a, Allocate) or a.buffer.scope not in ("local", "shared"):
+        if not isinstance(a, Allocate) or a.buffer.scope not in ("local", "shared") or a.buffer in exchanged:
             continue
         kind = "threadIdx" if a.buffer.scope == "local" else "blockIdx"
         loops = [lp for lp in walk(a.body)
@@ -393,6 +461,33 @@ def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
 
 
 
+def lower_intrinsics(func: PrimFunc, kinds: tuple[str, ...] = ("cuda",)) -> PrimFunc:
+    """Apply the users' intrinsic lowering rules (``tvm.ir.register_intrin_lowering(op, target=kind,
+    f=rule)``) to every call of a registered operator; a rule returning the call unchanged leaves
+    it to the code generator (libdevice's ``__nv_*`` for the math calls)."""
+    from ...tir.nodes import Call, convert
+    from ...tir.op_registry import lowering_rule
+    from ...tir.visitor import post_order_map
+
+    def fn(e: Any) -> Any:
+        if not isinstance(e, Call):
+            return None
+        rule = lowering_rule(f"tir.{e.name}", kinds)
+        if rule is None:
+            return None
+        out = rule(e)
+        if out is None or out is e:
+            return None
+        out = convert(out)
+        if out.dtype != e.dtype:
+            raise CudaLoweringError(f"the {'/'.join(kinds)} lowering rule of tir.{e.name} ({getattr(rule, '__name__', rule)})"
+                                    f" turned a {e.dtype} call into a {out.dtype} value")  # fmt: skip
+        return out
+
+    body = post_order_map(func.body, fn)
+    return func if body is func.body else PrimFunc(func.name, func.params, body, dict(func.attrs))
+
+
 def threads_as_loops(func: PrimFunc) -> PrimFunc:
     """The same function with every GPU-thread-bound loop made a serial loop: a CPU reference of a
     GPU schedule (``vdla.build(threads_as_loops(vdla.lower(s, args)), target="llvm")``).
@@ -411,4 +506,4 @@ def threads_as_loops(func: PrimFunc) -> PrimFunc:
     return PrimFunc(func.name, func.params, post_order_map(func.body, fn), dict(func.attrs))
 
 
-__all__ = ["Kernel", "DeviceModule", "split_host_device", "storage_sync", "threads_as_loops", "CudaLoweringError", "THREAD_TAGS", "SYNC"]
+__all__ = ["Kernel", "DeviceModule", "split_host_device", "storage_sync", "threads_as_loops", "lower_intrinsics", "CudaLoweringError", "THREAD_TAGS", "SYNC"]

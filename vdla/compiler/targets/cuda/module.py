@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ....runtime.module import BenchmarkResult, ModuleLoadError, ModuleMixin
+from ....runtime.module import BenchmarkResult, DeviceSourceModule, ModuleLoadError, ModuleMixin
 from ... import fingerprint
 from ...tir import dtypes
 from ...tir.nodes import Buffer, IntImm, PrimFunc, Var
@@ -30,7 +30,7 @@ from ...tir.printer import to_str
 from ...tir.visitor import substitute
 from ..llvm.module import ArgumentError, BuiltFunction
 from . import codegen
-from .lower import DeviceModule, Kernel, split_host_device
+from .lower import DeviceModule, Kernel, lower_intrinsics, split_host_device
 from .target import CudaLimits
 
 _counter = itertools.count()
@@ -63,6 +63,11 @@ class CUDAModule(ModuleMixin):
         if fmt == "tir":
             return "\n\n".join(f"kernel {k.name} grid={k.grid} block={k.block}\n{to_str(k.body)}" for k in self.kernels)
         raise ValueError(f"unknown source format {fmt!r}; use 'ptx', 'll', 'opt' or 'tir'")
+
+    @property
+    def imported_modules(self) -> list[Any]:
+        """TVM's host/device split: ``f.imported_modules[0].get_source()`` is the kernels' PTX."""
+        return [DeviceSourceModule("cuda", self.ptx, "ptx", [k.name for k in self.kernels])]
 
     def __repr__(self) -> str:
         sig = ", ".join(getattr(p, "name", "?") for p in self.lowered.params)
@@ -271,11 +276,14 @@ def _eval(e: Any, sizes: dict[Var, IntImm], what: str) -> int:
     return v.value
 
 
-def build_function(func: PrimFunc, target: CudaLimits, opt_level: int = 3) -> CUDAModule:
-    """Split ``func`` into kernels, generate NVPTX and emit PTX for ``target``'s architecture."""
+def build_function(func: PrimFunc, target: CudaLimits, opt_level: int = 3,
+                   kinds: tuple[str, ...] = ("cuda",)) -> CUDAModule:  # fmt: skip
+    """Split ``func`` into kernels, generate NVPTX and emit PTX for ``target``'s architecture
+    (the users' intrinsic lowering rules for the target ``kinds`` applied first)."""
     for p in func.params:
         if not isinstance(p, Buffer):
             dtypes.check(p.dtype)
+    func = lower_intrinsics(func, kinds)
     dev = split_host_device(func, target)
     module, math = codegen.generate(dev)
     text = str(module)

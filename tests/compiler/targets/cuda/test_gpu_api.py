@@ -1,0 +1,177 @@
+"""TVM's GPU API on the cuda target: the device module behind ``f.imported_modules[0]``,
+cross-thread reductions (the threads' exchange in shared memory), CUDA's math functions from
+libdevice (``expf``, ``__expf``), users' intrinsic lowering rules (``tvm.ir``), the limits'
+one-line errors, ``Target(target, host=)`` and ``tvm.device("cuda", 0)``; every kernel
+assembled by ptxas for sm_80 and sm_90."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from support.cuda import build_all, needs_ptxas
+
+import vdla
+from vdla import te
+from vdla.compiler.targets.cuda.codegen import libdevice_path
+from vdla.compiler.targets.cuda.lower import SYNC, CudaLoweringError
+from vdla.compiler.targets.cuda.ptxas import assemble
+from vdla.compiler.targets.llvm.codegen import CodegenError
+from vdla.compiler.tir import op_registry
+from vdla.compiler.tir.nodes import BufferStore, CallExtern, IfThenElse, IRError
+from vdla.compiler.tir.op_registry import OpRegistryError, register_intrin_lowering, register_op_attr
+from vdla.compiler.tir.visitor import walk
+
+needs_libdevice = pytest.mark.skipif(libdevice_path() is None, reason="libdevice not found (pip install nvidia-nvvm)")
+
+
+@pytest.fixture
+def registry() -> Iterator[None]:
+    """Leave the operator registry as it was (the tests register lowering rules)."""
+    saved = op_registry.snapshot()
+    yield
+    op_registry.restore(saved)
+
+
+def _map(fn: object, n: object = 1000, factor: int = 64) -> tuple[te.Schedule, list[te.Tensor]]:
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: fn(A[i]), name="B")  # type: ignore[operator]
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=factor)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    return s, [A, B]
+
+
+def test_device_module_holds_the_ptx() -> None:
+    s, args = _map(lambda x: x + 1.0)
+    f = vdla.build(s, args, target="cuda", name="addone")
+    (dev,) = f.imported_modules
+    assert dev.type_key == "cuda" and dev.functions == ["addone_kernel"]
+    assert dev.get_source() == dev.get_source("ptx") == f.get_source("ptx")
+    assert dev.imported_modules == [] and f.entry_name == "addone"
+    with pytest.raises(ValueError, match="no 'cl' source; it holds ptx"):
+        dev.get_source("cl")
+
+
+def _row_sum(n: int, m: int, factor: int, rows: int):
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), "k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=factor)
+    BF = s.rfactor(B, ki)
+    xo, xi = s[B].split(s[B].op.axis[0], factor=rows)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.y"))
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var.equal(0))
+    return s, [A, B]
+
+
+@needs_ptxas
+@pytest.mark.parametrize(("factor", "steps"), [(16, 4), (24, 5)])
+def test_cross_thread_reduction_exchange(factor: int, steps: int) -> None:
+    s, args = _row_sum(64, 100, factor, 8)
+    for arch, f in build_all(s, args).items():
+        (k,) = f.kernels
+        assert k.block == (factor, 8, 1), arch
+        assert k.shared_bytes == factor * 8 * 4  # one float per thread of the block
+        assert f"{factor * 8 * 4} bytes smem" in f.ptxas_report  # type: ignore[attr-defined]
+        # the tree: one guarded combine per halving, a barrier before each and before the read-back
+        tree = [n for n in walk(k.body) if isinstance(n, IfThenElse) and isinstance(n.then_case, BufferStore)
+                and n.then_case.buffer.scope == "shared"]  # fmt: skip
+        assert len(tree) == steps
+        syncs = sum(isinstance(n, CallExtern) and n.name == SYNC for n in walk(k.body))
+        assert syncs == steps + 1
+        assert len(re.findall(r"bar\.sync", f.ptx)) >= steps
+
+
+@needs_ptxas
+@needs_libdevice
+def test_cuda_math_functions_from_libdevice() -> None:
+    def build(name: str) -> object:
+        return vdla.build(*_map(lambda x: vdla.tir.call_pure_extern("float32", name, x)), target="cuda -arch=sm_90")
+
+    fast, precise = build("__expf"), build("expf")
+    assert "ex2.approx" in fast.ptx and fast.ptx.count("fma.rn") < precise.ptx.count("fma.rn")
+    for f in (fast, precise):
+        assemble(f.ptx, "sm_90")
+    s, args = _map(lambda x: vdla.tir.call_pure_extern("float32", "powf", x, vdla.tir.const(2.5, "float32")))
+    build_all(s, args)
+
+
+@needs_libdevice
+def test_bad_math_calls_are_named() -> None:
+    s, args = _map(lambda x: vdla.tir.call_pure_extern("float32", "no_such_fn", x))
+    with pytest.raises(CodegenError, match="cannot call external function 'no_such_fn' on the GPU"):
+        vdla.build(s, args, target="cuda")
+    s, args = _map(lambda x: vdla.tir.call_pure_extern("float32", "expf", x.astype("float64")))
+    with pytest.raises(CodegenError, match=r"expf on the GPU \(__nv_expf\) takes \(float\) .* passes \(double\)"):
+        vdla.build(s, args, target="cuda")
+
+
+@needs_ptxas
+@needs_libdevice
+def test_intrin_lowering_rule_replaces_the_default(registry: None) -> None:
+    s, args = _map(vdla.te.exp)
+    default = vdla.build(s, args, target="cuda").ptx
+    seen = []
+
+    def fast_exp(op: vdla.tir.Call) -> object:
+        seen.append(op.op.name)
+        return vdla.tir.call_pure_extern(op.dtype, "__expf", op.args[0]) if op.dtype == "float32" else op
+
+    register_intrin_lowering("tir.exp", target="cuda", f=fast_exp, level=99)
+    fast = build_all(s, args)["sm_80"].ptx
+    assert seen[0] == "tir.exp" and fast != default and "ex2.approx" in fast
+    register_intrin_lowering("tir.exp", target="cuda", f=lambda op: op, level=5)  # a lower level: ignored
+    assert vdla.build(s, args, target="cuda").ptx == fast and seen == ["tir.exp"] * 3
+    with pytest.raises(OpRegistryError, match="already registered at level 99"):
+        register_intrin_lowering("tir.exp", target="cuda", f=fast_exp, level=99)
+    # the rule's result must keep the call's type
+    register_intrin_lowering("tir.exp", target="cuda", f=lambda op: op.args[0].astype("float64"), level=100)
+    with pytest.raises(CudaLoweringError, match="turned a float32 call into a float64 value"):
+        vdla.build(s, args, target="cuda")
+
+
+@needs_ptxas
+@needs_libdevice
+def test_a_new_intrinsic(registry: None, rng: np.random.Generator) -> None:
+    def mylog(x: object) -> object:
+        return vdla.tir.call_intrin("float32", "tir.mylog2", x)
+
+    with pytest.raises(IRError, match="unknown intrinsic 'tir.mylog2'"):
+        mylog(te.var("x", "float32"))
+    register_op_attr("tir.mylog2", "TCallEffectKind", vdla.tir.CallEffectKind.Pure)
+    s, args = _map(mylog)
+    with pytest.raises(CodegenError, match=r"tir.mylog2 has no lowering for cuda; .*register_intrin_lowering"):
+        vdla.build(s, args, target="cuda")
+    register_intrin_lowering("tir.mylog2", target="cuda",
+                             f=lambda op: vdla.tir.call_pure_extern("float32", "log2f", op.args[0]))  # fmt: skip
+    build_all(s, args)
+    a = rng.uniform(0.5, 8.0, 1000).astype(np.float32)
+    b = np.zeros_like(a)
+    vdla.testing.run_cuda_schedule_on_cpu(s, args, a, b)  # the rule's log2f is the C library's on the CPU
+    np.testing.assert_allclose(b, np.log2(a), rtol=1e-6)
+
+
+def test_thread_extent_over_the_limit_names_the_axis() -> None:
+    s, args = _map(lambda x: x * 2.0, n=4096, factor=2048)
+    with pytest.raises(CudaLoweringError, match=r"axis 'i.inner' bound to threadIdx.x has extent 2048; sm_80 allows 1024"):
+        vdla.build(s, args, target="cuda")
+
+
+def test_target_with_host_and_device() -> None:
+    t = vdla.target.Target(target="cuda", host="llvm")
+    assert t.kind.name == "cuda" and t.host.kind.name == "llvm"
+    s, args = _map(lambda x: x + 1.0)
+    f = vdla.build(s, args, target=t)
+    assert ".target sm_80" in f.imported_modules[0].get_source()
+    dev = vdla.device(t.kind.name, 0)
+    assert (dev.kind, dev.device_id, dev.device_type) == ("cuda", 0, 2)
+    assert dev.exist == (vdla.cuda(0).exist)
