@@ -80,3 +80,25 @@ def test_vta_program_on_the_rtl(capsys, _keep_registry):
     finally:
         ndarray.set_ext_dev_backend("fsim")
     assert CASES["vta_matrix_multiply.py"] in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_opt_conv_kernel_as_on_a_gpu():
+    """opt_conv_cuda.py's kernel (cooperative fetches into shared memory, virtual threads, the
+    barriers between) run the GPU's way on the CPU, every thread of a block in lockstep between
+    barriers (tests/support/simt.py), at a size a Python interpreter finishes (~40 s)."""
+    import numpy as np
+    from support.simt import run_kernels
+
+    src = (PROGRAMS / "opt_conv_cuda.py").read_text().split("a_np = np.random")[0]
+    for old, new in (("in_channel = 32", "in_channel = 8"), ("in_size = 7", "in_size = 1")):
+        assert old in src
+        src = src.replace(old, new)
+    env: dict = {}
+    exec(compile(src, "opt_conv_cuda.py (small)", "exec"), env)
+    rng = np.random.default_rng(0)
+    a = rng.random((1, 1, 8, 64), dtype=np.float32)
+    w = rng.random((3, 3, 8, 64), dtype=np.float32)
+    b = np.zeros((1, 1, 64, 64), np.float32)
+    run_kernels(env["func"], a, w, b)
+    np.testing.assert_allclose(b, np.einsum("hwcn,cf->hwfn", a, w[1, 1]), rtol=1e-5)  # 1x1 input: the centre tap

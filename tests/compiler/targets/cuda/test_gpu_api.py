@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from support.cuda import build_all, needs_ptxas
+from support.simt import run_kernels
 
 import vdla
 from vdla import te
@@ -20,9 +21,9 @@ from vdla.compiler.targets.cuda.lower import SYNC, CudaLoweringError
 from vdla.compiler.targets.cuda.ptxas import assemble
 from vdla.compiler.targets.llvm.codegen import CodegenError
 from vdla.compiler.tir import op_registry
-from vdla.compiler.tir.nodes import BufferStore, CallExtern, IfThenElse, IRError
+from vdla.compiler.tir.nodes import BufferStore, CallExtern, Evaluate, IfThenElse, IRError, Seq
 from vdla.compiler.tir.op_registry import OpRegistryError, register_intrin_lowering, register_op_attr
-from vdla.compiler.tir.visitor import walk
+from vdla.compiler.tir.visitor import post_order_map, walk
 
 needs_libdevice = pytest.mark.skipif(libdevice_path() is None, reason="libdevice not found (pip install nvidia-nvvm)")
 
@@ -56,10 +57,10 @@ def test_device_module_holds_the_ptx() -> None:
         dev.get_source("cl")
 
 
-def _row_sum(n: int, m: int, factor: int, rows: int):
+def _row_sum(n: int, m: int, factor: int, rows: int, red: object = te.sum):
     A = te.placeholder((n, m), name="A")
     k = te.reduce_axis((0, m), "k")
-    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    B = te.compute((n,), lambda i: red(A[i, k], axis=k), name="B")  # type: ignore[operator]
     s = te.create_schedule(B.op)
     ko, ki = s[B].split(B.op.reduce_axis[0], factor=factor)
     BF = s.rfactor(B, ki)
@@ -89,6 +90,72 @@ def test_cross_thread_reduction_exchange(factor: int, steps: int) -> None:
         syncs = sum(isinstance(n, CallExtern) and n.name == SYNC for n in walk(k.body))
         assert syncs == steps + 1
         assert len(re.findall(r"bar\.sync", f.ptx)) >= steps
+
+
+@pytest.mark.parametrize(("factor", "red"), [(16, "sum"), (24, "sum"), (16, "max")])
+def test_cross_thread_reduction_runs_as_on_a_gpu(factor: int, red: str, rng: np.random.Generator) -> None:
+    """The kernel's threads run in lockstep between barriers (support.simt), each with its own
+    partial value, exchanged through shared memory: the result is numpy's."""
+    s, args = _row_sum(10, 45, factor, 8, te.sum if red == "sum" else te.max)
+    f = vdla.build(s, args, target="cuda")
+    a = rng.standard_normal((10, 45)).astype(np.float32)
+    b = np.zeros(10, np.float32)
+    run_kernels(f, a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1) if red == "sum" else a.max(axis=1), rtol=1e-5)
+
+
+def test_the_exchange_needs_its_barriers(rng: np.random.Generator) -> None:
+    """Without the barriers storage_sync put in, the same kernel reads partial values before other
+    threads wrote them: the interpreter sees it (so the test above checks the barriers too)."""
+    s, args = _row_sum(10, 45, 16, 8)
+    f = vdla.build(s, args, target="cuda")
+    (k,) = f.kernels
+
+    def drop(n: object) -> object:
+        if isinstance(n, Seq):
+            kept = [x for x in n.stmts if not (isinstance(x, Evaluate) and isinstance(x.value, CallExtern)
+                                                and x.value.name == SYNC)]  # fmt: skip
+            return Seq(kept) if len(kept) != len(n.stmts) else None
+        return None
+
+    k.body = post_order_map(k.body, drop)
+    a = rng.random((10, 45), dtype=np.float32)
+    b = np.zeros(10, np.float32)
+    run_kernels(f, a, b)
+    assert not np.allclose(b, a.sum(axis=1), rtol=1e-5)
+
+
+def test_cooperative_shared_tile_with_a_local_copy(rng: np.random.Generator) -> None:
+    """A matmul whose A tile is fetched into shared memory by the block's threads together (one
+    row each) at ko, then copied to a register at ki (deeper than the tile), as opt_conv_cuda does."""
+    M, N, K = 16, 8, 16
+    A = te.placeholder((M, K), name="A")
+    Bm = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), "k")
+    Ap = te.compute((M, K), lambda i, kk: A[i, kk] * 1.0, name="Ap")
+    C = te.compute((M, N), lambda i, j: te.sum(Ap[i, k] * Bm[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    s[Ap].compute_inline()
+    AA = s.cache_read(Ap, "shared", [C])
+    AL = s.cache_read(AA, "local", [C])
+    CL = s.cache_write(C, "local")
+    tx = te.thread_axis((0, 8), "threadIdx.x")
+    bi, ti = s[C].split(C.op.axis[0], factor=8)
+    s[C].bind(bi, te.thread_axis("blockIdx.x"))
+    s[C].bind(ti, tx)
+    s[CL].compute_at(s[C], ti)
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=4)
+    s[CL].reorder(ko, ki, *s[CL].op.axis)
+    s[AA].compute_at(s[CL], ko)
+    s[AA].bind(s[AA].op.axis[0], tx)
+    s[AL].compute_at(s[CL], ki)
+    f = vdla.build(s, [A, Bm, C], target="cuda")
+    assert f.kernels[0].shared_bytes == 8 * 4 * 4
+    a = rng.random((M, K), dtype=np.float32)
+    b = rng.random((K, N), dtype=np.float32)
+    c = np.zeros((M, N), np.float32)
+    run_kernels(f, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
 
 
 @needs_ptxas
