@@ -104,6 +104,29 @@ def test_cross_thread_reduction_runs_as_on_a_gpu(factor: int, red: str, rng: np.
     np.testing.assert_allclose(b, a.sum(axis=1) if red == "sum" else a.max(axis=1), rtol=1e-5)
 
 
+@needs_ptxas
+def test_cross_thread_reduction_without_rfactor(rng: np.random.Generator) -> None:
+    """The inner part of a split reduce axis bound to threadIdx.x directly: each thread sums its
+    strided share of the row (the outer part a serial loop), then the threads combine."""
+    A = te.placeholder((10, 45), name="A")
+    k = te.reduce_axis((0, 45), "k")
+    B = te.compute((10,), lambda i: te.sum(A[i, k] * 2.0, axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=32)
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.y"))
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(ki, tx)
+    s[B].set_store_predicate(tx.var.equal(0))
+    f = build_all(s, [A, B])["sm_80"]
+    assert f.kernels[0].block == (32, 4, 1)
+    a = rng.random((10, 45), dtype=np.float32)
+    b = np.zeros(10, np.float32)
+    run_kernels(f, a, b)
+    np.testing.assert_allclose(b, 2 * a.sum(axis=1), rtol=1e-5)
+
+
 def test_the_exchange_needs_its_barriers(rng: np.random.Generator) -> None:
     """Without the barriers storage_sync put in, the same kernel reads partial values before other
     threads wrote them: the interpreter sees it (so the test above checks the barriers too)."""
@@ -170,6 +193,10 @@ def test_cuda_math_functions_from_libdevice() -> None:
         assemble(f.ptx, "sm_90")
     s, args = _map(lambda x: vdla.tir.call_pure_extern("float32", "powf", x, vdla.tir.const(2.5, "float32")))
     build_all(s, args)
+    from vdla.compiler.targets.cuda.codegen import libdevice_symbol
+
+    assert [libdevice_symbol(n) for n in ("expf", "__expf", "__nv_expf", "__fmul_rn", "exp", "nope")] == [
+        "__nv_expf", "__nv_fast_expf", "__nv_expf", "__nv_fmul_rn", "__nv_exp", None]
 
 
 @needs_libdevice

@@ -185,12 +185,17 @@ def libdevice_functions() -> dict[str, tuple[str, list[str]]]:
 
 def libdevice_symbol(name: str) -> str | None:
     """The libdevice function behind a CUDA math call: ``expf`` -> ``__nv_expf``; an intrinsic
-    ``__expf`` -> ``__nv_fast_expf`` (its fast, approximate form), ``__fmul_rn`` -> ``__nv_fmul_rn``.
-    None when libdevice has no such function."""
+    ``__expf`` -> ``__nv_fast_expf`` (its fast, approximate form), ``__fmul_rn`` -> ``__nv_fmul_rn``;
+    ``__nv_expf`` itself. None when libdevice has no such function."""
     fns = libdevice_functions()
     if not fns:
         raise CodegenError(f"{name} on the GPU needs libdevice: install the nvidia-nvvm wheel (pip install 'vdla[gpu]')")
-    cands = [f"__nv_fast_{name[2:]}", f"__nv_{name[2:]}"] if name.startswith("__") else [f"__nv_{name}"]
+    if name.startswith("__nv_"):  # libdevice's own name
+        cands = [name]
+    elif name.startswith("__"):
+        cands = [f"__nv_fast_{name[2:]}", f"__nv_{name[2:]}"]
+    else:
+        cands = [f"__nv_{name}"]
     return next((c for c in cands if c in fns), None)
 
 
