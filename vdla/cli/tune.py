@@ -3,12 +3,16 @@
     vdla tune resnet18 --target vdla --trials 64 --tuner xgb --log resnet18.log [--reduced]
     vdla tune C5 --target llvm --trials 32 --tuner ga --log c5.log          (a ResNet-18 layer)
     vdla tune conv2d_packed.vdla --args '[[1,4,56,56,1,16], ...]' --target vdla ...
+    vdla tune resnet18 --target cuda --trials 200 --log r18_cuda.log --scheduler tcp://gpu-host:8786
 
 The tasks and the tuning are `vdla.compiler.autotvm.tuning`'s (`model_tasks`, `layer_task`,
 `tune_tasks`): each task is tuned with a progress bar (best so far, trials/s, errors), its
 measurements appended to ``--log`` (an existing log resumes), and a summary table compares
 the best point with the hand-picked schedule. Measurements run on the Dask cluster of
-``--scheduler`` (or ``VDLA_SCHEDULER``; else a local cluster, one worker per core).
+``--scheduler`` (or ``VDLA_SCHEDULER``; else a local cluster, one worker per core). On
+``cuda`` the points are built on every worker and timed on a worker holding a GPU (a Dask
+resource ``GPU=1``, or this machine's GPU with a local cluster); the tasks are created for
+that GPU's architecture; with no GPU anywhere it stops before measuring, in one line.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``vdla tune``."""
     q = sub.add_parser("tune", help="auto-tune a model's (or one operator's) schedules; log the measurements")
     q.add_argument("model", help="built-in model, .onnx, a ResNet-18 layer (C1-C12) or a template name (with --args)")
-    q.add_argument("--target", choices=("llvm", "vdla"), default="vdla")
+    q.add_argument("--target", choices=("llvm", "cuda", "vdla"), default="vdla")
     q.add_argument("--device", default="fsim", help="vdla measurements: fsim (cycle model) or verilator")
     q.add_argument("--trials", type=int, default=64, help="measurements per task (an existing log's count)")
     q.add_argument("--tuner", choices=TUNERS, default="xgb")
@@ -52,15 +56,28 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
     from ..compiler.autotvm.task import TaskError, create
     from ..compiler.autotvm.tuning import layer_task, model_tasks
 
+    target = args.target
     if args.args is not None:
         try:
             targs = json.loads(args.args)
         except json.JSONDecodeError as e:
             raise TaskError(f"--args is not JSON: {e.msg} at column {e.colno}") from None
-        return [create(args.model, targs, args.target)]
+        return [create(args.model, targs, target)]
     if args.model.startswith("C") and args.model[1:].isdigit():
-        return [layer_task(args.model, args.target, args.config)]
-    return model_tasks(args.model, args.target, args.config, args.reduced, args.size)
+        return [layer_task(args.model, target, args.config)]
+    return model_tasks(args.model, target, args.config, args.reduced, args.size)
+
+
+def _gpu_target(client: Any) -> str:
+    """``cuda -arch=...`` of the cluster's GPU worker; a one-line CommandError when there is none."""
+    from ..compiler.autotvm.measure_cuda import NoCudaDevice, gpu_workers
+    from ..compiler.targets.cuda.target import for_device
+
+    try:
+        gpus = gpu_workers(client)
+    except NoCudaDevice as e:
+        raise CommandError(str(e)) from None
+    return str(for_device("cuda", gpus.arch))
 
 
 def _prepare_device(tasks: list[Any], device: str, quiet: bool = False) -> None:
@@ -101,6 +118,14 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--trials must be a positive number of trials, got {args.trials}")
     check_threads(args.threads)  # 1 or more; beyond the cores, said once (the workers do not repeat it)
     tasks = _tasks(args)  # a TaskError goes to vdla.cli.errors.report
+    client = None
+    target = args.target
+    if args.target == "cuda" and tasks:  # the GPU worker's architecture names the tasks (and none: one line)
+        from ..compiler.autotvm.task import create
+
+        client = cluster.get_client(args.scheduler)
+        target = _gpu_target(client)
+        tasks = [create(t.name, t.args, target) for t in tasks]
     if not tasks:
         raise CommandError(f"{args.model} has no tunable workload on {args.target}")
     if args.target == "vdla":
@@ -113,13 +138,15 @@ def run(args: argparse.Namespace) -> int:
         from ..compiler.targets.llvm.threadpool import available_cores
 
         workers = max(1, available_cores() // (args.threads or available_cores()))
-    client = cluster.get_client(args.scheduler, n_workers=workers)  # a ClusterError goes to vdla.cli.errors.report
-    option = measure_option(LocalBuilder(timeout=30), LocalRunner(number=3 if args.target == "llvm" else 1, repeat=3
-                                                                  if args.target == "llvm" else 1, timeout=60,
-                                                                  device=args.device, threads=args.threads),
-                            client=client)
+    client = client or cluster.get_client(args.scheduler, n_workers=workers)  # a ClusterError: errors.report
+    if args.target == "cuda":  # TVM's GPU tutorial's runner: CUDA events, a few repeats of >= 1 ms
+        runner = LocalRunner(number=4, repeat=3, min_repeat_ms=1.0, timeout=10)
+    else:
+        runner = LocalRunner(number=3 if args.target == "llvm" else 1, repeat=3 if args.target == "llvm" else 1,
+                             timeout=60, device=args.device, threads=args.threads)
+    option = measure_option(LocalBuilder(timeout=30), runner, client=client)
     log = Path(args.log)
-    print(f"vdla tune: {len(tasks)} task(s) on {args.target}, {args.trials} trials each, tuner {args.tuner}, "
+    print(f"vdla tune: {len(tasks)} task(s) on {target}, {args.trials} trials each, tuner {args.tuner}, "
           f"{len(client.scheduler_info().get('workers', {}))} Dask worker(s)", file=sys.stderr)
     rows = tune_tasks(tasks, option, log, args.trials, args.tuner, args.seed, quiet=args.quiet)
     w = max(len(t.name) for t, _, _ in rows)

@@ -116,7 +116,8 @@ def test_apply_history_best_reaches_plain_schedules() -> None:
 @pytest.mark.parametrize("name, args, target, match", [
     ("no_such_template", [], "llvm", "unknown template 'no_such_template'; registered: "),
     ("conv2d_NCHWc.x86", LLVM_CONV[1], "vdla", "serves target 'llvm', not 'vdla'"),
-    ("conv2d_NCHWc.x86", LLVM_CONV[1], "cuda", "unknown target 'cuda'"),
+    ("conv2d_NCHWc.x86", LLVM_CONV[1], "cuda", "serves target 'llvm', not 'cuda'"),
+    ("conv2d_NCHWc.x86", LLVM_CONV[1], "opencl", "unknown target 'opencl'"),
     ("dense.x86", [1, 2], "llvm", "cannot take args"),
 ])
 def test_bad_tasks(name, args, target, match) -> None:  # type: ignore[no-untyped-def]

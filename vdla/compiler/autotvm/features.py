@@ -16,6 +16,16 @@ holds its loop's
 then whole-program counts (arithmetic, loads, stores, intrinsic calls, DMA/ALU pragmas,
 all log2) and the knob values (:meth:`ConfigEntity.get_flatten_feature`). Fixed length,
 so records of other tasks of a template train one model (transfer learning).
+
+A ``cuda`` task's points add what decides speed on a GPU (:func:`gpu_features`, from the same
+loop IR): the block's threads per axis and in all, the grid's blocks, virtual threads, shared
+memory bytes per block, the register tile (``local`` elements per thread), vector lanes of
+loads and stores, the unrolled loops' count and copies, arithmetic intensity at each level
+(FLOP per global load, per shared load, per register-tile element), waves of blocks over the
+SMs, an occupancy estimate (blocks per SM as shared memory and registers allow), and the
+registers per thread: ptxas's count where the point has been built (:func:`note_registers`:
+the cuda builder reports it), else the register tile plus a constant, calibrated on this
+task's built points by least squares (so the one feature has one scale).
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ import numpy as np
 from ..tir import nodes as N
 from ..tir.arith import linear
 
-__all__ = ["LEVELS", "BUFFERS", "loop_features", "config_features", "instantiable"]
+__all__ = ["LEVELS", "BUFFERS", "loop_features", "config_features", "instantiable", "gpu_features", "GPU_FEATURES",
+           "note_registers", "calibrated", "remote_features", "REGISTERS_AT"]
 
 LEVELS = 6
 BUFFERS = 3
@@ -236,8 +247,25 @@ def config_features(task: Any, config: Any) -> np.ndarray:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
         _CACHE[key] = got
-    return got
+    return calibrated(task, config.index, got) if task.kind == "cuda" else got
 
+
+def remote_features(name: str, args: list[Any], target: str, index: int) -> np.ndarray:
+    """:func:`config_features` of point ``index`` of a task, uncalibrated (on a Dask worker: the
+    tuner applies its register counts with :func:`calibrated`)."""
+    from .task import create
+
+    key = (name, repr(args), target)
+    task = _REMOTE_TASKS.get(key)
+    if task is None:
+        task = _REMOTE_TASKS[key] = create(name, args, target)
+    ck = (task.key(), index)
+    if ck not in _CACHE:
+        _CACHE[ck] = _features(task, task.config_space.get(index))
+    return _CACHE[ck]
+
+
+_REMOTE_TASKS: dict[tuple[str, str, str], Any] = {}
 
 _VALID: dict[tuple[str, Any], bool] = {}
 
@@ -262,9 +290,207 @@ def instantiable(task: Any, config: Any) -> bool:
 
 def _features(task: Any, config: Any) -> np.ndarray:
     knobs = np.asarray(config.get_flatten_feature(), np.float32)
+    gpu = task.kind == "cuda"
     try:
         s, tensors = task.instantiate(config)
-        loops = loop_features(lower_loops(s, tensors))
+        stmt = lower_loops(s, tensors)
+        loops = loop_features(stmt)
+        if gpu:
+            loops = np.concatenate([loops, gpu_features(stmt, task.flop, _arch(task.target))])
     except Exception:  # noqa: BLE001 - an invalid point: the model learns it from the knobs alone
-        loops = np.full(LEVELS * _PER_LOOP + _GLOBAL, -1.0, np.float32)
+        loops = np.full(LEVELS * _PER_LOOP + _GLOBAL + (len(GPU_FEATURES) if gpu else 0), -1.0, np.float32)
     return np.concatenate([loops, knobs])
+
+
+# ---------------------------------------------------------------------------- GPU features
+
+#: the names of :func:`gpu_features`' entries, in order
+GPU_FEATURES = ("threads_x", "threads_y", "threads_z", "threads", "blocks", "vthreads", "shared_bytes", "local_elems",
+                "vector_lanes", "unrolled_loops", "unrolled_copies", "flop_per_global_load", "flop_per_shared_load",
+                "flop_per_local_elem", "waves", "blocks_per_sm", "occupancy", "registers")
+#: per architecture: SMs of the reference part (A100, H100 SXM), shared memory and most blocks per SM
+_SM = {"sm_80": (108, 164 * 1024, 32), "sm_86": (84, 100 * 1024, 16), "sm_89": (128, 100 * 1024, 24),
+       "sm_90": (132, 228 * 1024, 32)}
+_REG_FILE = 65536
+
+
+def _arch(target: str) -> str:
+    for part in str(target).split():
+        if part.startswith(("-arch=", "-mcpu=")):
+            return part.split("=", 1)[1]
+    return "sm_80"
+
+
+def _elems(buf: Any) -> int:
+    return math.prod(_const(d) for d in buf.shape) if buf.shape else 1
+
+
+def _bytes(dtype: str) -> int:
+    return max(1, int("".join(c for c in str(dtype) if c.isdigit()) or 32) // 8)
+
+
+class _GpuWalker:
+    """Thread extents, allocations by scope, unrolled / vectorised loops and loads by scope."""
+
+    def __init__(self) -> None:
+        self.extent: dict[str, int] = {}
+        self.scope: dict[str, str] = {}
+        self.alloc: dict[str, int] = {"shared": 0, "local": 0}
+        self.unrolled = 0
+        self.copies = 1
+        self.lanes = 1
+        self.loads: dict[str, float] = {"global": 0.0, "shared": 0.0, "local": 0.0}
+        self.ops = 0.0
+
+    def walk(self, s: Any, trips: float, bound: frozenset[str] = frozenset()) -> None:
+        if s is None:
+            return
+        if isinstance(s, N.For):
+            ext = _const(s.extent)
+            if s.kind == "thread_binding" or s.thread_tag:
+                tag = s.thread_tag or "vthread"
+                self.extent[tag] = max(self.extent.get(tag, 1), ext)
+                # a loop bound to a thread axis that an enclosing loop binds already (a cooperative
+                # fetch inside the compute's threads) is the same threads: no more iterations
+                again = tag in bound and tag != "vthread"
+                self.walk(s.body, trips if again else trips * ext, bound | {tag})
+                return
+            if s.kind == "unrolled":
+                self.unrolled += 1
+                self.copies = max(self.copies, ext)
+            elif s.kind == "vectorized":
+                self.lanes = max(self.lanes, ext)
+            self.walk(s.body, trips * ext, bound)
+            return
+        if isinstance(s, N.Allocate):
+            sc = s.buffer.scope if s.buffer.scope in ("shared", "local") else "global"
+            self.scope[s.buffer.name] = sc
+            if sc in self.alloc:
+                self.alloc[sc] = max(self.alloc[sc], _elems(s.buffer) * _bytes(s.buffer.dtype)) if sc == "local" else \
+                    self.alloc[sc] + _elems(s.buffer) * _bytes(s.buffer.dtype)
+            self.walk(s.body, trips, bound)
+            return
+        if isinstance(s, N.AttrStmt):
+            if s.key in ("virtual_thread", "thread_extent") and hasattr(s.value, "var"):
+                tag = getattr(s.value, "thread_tag", "") or "vthread"
+                ext = _const(getattr(s.value.dom, "extent", 1)) if getattr(s.value, "dom", None) else 1
+                self.extent[tag] = max(self.extent.get(tag, 1), ext)
+                self.walk(s.body, trips * ext, bound | {tag})
+                return
+            self.walk(s.body, trips, bound)
+            return
+        if isinstance(s, N.Seq):
+            for c in s.stmts:
+                self.walk(c, trips, bound)
+        elif isinstance(s, N.IfThenElse):
+            self.walk(s.then_case, trips, bound)
+            self.walk(s.else_case, trips, bound)
+        elif isinstance(s, N.LetStmt | N.ProducerRealize):
+            self.walk(s.body, trips, bound)
+        elif isinstance(s, N.BufferStore):
+            self.expr(s.value, trips)
+            if isinstance(s.index, N.Ramp):
+                self.lanes = max(self.lanes, _const(getattr(s.index, "lanes", 1)))
+        elif isinstance(s, N.Evaluate):
+            self.expr(s.value, trips)
+
+    def expr(self, e: Any, w: float) -> None:
+        """Arithmetic on values and loads by scope (index arithmetic is not the kernel's work)."""
+        todo = [e]
+        while todo:
+            x = todo.pop()
+            if isinstance(x, N.BinOp):
+                self.ops += w
+                todo += [x.a, x.b]
+            elif isinstance(x, N.BufferLoad):
+                name = getattr(x.buffer, "name", "")
+                self.loads[self.scope.get(name, "global")] += w
+                if isinstance(x.index, N.Ramp):
+                    self.lanes = max(self.lanes, _const(getattr(x.index, "lanes", 1)))
+            elif isinstance(x, N.Cast):
+                todo.append(x.value)
+            elif isinstance(x, N.Select):
+                todo += [x.t, x.f]
+            elif isinstance(x, N.Call | N.CallExtern):
+                todo += list(x.args)
+
+
+def gpu_features(stmt: Any, flop: float, arch: str = "sm_80", registers: float | None = None) -> np.ndarray:
+    """The GPU features (:data:`GPU_FEATURES`) of a point's flat loop IR (counts log2)."""
+    w = _GpuWalker()
+    w.walk(stmt, 1.0)
+    tx, ty, tz = (w.extent.get(f"threadIdx.{d}", 1) for d in "xyz")
+    threads = tx * ty * tz
+    blocks = math.prod(w.extent.get(f"blockIdx.{d}", 1) for d in "xyz")
+    vthreads = w.extent.get("vthread", 1)
+    local = w.alloc["local"] // 4
+    regs = float(registers) if registers else _estimate_registers(local)
+    sms, smem_sm, max_blocks = _SM.get(arch, _SM["sm_80"])
+    by_smem = smem_sm // max(1, w.alloc["shared"]) if w.alloc["shared"] else max_blocks
+    by_regs = _REG_FILE // max(1, int(regs) * max(32, threads))
+    by_threads = 2048 // max(1, threads)
+    per_sm = max(0, min(max_blocks, by_smem, by_regs, by_threads))
+    occupancy = per_sm * threads / 2048.0
+    waves = blocks / max(1.0, float(per_sm * sms))
+    f = max(flop, w.ops, 1.0)
+    row = [_l2(tx), _l2(ty), _l2(tz), _l2(threads), _l2(blocks), _l2(vthreads), _l2(w.alloc["shared"]), _l2(local),
+           float(w.lanes), float(w.unrolled), _l2(w.copies), _l2(f / max(1.0, w.loads["global"])),
+           _l2(f / max(1.0, w.loads["shared"])), _l2(f / max(1.0, local * blocks * threads)), _l2(waves),
+           float(per_sm), occupancy, regs]
+    return np.asarray(row, np.float32)
+
+
+def _estimate_registers(local_elems: int) -> float:
+    """Registers per thread from the register tile: the tile, plus addressing and loop state."""
+    return float(local_elems + 24)
+
+
+#: ptxas's registers per thread of built points: (task key, config index) -> registers
+_REGISTERS: dict[tuple[str, int], int] = {}
+#: per task: (slope, intercept) mapping the estimate to ptxas's count, refit as points are built
+_CALIBRATION: dict[str, tuple[float, float]] = {}
+_ESTIMATES: dict[tuple[str, int], float] = {}
+
+
+def note_registers(task: Any, index: int | None, registers: int) -> None:
+    """Record ptxas's register count of a built point (the cuda builder's report), and refit this
+    task's calibration of the estimate (least squares over its built points)."""
+    if index is None or registers <= 0:
+        return
+    key = task.key()
+    _REGISTERS[(key, int(index))] = int(registers)
+    pairs = [(_ESTIMATES[k], float(v)) for k, v in _REGISTERS.items() if k[0] == key and k in _ESTIMATES]
+    if len(pairs) >= 3:
+        x, y = np.array(pairs).T
+        if np.ptp(x) > 0:
+            slope, icpt = np.polyfit(x, y, 1)
+            _CALIBRATION[key] = (float(slope), float(icpt))
+
+
+def registers_of(task: Any, index: int | None) -> float | None:
+    """ptxas's count for a built point, else None."""
+    if index is None:
+        return None
+    return _REGISTERS.get((task.key(), int(index)))
+
+
+#: where the registers sit in a cuda point's features (after the loop features, last of the GPU ones)
+REGISTERS_AT = LEVELS * _PER_LOOP + _GLOBAL + len(GPU_FEATURES) - 1
+
+
+def calibrated(task: Any, index: int | None, feats: np.ndarray) -> np.ndarray:
+    """A cuda point's features with its registers: ptxas's count where the point was built, else
+    the estimate mapped by this task's calibration (a copy; ``feats`` as computed, estimate in place)."""
+    if feats[REGISTERS_AT] < 0:  # the point did not lower: nothing to calibrate
+        return feats
+    out = feats.copy()
+    key = task.key()
+    known = registers_of(task, index)
+    if known is not None:
+        out[REGISTERS_AT] = known
+        return out
+    if index is not None:
+        _ESTIMATES[(key, int(index))] = float(feats[REGISTERS_AT])
+    slope, icpt = _CALIBRATION.get(key, (1.0, 0.0))
+    out[REGISTERS_AT] = max(1.0, slope * feats[REGISTERS_AT] + icpt)
+    return out

@@ -26,11 +26,17 @@ line: ``no CUDA device: tuning cuda needs a GPU worker; pass --scheduler ADDRESS
 from __future__ import annotations
 
 import math
-import multiprocessing
+import os
+import pickle
 import re
+import select
+import struct
+import subprocess
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -267,70 +273,101 @@ def build_batch(inputs: list[MeasureInput], option: MeasureOption) -> list[CudaB
 # ---------------------------------------------------------------------------- the measuring process
 
 
-def _serve(conn: Any) -> None:
-    """The measuring process's loop: call ``func(payload)`` for each request; a fatal GPU error
-    ends the process after its answer (its CUDA context is gone)."""
+def _serve() -> None:
+    """The measuring process's loop (``python -c ...``): read ``(func, payload)`` pickles from stdin,
+    answer each on the original stdout; a fatal GPU error ends the process after its answer (its
+    CUDA context is gone). Anything printed goes to stderr, so it cannot corrupt the answers."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    inp = sys.stdin.buffer
     while True:
         try:
-            req = conn.recv()
+            req = _read(inp)
         except EOFError:
             return
         if req is None:
             return
         func, payload = req
+        fatal = False
         try:
-            conn.send(("ok", func(payload)))
+            ans: tuple[Any, ...] = ("ok", func(payload))
         except BaseException as e:  # noqa: BLE001 - every failure goes back as an answer
             fatal = bool(getattr(e, "fatal", False))
-            conn.send(("error", f"{type(e).__name__}: {e}", fatal))
-            if fatal:
-                return
+            ans = ("error", f"{type(e).__name__}: {e}", fatal)
+        _write(out, ans)
+        if fatal:
+            return
+
+
+def _write(f: Any, obj: Any) -> None:
+    data = pickle.dumps(obj)
+    f.write(struct.pack("<Q", len(data)) + data)
+    f.flush()
+
+
+def _read(f: Any) -> Any:
+    head = f.read(8)
+    if len(head) < 8:
+        raise EOFError
+    (n,) = struct.unpack("<Q", head)
+    data = f.read(n)
+    if len(data) < n:
+        raise EOFError
+    return pickle.loads(data)
 
 
 class MeasureProcess:
     """A child process that runs requests one at a time, replaced when it dies, hangs or says
     its state is lost (``call`` never raises for those: it returns ``("dead" | "timeout" |
-    "error", message)``)."""
+    "error", message)``). A plain subprocess (a Dask worker is a daemon process, which
+    multiprocessing does not let have children), speaking length-prefixed pickles on its pipes."""
 
     def __init__(self) -> None:
         self._proc: Any = None
-        self._conn: Any = None
         self.started = 0  # how many processes were started (replacements counted)
 
     def _start(self) -> None:
-        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no CUDA state inherited
-        parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        import vdla
+
+        env = dict(os.environ)
+        root = str(Path(vdla.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", "from vdla.compiler.autotvm.measure_cuda import _serve; _serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.started += 1
 
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.is_alive()
+        return self._proc is not None and self._proc.poll() is None
 
     def kill(self) -> None:
         if self._proc is not None:
-            if self._proc.is_alive():
+            if self._proc.poll() is None:
                 self._proc.kill()
-            self._proc.join(5)
-            self._conn.close()
-        self._proc = self._conn = None
+            self._proc.wait(10)
+            for f in (self._proc.stdin, self._proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        self._proc = None
 
     def call(self, func: Any, payload: Any, timeout: float) -> tuple[str, Any]:
         """``func(payload)`` in the process (started or replaced as needed)."""
         if not self.alive():
             self.kill()
             self._start()
+        proc = self._proc
         try:
-            self._conn.send((func, payload))
-            if not self._conn.poll(timeout):
+            _write(proc.stdin, (func, payload))
+            ready, _, _ = select.select([proc.stdout], [], [], timeout)
+            if not ready:
                 self.kill()
                 return "timeout", f"no answer within {timeout:g} s (the measuring process was replaced)"
-            ans = self._conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
-            self._proc.join(5)
-            code = self._proc.exitcode
+            ans = _read(proc.stdout)
+        except (EOFError, OSError):
+            proc.wait(10)
+            code = proc.returncode
             self.kill()
             return "dead", f"the measuring process died (exit code {code}); it was replaced"
         if ans[0] == "error" and len(ans) > 2 and ans[2]:
@@ -341,8 +378,9 @@ class MeasureProcess:
     def close(self) -> None:
         if self.alive():
             try:
-                self._conn.send(None)
-            except OSError:
+                _write(self._proc.stdin, None)
+                self._proc.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
 
@@ -484,6 +522,15 @@ def gpu_workers(client: Any) -> GpuWorkers:
     return GpuWorkers([first], found[first], False)
 
 
+def note_builds(inputs: list[MeasureInput], built: list[CudaBuild | MeasureResult]) -> None:
+    """Give the cost model ptxas's register counts of the points built (:func:`.features.note_registers`)."""
+    from . import features
+
+    for inp, b in zip(inputs, built):
+        if isinstance(b, CudaBuild):
+            features.note_registers(inp.task, inp.config.index, b.registers)
+
+
 def measure_batch_cuda(inputs: list[MeasureInput], option: MeasureOption) -> list[MeasureResult]:
     """Build every point on the cluster, then run the valid ones on its GPU worker(s); in order."""
     from ... import cluster
@@ -494,6 +541,7 @@ def measure_batch_cuda(inputs: list[MeasureInput], option: MeasureOption) -> lis
     client = option.client or cluster.get_client(option.scheduler)
     gpus = gpu_workers(client)  # before any build: without a GPU the run stops here, in one line
     built = build_batch(inputs, option)
+    note_builds(inputs, built)
     out: list[MeasureResult | None] = [b if isinstance(b, MeasureResult) else None for b in built]
     futs = {}
     for k, (inp, b) in enumerate(zip(inputs, built)):

@@ -2,8 +2,11 @@
 
 `model_tasks` finds the distinct tunable workloads of a model's kernels (the model is
 compiled once with a collecting dispatch context; on ``llvm`` the float32 model's nodes are
-scheduled for the CPU too, as ``vdla run MODEL --compare`` builds them); `layer_task` makes
-a ResNet-18 layer (C1-C12) a task. `tune_tasks` tunes each task in turn, appending its
+scheduled for the CPU too, as ``vdla run MODEL --compare`` builds them; on ``cuda`` only the
+float32 model's nodes are scheduled, with the GPU schedules, as ``vdla run MODEL --target cuda``
+builds them); `layer_task` makes a ResNet-18 layer (C1-C12) a task. A cuda task names its
+architecture (``cuda -arch=sm_90``: the GPU worker's, :func:`gpu_target`), and
+`tuning_context` warns, naming both, when a log's cuda records were measured on another one. `tune_tasks` tunes each task in turn, appending its
 measurements to a log (an existing log resumes: its points are not measured again and
 count towards the trials), and measures the hand-picked schedule (the fallback) once per
 task as one of the trials, so the log's best is never worse than today's schedule. XGB
@@ -17,13 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .dispatch import DispatchContext, workload_key
-from .task import Task, TaskError, create
+from .task import Task, TaskError, backend_of, create
 
-__all__ = ["tune_tasks", "tuning_context", "default_log", "LOGS", "model_tasks", "layer_task", "make_tuner", "TUNERS"]
+__all__ = ["tune_tasks", "tuning_context", "default_log", "LOGS", "model_tasks", "layer_task", "make_tuner", "TUNERS",
+           "ArchMismatchWarning", "arch_mismatch"]
 
 TUNERS = ("xgb", "ga", "random", "grid")
 
@@ -47,6 +52,10 @@ def layer_task(name: str, target: str, config: str = "default") -> Task:
     layer = next((lay for lay in RESNET18 if lay.name == name), None)
     if layer is None:
         raise TaskError(f"unknown layer {name!r} (C1 ... C12)")
+    if backend_of(target) == "cuda":  # the GPU's direct template, on NCHW as the float model runs it
+        p = layer.pad
+        return create("conv2d_nchw.cuda", [[1, layer.ic, layer.size, layer.size], [layer.oc, layer.ic, layer.k, layer.k],
+                                           [layer.stride] * 2, [p] * 4, [1, 1]], target)
     if target == "llvm":
         return create("conv2d_NCHWc.x86", [1, layer.ic, layer.size, layer.size, layer.oc, layer.k, layer.stride,
                                            layer.pad], "llvm")
@@ -69,26 +78,37 @@ def model_tasks(model: str, target: str, config: str = "default", reduced: bool 
 
     spec = load_model(model, reduced=reduced, size=size)
     col = _Collector()
+    kind = backend_of(target)
     with col:
-        build_model(spec, preset(config))  # the VDLA build (and its float CPU nodes)
-        if target == "llvm":  # the whole float32 model on this CPU (`vdla run MODEL --compare`'s llvm row)
-            _schedule_float_graph(spec.graph)
-    return [create(wl[0], wl[1], target) for tgt, wl in col.seen.values() if tgt == target]
+        if kind == "cuda":  # the float32 model on the GPU (`vdla run MODEL --target cuda`)
+            _schedule_float_graph(spec.graph, "cuda")
+        else:
+            build_model(spec, preset(config))  # the VDLA build (and its float CPU nodes)
+        if kind == "llvm":  # the whole float32 model on this CPU (`vdla run MODEL --compare`'s llvm row)
+            _schedule_float_graph(spec.graph, "llvm")
+    return [create(wl[0], wl[1], target) for tgt, wl in col.seen.values() if tgt == kind]
 
 
-def _schedule_float_graph(graph: Any) -> None:
-    """Schedule (without building) every node of the float graph that the llvm strategy maps,
-    so the schedules ask for their workloads."""
+def _schedule_float_graph(graph: Any, kind: str = "llvm") -> None:
+    """Schedule (without building) every node of the float graph that the ``kind`` strategy maps,
+    laid out as compile_model lays it out for that target, so the schedules ask for their workloads."""
     from ..graph.cpu_layout import to_nchwc
     from ..graph.fuse import fuse
     from ..graph.passes import simplify
-    from ..graph.strategy.topi_ops import declare, schedule
+    from ..graph.strategy.topi_ops import check, declare, schedule
 
-    g = fuse(to_nchwc(simplify(graph)))  # as compile_model lays it out for llvm
+    g = simplify(graph)
+    g = fuse(to_nchwc(g) if kind == "llvm" else g)
     for node in g.topo_order():
+        if kind == "cuda" and check(node, g) is not None:
+            continue
         decl = declare(node, g)
         if not isinstance(decl, str):
-            schedule(node, g, decl[2], "llvm")
+            try:
+                schedule(node, g, decl[2], kind)
+            except Exception:  # noqa: BLE001 - a node this target's schedules do not take runs on the host
+                if kind == "llvm":
+                    raise
 
 
 #: the committed tuning logs of CPU families: ``llvm_<cpu>.log`` (``vdla tune`` on that CPU, the
@@ -107,15 +127,52 @@ def default_log(target: str | None = "llvm") -> Path | None:
     return path if path.exists() else None
 
 
+class ArchMismatchWarning(UserWarning):
+    """A tuning log's cuda records were measured on another GPU architecture than the build's."""
+
+
+def arch_mismatch(path: str | Path, arch: str) -> str | None:
+    """What to say when the cuda records of the log at ``path`` were measured on a GPU
+    architecture other than ``arch`` (naming both), else None."""
+    from .record import _raw_records
+
+    seen: dict[str, int] = {}
+    for d in _raw_records(path, "cuda"):
+        a = _cuda_arch(d["target"])
+        seen[a] = seen.get(a, 0) + 1
+    other = sorted((a for a in seen if a != arch), key=lambda a: -seen[a])
+    if not other:
+        return None
+    return (f"tuning log {str(path)!r} was measured on {', '.join(other)} but this build is for {arch}: "
+            "its schedules are used, their timings may not carry over")
+
+
+def _cuda_arch(target: Any) -> str:
+    from ..targets.cuda.target import cuda_limits
+    from ..targets.target import Target
+
+    return cuda_limits(Target(target)).arch
+
+
+def gpu_target(target: Any) -> str:
+    """A cuda target for the GPU present (its architecture; the target as written without one)."""
+    from ..targets.cuda.target import for_present_device
+
+    return str(for_present_device(target))
+
+
 @contextlib.contextmanager
-def tuning_context(log: str | None, target: str | None = None) -> Any:
+def tuning_context(log: str | None, target: Any = None) -> Any:
     """``apply_history_best(log)`` when a log is given (``vdla build|run --tuning-log``); without
     one, on ``target="llvm"``, the committed log of this host's CPU (:func:`default_log`) when
-    there is one; else nothing. ``log="none"`` applies no log at all (the hand-picked schedules)."""
+    there is one; else nothing. ``log="none"`` applies no log at all (the hand-picked schedules).
+    ``target`` may be a kind or a Target: a cuda build (its ``-arch``, else the GPU present's,
+    else the default) warns once when the log's cuda records come from another architecture."""
     if log == "none":
         yield None
         return
-    path = Path(log) if log else default_log(target)
+    kind = backend_of(target) if target is not None else None
+    path = Path(log) if log else default_log(kind)
     if path is None:
         yield None
         return
@@ -123,7 +180,11 @@ def tuning_context(log: str | None, target: str | None = None) -> Any:
 
     if not path.exists():
         raise FileNotFoundError(f"tuning log {str(log)!r} does not exist")
-    with apply_history_best(path, target) as ctx:
+    if kind == "cuda":
+        why = arch_mismatch(path, _cuda_arch(gpu_target(target)))
+        if why is not None:
+            warnings.warn(why, ArchMismatchWarning, stacklevel=3)
+    with apply_history_best(path, kind) as ctx:
         yield ctx
 
 

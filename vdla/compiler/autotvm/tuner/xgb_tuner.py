@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..features import config_features, instantiable
+from ..features import _CACHE, calibrated, config_features, instantiable, remote_features
 from ..space import ConfigEntity
 from .tuner import Tuner, score
 
@@ -73,6 +73,7 @@ class XGBTuner(Tuner):
         self.fits = 0
         self._fit_at = 0  # len(self.xs) at the last refit
         self.seed = 0 if seed is None else int(seed)
+        self._client: Any = None  # cuda: the Dask client the features of many points are computed on
 
     # -- the template's own verdict
     def _ok(self, idx: int) -> bool:
@@ -94,8 +95,31 @@ class XGBTuner(Tuner):
             cfg = self.space.get(idx)
             f = (config_features(self.task, cfg) if self.feature_type == "itervar"
                  else np.asarray(cfg.get_flatten_feature(), np.float32))
+            if self.feature_type == "itervar" and self.task.kind == "cuda":
+                f = _CACHE.get((self.task.key(), idx), f)  # kept raw: the registers are applied at each use
             self.feats[idx] = f
+        if self.feature_type == "itervar" and self.task.kind == "cuda":
+            return calibrated(self.task, idx, f)  # ptxas's registers once built, else the calibrated estimate
         return f
+
+    def _prefetch(self, indices: Sequence[int]) -> None:
+        """Compute the loop-IR features of many points at once on the Dask workers (a cuda conv's
+        lowering takes a fifth of a second: the annealer's steps would wait on it)."""
+        if self.feature_type != "itervar" or self._client is None:
+            return
+        todo = [i for i in dict.fromkeys(int(i) for i in indices) if i not in self.feats]
+        if len(todo) < 4:
+            return
+        t = self.task
+        try:
+            futs = self._client.map(remote_features, [t.name] * len(todo), [t.args] * len(todo),
+                                    [t.target] * len(todo), todo, pure=False)
+            got = self._client.gather(futs)
+        except Exception:  # noqa: BLE001 - a lost worker: computed here instead, one by one
+            return
+        for i, f in zip(todo, got):
+            self.feats[i] = f
+            _CACHE[(t.key(), i)] = f
 
     def _dmatrix(self, X: np.ndarray, y: np.ndarray | None = None) -> Any:
         import xgboost as xgb
@@ -149,11 +173,13 @@ class XGBTuner(Tuner):
             chains.append(i)
         if not chains:
             return seen
+        self._prefetch(chains)
         cur = self.predict(chains)
         seen.update(zip(chains, cur))
         for step in range(self.sa_steps):
             temp = max(1e-3, 1.0 - step / self.sa_steps)
             nxt = [self._neighbour(i) for i in chains]
+            self._prefetch(nxt)
             sc = self.predict(nxt)
             sc = np.where([self._ok(i) for i in nxt], sc, -1e9)  # a rejected point never attracts a walker
             seen.update((i, v) for i, v in zip(nxt, sc) if v > -1e9)
@@ -211,6 +237,17 @@ class XGBTuner(Tuner):
         self.plan = self._diverse_pick(cands, self.plan_size)
 
     # -- the tuner interface
+    def tune(self, n_trial: int, measure_option: Any = None, early_stopping: int | None = None,
+             callbacks: Sequence[Any] = ()) -> None:
+        if self.task.kind == "cuda" and self.feature_type == "itervar" and measure_option is not None:
+            from .... import cluster
+
+            try:  # the measuring cluster computes the annealer's features too
+                self._client = measure_option.client or cluster.get_client(measure_option.scheduler)
+            except Exception:  # noqa: BLE001 - then they are computed here
+                self._client = None
+        super().tune(n_trial, measure_option, early_stopping, callbacks)
+
     def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         out: list[ConfigEntity] = []
         replanned = False
