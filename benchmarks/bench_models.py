@@ -35,7 +35,8 @@ from vdla.compiler.graph.zoo import load_model
 from vdla.config import preset
 from vdla.runtime import Device
 
-MODELS = ("resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "shufflenet_v2", "squeezenet1_1", "mnasnet0_5",
+MODELS = ("resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2", "squeezenet1_1",
+          "mnasnet0_5",
           "lstm_lm", "dqn")
 FLOOR = ("resnet50", 10.0)  # model, compile seconds
 

@@ -1,5 +1,5 @@
-"""The torchvision mobile classifiers of models.py (MobileNet v2, ShuffleNet v2 x0.5, SqueezeNet 1.1,
-MNASNet 0.5) at a small input: their types infer, the numpy reference agrees with onnxruntime on
+"""The torchvision mobile classifiers of models.py (MobileNet v2, MobileNetV3-Small, ShuffleNet v2 x0.5,
+SqueezeNet 1.1, MNASNet 0.5) at a small input: their types infer, the numpy reference agrees with onnxruntime on
 the ONNX export, and the graphs have torchvision's layer counts and channel tables."""
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ CASES = [
      {"conv2d": 26, "depthwise": 0, "relu": 26, "concat": 8, "max_pool2d": 3, "batch_norm": 0, "dense": 0}, None),
     # 37: the ceil-mode pools need end padding (18 -> 9 and 4 -> 2)
     ("squeezenet1_1", {"input_size": 37, "num_classes": 10}, {"conv2d": 26, "max_pool2d": 3}, None),
+    ("mobilenet_v3_small", {"input_size": 32},
+     {"conv2d": 52, "depthwise": 11, "depthwise3": 3, "depthwise5": 8, "hard_swish": 19, "hard_sigmoid": 9, "mul": 9,
+      "global_avg_pool2d": 10, "add": 6, "dense": 2}, 1024),
     ("mnasnet0_5", {"input_size": 32},
      {"conv2d": 52, "depthwise": 17, "depthwise3": 7, "depthwise5": 10, "relu": 35, "add": 10, "dense": 1}, 1280),
 ]

@@ -39,3 +39,18 @@ def test_offload_choices_and_errors():
     assert tuple(choices) == OFFLOADS  # the CLI's choices are the library's
     with pytest.raises(GraphError, match="unknown offload 'gpu'"):
         quant_options(load_model("mobilenet_v2", reduced=True), offload="gpu")
+
+
+def test_mobilenet_v3_small_runs_with_every_mac_on_vdla():
+    """Hard-swish, squeeze-excite (hard-sigmoid gate) and 5x5 depthwise blocks: all on VDLA,
+    bit-exact against the int8 reference, the fp32 graph against onnxruntime, SNR per int8 tensor."""
+    pytest.importorskip("onnxruntime")
+    from vdla.compiler.graph.job import run_job
+
+    res = run_job("mobilenet_v3_small", "fsim", reduced=True)
+    assert res.ok, [c.line() for c in res.checks]
+    names = {c.name for c in res.checks if c.ok}
+    assert any("onnxruntime" in n for n in names) and any("int8" in n for n in names), names
+    assert res.mac_share == 1.0
+    assert len(res.snr) > 40 and all(db > 0 for _, _, db in res.snr)  # every requantised tensor, none noise
+    assert "MACs on VDLA: 100.0%" in res.table()

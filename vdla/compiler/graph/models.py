@@ -15,7 +15,9 @@
   op): each gate is a dense layer on ``[x_t, h_{t-1}]``, so every matmul is a GEMM;
 * :func:`mobilenet_v2`, :func:`shufflenet_v2` (x0.5), :func:`squeezenet1_1`, :func:`mnasnet0_5` —
   torchvision's mobile classifiers, layer for layer (inverted residuals with depthwise convs,
-  channel split and shuffle as slice / reshape / transpose, fire modules with ceil-mode pools).
+  channel split and shuffle as slice / reshape / transpose, fire modules with ceil-mode pools);
+* :func:`mobilenet_v3_small` — torchvision's MobileNetV3-Small (hard-swish, squeeze-excite with a
+  hard-sigmoid gate, 5x5 depthwise).
 
 All are float32 graphs with inference-mode batch norms (fold them with
 :func:`.fold.fold_batch_norm`). Weights use He-normal initialisation and batch-norm
@@ -34,7 +36,7 @@ from .ir import Graph, GraphError
 from .reference import run
 
 __all__ = ["resnet18", "resnet_block", "mobilenet_v1", "mlp", "dcgan_generator", "resnet50", "dqn", "lstm_lm",
-           "mobilenet_v2", "shufflenet_v2", "squeezenet1_1", "mnasnet0_5", "MODELS", "get", "sample_input"]
+           "mobilenet_v2", "shufflenet_v2", "squeezenet1_1", "mnasnet0_5", "mobilenet_v3_small", "MODELS", "get", "sample_input"]
 
 
 class _Builder:
@@ -541,6 +543,65 @@ def mnasnet0_5(
     return _centre_head(b.g, "fc", seed) if centre_head else b.g
 
 
+#: MobileNetV3-Small's blocks (torchvision): kernel, expanded channels, output channels, squeeze-excite,
+#: activation ("RE" ReLU, "HS" hard-swish), stride
+_MOBILENET_V3_SMALL = [(3, 16, 16, True, "RE", 2), (3, 72, 24, False, "RE", 2), (3, 88, 24, False, "RE", 1),
+                       (5, 96, 40, True, "HS", 2), (5, 240, 40, True, "HS", 1), (5, 240, 40, True, "HS", 1),
+                       (5, 120, 48, True, "HS", 1), (5, 144, 48, True, "HS", 1), (5, 288, 96, True, "HS", 2),
+                       (5, 576, 96, True, "HS", 1), (5, 576, 96, True, "HS", 1)]
+
+
+def _act(b: _Builder, x: str, kind: str, name: str) -> str:
+    return b.g.add_node("relu" if kind == "RE" else "hard_swish", [x], name=name)
+
+
+def _squeeze_excite(b: _Builder, x: str, p: str) -> str:
+    """torchvision's SqueezeExcitation: global mean, 1x1 conv (bias) + ReLU to a quarter of the
+    channels (a multiple of 8), 1x1 conv (bias) + hard-sigmoid, the input scaled by that gate."""
+    c = b.g.type_of(x).shape[1]
+    s = b.g.add_node("global_avg_pool2d", [x], name=f"{p}.pool")
+    s = b.g.add_node("relu", [b.conv(s, _make_divisible(c // 4, 8), 1, 1, 0, f"{p}.fc1", bias=True)], name=f"{p}.relu")
+    gate = b.g.add_node("hard_sigmoid", [b.conv(s, c, 1, 1, 0, f"{p}.fc2", bias=True)], name=f"{p}.gate",
+                        alpha=1 / 6, beta=0.5)
+    return b.g.add_node("mul", [x, gate], name=f"{p}.scale")
+
+
+def mobilenet_v3_small(
+    input_size: int = 224,
+    num_classes: int = 1000,
+    batch: int = 1,
+    seed: int = 0,
+    centre_head: bool = False,
+) -> Graph:
+    """MobileNetV3-Small as torchvision builds it: conv 3x3/2 to 16 + BN + hard-swish, eleven
+    inverted residuals (:data:`_MOBILENET_V3_SMALL`: 3x3 and 5x5 depthwise, ReLU or hard-swish,
+    squeeze-excite with a hard-sigmoid gate in nine), 1x1 conv to 576 + BN + hard-swish, global
+    pool, FC to 1024 + hard-swish, FC."""
+    _check_size("mobilenet_v3_small", input_size, 32)
+    b = _Builder("mobilenet_v3_small", seed)
+    x = b.g.add_input("data", (batch, 3, input_size, input_size))
+    x = _act(b, b.bn(b.conv(x, 16, 3, 2, 1, "conv1"), 16, "bn1"), "HS", "act1")
+    for i, (k, exp, cout, se, act, stride) in enumerate(_MOBILENET_V3_SMALL):
+        p, cin, y = f"block{i}", b.g.type_of(x).shape[1], x
+        if exp != cin:
+            y = _act(b, b.bn(b.conv(y, exp, 1, 1, 0, f"{p}.expand"), exp, f"{p}.expand.bn"), act, f"{p}.expand.act")
+        y = _act(b, b.bn(b.conv(y, exp, k, stride, k // 2, f"{p}.dw", groups=exp), exp, f"{p}.dw.bn"), act,
+                 f"{p}.dw.act")
+        if se:
+            y = _squeeze_excite(b, y, f"{p}.se")
+        y = b.bn(b.conv(y, cout, 1, 1, 0, f"{p}.project"), cout, f"{p}.project.bn")
+        if stride == 1 and cin == cout:
+            b.g.consts[f"{p}.project.bn.gamma"] = b.rng.uniform(0.2, 0.5, cout).astype(np.float32)
+            y = b.g.add_node("add", [y, x], name=f"{p}.add")
+        x = y
+    x = _act(b, b.bn(b.conv(x, 576, 1, 1, 0, "conv_last"), 576, "conv_last.bn"), "HS", "conv_last.act")
+    x = b.g.add_node("flatten", [b.g.add_node("global_avg_pool2d", [x], name="avgpool")], name="flatten")
+    x = b.g.add_node("hard_swish", [b.dense(x, 1024, "fc1")], name="fc1.act")
+    b.g.set_outputs(b.dense(x, num_classes, "fc", gain=1.0))
+    b.g.infer_types()
+    return _centre_head(b.g, "fc", seed) if centre_head else b.g
+
+
 MODELS: dict[str, Callable[..., Graph]] = {
     "resnet18": resnet18,
     "resnet_block": resnet_block,
@@ -554,6 +615,7 @@ MODELS: dict[str, Callable[..., Graph]] = {
     "shufflenet_v2": shufflenet_v2,
     "squeezenet1_1": squeezenet1_1,
     "mnasnet0_5": mnasnet0_5,
+    "mobilenet_v3_small": mobilenet_v3_small,
 }
 
 

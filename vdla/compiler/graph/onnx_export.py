@@ -93,6 +93,11 @@ def to_onnx(graph: Graph, opset: int = OPSET) -> Any:
                 op
             ]
             nodes.append(helper.make_node(onnx_op, ins, out, name=n.name))
+        elif op == "hard_sigmoid":
+            nodes.append(helper.make_node("HardSigmoid", ins, out, name=n.name, alpha=float(a["alpha"]),
+                                          beta=float(a["beta"])))
+        elif op == "hard_swish":  # opset 14's HardSwish: x * hard_sigmoid(x) with alpha 1/6, beta 1/2
+            nodes.append(helper.make_node("HardSwish", ins, out, name=n.name))
         elif op == "clip":
             dt = np.dtype(g.type_of(ins[0]).dtype)
             lo = "" if a["min"] is None else const(n.name, np.array(a["min"], dt))

@@ -72,6 +72,18 @@ class JobResult:
         return sum(r.seconds for r in self.layers if r.target in ("host", "llvm", "view"))
 
     @property
+    def mac_share(self) -> float:
+        """The share of the model's multiply-accumulates that ran on VDLA (the real ones: no padding)."""
+        total = sum(r.macs for r in self.layers)
+        return sum(r.macs for r in self.vdla_layers) / total if total else 1.0
+
+    @property
+    def cpu_share(self) -> float:
+        """The CPU nodes' share of the end-to-end latency: VDLA at the Config's clock plus the CPU nodes."""
+        t = self.vdla_seconds + self.cpu_seconds
+        return self.cpu_seconds / t if t else 0.0
+
+    @property
     def offload_cpu_seconds(self) -> float | None:
         t = [r.cpu_seconds for r in self.vdla_layers]
         return None if not t or any(v is None for v in t) else float(sum(t))  # type: ignore[arg-type]
@@ -92,6 +104,7 @@ class JobResult:
             "layers": [r.to_dict() for r in self.layers],
             "total_cycles": self.total_cycles, "vdla_latency_s": self.vdla_seconds,
             "cpu_nodes_s": self.cpu_seconds, "offloaded_cpu_path_s": self.offload_cpu_seconds,
+            "vdla_mac_share": self.mac_share, "cpu_share": self.cpu_share,
             "speedup": self.speedup, "compile_s": self.compile_s, "run_s": self.run_s, "kernels": self.kernels,
             "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in self.checks],
             "snr_db": [{"value": v, "scale": sc, "snr_db": db} for v, sc, db in self.snr],
@@ -134,6 +147,8 @@ class JobResult:
         nl = sum(r.target == "llvm" for r in self.layers)
         lines.append(f"CPU nodes on this host: {self.cpu_seconds * 1e3:.1f} ms "
                      f"({len(self.layers) - len(self.vdla_layers)} nodes, {nl} built for llvm)")
+        lines.append(f"MACs on VDLA: {100 * self.mac_share:.1f}% of the model's; the CPU nodes are "
+                     f"{100 * self.cpu_share:.1f}% of the end-to-end latency (VDLA at {c.clock_mhz:g} MHz + CPU nodes)")
         oc = self.offload_cpu_seconds
         if oc is not None and self.vdla_layers:
             lines.append(f"offloaded layers: VDLA {self.vdla_seconds * 1e3:.2f} ms vs CPU path {oc * 1e3:.1f} ms "

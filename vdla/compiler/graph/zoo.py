@@ -78,6 +78,7 @@ SETTINGS: dict[str, Settings] = {
     "shufflenet_v2": Settings({}, {"input_size": 32, "num_classes": 10}, _ALL_Q, _ALL_P),
     "squeezenet1_1": Settings({}, {"input_size": 32, "num_classes": 10}, _ALL_Q, _ALL_P),
     "mnasnet0_5": Settings({}, {"input_size": 32, "alpha": 0.25, "num_classes": 10}, _ALL_Q, _ALL_P),
+    "mobilenet_v3_small": Settings({}, {"input_size": 32, "num_classes": 10}, _ALL_Q, _ALL_P),
     # the trained digits CNN (:mod:`.digits`): every conv and dense on VDLA, per-channel
     # weight scales, calibrated on training images; full: the whole held-out set as one batch
     "digits": Settings(
