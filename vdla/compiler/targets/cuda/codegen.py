@@ -299,5 +299,9 @@ def compile_ptx(llvm_ir: str, math: set[str], target: CudaLimits, opt_level: int
     pto.loop_unrolling = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
+    if math:  # drop the ~350 libdevice functions nothing calls before the pipeline optimises them all
+        dce = llvm.create_new_module_pass_manager()
+        dce.add_global_dead_code_eliminate_pass()
+        dce.run(mod, pb)
     pb.getModulePassManager().run(mod, pb)
     return str(mod), tm.emit_assembly(mod)
