@@ -114,3 +114,26 @@ def test_gpu_features_agree_with_the_build_and_ptxas() -> None:
     assert g["shared_bytes"] == pytest.approx(math.log2(1 + k.shared_bytes))
     assert g["registers"] == k.registers  # ptxas's count once built; an estimate before
     assert before["registers"] != k.registers or before["registers"] == g["registers"]
+
+
+def test_xgb_tuner_plans_a_cuda_task_from_its_records(dask_client) -> None:  # type: ignore[no-untyped-def]
+    """XGBTuner on a cuda task: fit on 24 recorded points (PROXY costs), anneal with the features
+    computed on the Dask workers, and plan unmeasured points the template accepts."""
+    pytest.importorskip("xgboost")
+    from vdla.compiler.autotvm.features import instantiable
+    from vdla.compiler.autotvm.measure import MeasureInput, MeasureResult
+    from vdla.compiler.autotvm.tuner import XGBTuner
+
+    t = TASKS[2]
+    task = create("conv2d_nchw.cuda", t["args"], "cuda -arch=sm_90")
+    recs = []
+    for p in t["points"]:
+        note_registers(task, p["index"], p["registers"])
+        recs.append((MeasureInput(task, task.config_space.get(p["index"])), MeasureResult([p["proxy_s"]], 0, 0.0, 0.0)))
+    tun = XGBTuner(task, plan_size=4, sa_chains=4, sa_steps=3, seed=0)
+    tun._client = dask_client  # as tune() sets it from the measure option
+    tun.load_history(recs)
+    assert tun.fits == 1 and tun.prefetched >= 4  # the annealer's points' features came from the workers
+    batch = tun.next_batch(4)
+    assert len(batch) == 4 and all(c.index not in {p["index"] for p in t["points"]} for c in batch)
+    assert all(instantiable(task, c) for c in batch)

@@ -74,6 +74,7 @@ class XGBTuner(Tuner):
         self._fit_at = 0  # len(self.xs) at the last refit
         self.seed = 0 if seed is None else int(seed)
         self._client: Any = None  # cuda: the Dask client the features of many points are computed on
+        self.prefetched = 0  # points whose features came from the workers
 
     # -- the template's own verdict
     def _ok(self, idx: int) -> bool:
@@ -120,6 +121,7 @@ class XGBTuner(Tuner):
         for i, f in zip(todo, got):
             self.feats[i] = f
             _CACHE[(t.key(), i)] = f
+        self.prefetched += len(todo)
 
     def _dmatrix(self, X: np.ndarray, y: np.ndarray | None = None) -> Any:
         import xgboost as xgb
