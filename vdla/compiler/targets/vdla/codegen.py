@@ -134,6 +134,7 @@ class _PyGen:
             v = self.var(s.var)
             lo = self.expr(s.min)
             out(f"{ind}for {v} in range({lo}, {lo} + {self.expr(s.extent)}):")
+            out(f"{ind}    em.epoch += 1")
             self.stmt(s.body, ind + "    ")
         elif isinstance(s, Allocate):
             self.stmt(s.body, ind)
@@ -149,20 +150,26 @@ class _PyGen:
         elif isinstance(s, AttrStmt) and s.key == "vdla_kernel":
             # one kernel, one or more calls (virtual threads replicate the call inside the attribute)
             k = self.const(s.value)
-            for c in (s.body.stmts if isinstance(s.body, Seq) else [s.body]):
+            calls = s.body.stmts if isinstance(s.body, Seq) else [s.body]
+            for vt, c in enumerate(calls):
                 call = c.value if isinstance(c, Evaluate) else None
                 if not isinstance(call, CallExtern):
                     raise VDLAError(f"malformed kernel statement {s}")
                 a = call.args
+                # the calls of a replicated kernel are the virtual threads' copies, in thread order
+                tag = vt if len(calls) > 1 else None
                 if call.name == GEMM:
-                    out(f"{ind}em.gemm({k}, {self.expr(a[0])}, {self.addr(a[1])}, {self.addr(a[2])}, {self.addr(a[3])})")
+                    out(f"{ind}em.gemm({k}, {self.expr(a[0])}, {self.addr(a[1])}, {self.addr(a[2])}, {self.addr(a[3])}, "
+                        f"{tag})")
                 else:
                     out(f"{ind}em.alu({k}, {self.expr(a[0])}, {self.expr(a[1])}, {self.expr(a[2])}, "
-                        f"{self.addr(a[3])}, {self.addr(a[4])})")
+                        f"{self.addr(a[3])}, {self.addr(a[4])}, {tag})")
         elif isinstance(s, AttrStmt) and s.key == "vdla_thread":
             out(f"{ind}em.thread = {self.expr(s.value)}")
+            out(f"{ind}em.vt = em.thread")
             self.stmt(s.body, ind)
             out(f"{ind}em.thread = 0")
+            out(f"{ind}em.vt = None")
         elif isinstance(s, AttrStmt):
             self.stmt(s.body, ind)
         elif isinstance(s, Evaluate) and isinstance(s.value, CallExtern) and s.value.name in (LOAD, STORE):
@@ -206,6 +213,8 @@ class Emitter:
         self.relocs: list[tuple[int, int, Mem]] = []  # filled while writing the stream
         self._kcache: dict[Any, UopKernel] = {}
         self.thread = 0  # virtual thread of the DMA being emitted
+        self.vt: int | None = None  # the same, None outside virtual threads
+        self.epoch = 0  # loop iterations begun so far (a task's epoch: the innermost loop iteration it is in)
 
     def _sram(self, a: tuple[Buffer, int], what: str) -> tuple[SramBuffer, int]:
         buf, idx = a
@@ -251,7 +260,8 @@ class Emitter:
                 raise VDLAError(f"stage {sb.buffer.name!r}: {e}") from None
             self.relocs.append((len(s.insns) - 1, arg, mem))
 
-        self.tasks.append(Task(stage, emit, [], [(res, s0, s0 + rows * cols)], f"load {mem.name}", thread=self.thread))
+        self.tasks.append(Task(stage, emit, [], [(res, s0, s0 + rows * cols)], f"load {mem.name}", thread=self.thread,
+                               vt=self.vt, epoch=self.epoch))
 
     def store(self, sram: Any, dram: Any, xn: int, yn: int, xs: int) -> None:
         what = f"store of {sram[0].name!r}"
@@ -266,7 +276,8 @@ class Emitter:
                 raise VDLAError(f"stage {sb.buffer.name!r}: {e}") from None
             self.relocs.append((len(s.insns) - 1, arg, Mem.OUT))
 
-        self.tasks.append(Task(Stage.STORE, emit, [("OUT", s0, s0 + xn * yn)], [], "store"))
+        self.tasks.append(Task(Stage.STORE, emit, [("OUT", s0, s0 + xn * yn)], [], "store", thread=self.thread,
+                               vt=self.vt, epoch=self.epoch))
 
     def _kernel(self, spec: KernelSpec, bases: tuple[int, int, int], what: str) -> UopKernel:
         key = (id(spec), bases)
@@ -284,7 +295,7 @@ class Emitter:
             self._kcache[key] = k
         return k
 
-    def gemm(self, spec: KernelSpec, reset: int, dst: Any, src: Any, wgt: Any) -> None:
+    def gemm(self, spec: KernelSpec, reset: int, dst: Any, src: Any, wgt: Any, vt: int | None = None) -> None:
         what = f"stage {dst[0].name!r}: GEMM"
         db, d0 = self._sram(dst, what)
         lo, hi = spec.span(0)
@@ -308,9 +319,11 @@ class Emitter:
             except StreamError as e:
                 raise VDLAError(f"{what}: {e}") from None
 
-        self.tasks.append(Task(Stage.COMPUTE, emit, reads, writes, "gemm"))
+        self.tasks.append(Task(Stage.COMPUTE, emit, reads, writes, "gemm reset" if reset else "gemm", vt=vt,
+                               epoch=self.epoch))
 
-    def alu(self, spec: KernelSpec, op: int, use_imm: int, imm: int, dst: Any, src: Any) -> None:
+    def alu(self, spec: KernelSpec, op: int, use_imm: int, imm: int, dst: Any, src: Any,
+            vt: int | None = None) -> None:
         what = f"stage {dst[0].name!r}: ALU {AluOp(op).name}"
         db, d0 = self._sram(dst, what)
         lo, hi = spec.span(0)
@@ -332,7 +345,7 @@ class Emitter:
             except StreamError as e:
                 raise VDLAError(f"{what}: {e}") from None
 
-        self.tasks.append(Task(Stage.COMPUTE, emit, reads, writes, f"alu {aop.name}"))
+        self.tasks.append(Task(Stage.COMPUTE, emit, reads, writes, f"alu {aop.name}", vt=vt, epoch=self.epoch))
 
 
 def allocate_sram(func: PrimFunc, config: Config) -> dict[Buffer, SramBuffer]:
@@ -400,6 +413,74 @@ def group_thread_loads(tasks: list[Task]) -> list[Task]:
     return out
 
 
+def _conflict(a: Task, b: Task) -> bool:
+    """Whether two tasks touch a common on-chip region and one of them writes it."""
+    for ra, wa, rb, wb in ((a.writes, True, b.writes, True), (a.writes, True, b.reads, False),
+                           (a.reads, False, b.writes, True)):
+        for r, lo, hi in ra:
+            for r2, lo2, hi2 in rb:
+                if r == r2 and lo < hi2 and lo2 < hi and (wa or wb):
+                    return True
+    return False
+
+
+#: how many tasks ahead :func:`sink_resets` looks for a reset's first conflicting task
+SINK_WINDOW = 64
+
+
+def sink_resets(tasks: list[Task]) -> list[Task]:
+    """Move each accumulator reset (a GEMM with reset) down to just before the first later task
+    it conflicts with (the GEMM that accumulates there): the reset of a tile is emitted at the
+    start of the tile, before the other virtual thread's work, and would wait there for the
+    store of that thread's previous tile, stalling the compute module; just before its own
+    GEMM, that store has long finished. It moves past tasks it touches no common region with,
+    so the program computes the same; it takes the loop iteration (epoch) of its new place."""
+    out = list(tasks)
+    i = len(out) - 1
+    while i >= 0:
+        t = out[i]
+        if t.label == "gemm reset":
+            j = i + 1
+            while j < len(out) and j - i <= SINK_WINDOW and not _conflict(t, out[j]):
+                j += 1
+            if j < len(out) and j - i <= SINK_WINDOW and j > i + 1:
+                t.epoch = out[j].epoch
+                if out[j].vt is None:
+                    t.vt = None
+                del out[i]
+                out.insert(j - 1, t)
+        i -= 1
+    return out
+
+
+def group_threads(tasks: list[Task]) -> list[Task]:
+    """Within one loop iteration of the host code, put each virtual thread's tasks together
+    (thread 0's loads, GEMM, ALU tail and store, then thread 1's) instead of interleaving the
+    threads statement by statement, as the virtual-thread pass leaves them. Interleaved, both
+    threads' ALU tails end together and the next tile's first GEMM waits for the store of a
+    tail that just ended; grouped, one thread's store runs while the other thread computes.
+    Only tasks of different threads change order, and only where they touch no common region
+    (checked; a run with a conflict keeps its order), so the program computes the same."""
+    out: list[Task] = []
+    i = 0
+    while i < len(tasks):
+        j = i
+        while j < len(tasks) and tasks[j].vt is not None and tasks[j].epoch == tasks[i].epoch:
+            j += 1
+        if j - i < 2:
+            out.append(tasks[i])
+            i += 1
+            continue
+        run = tasks[i:j]
+        order = sorted(range(len(run)), key=lambda k: run[k].vt)  # type: ignore[arg-type,return-value]
+        pos = {k: p for p, k in enumerate(order)}
+        ok = all(not _conflict(run[a], run[b]) for a in range(len(run)) for b in range(a + 1, len(run))
+                 if pos[a] > pos[b])
+        out.extend([run[k] for k in order] if ok else run)
+        i = j
+    return out
+
+
 @dataclass
 class Generated:
     program: Program
@@ -425,7 +506,7 @@ def generate(func: PrimFunc, config: Config) -> Generated:
     exec(compile(src, f"<vdla host {func.name}>", "exec"), ns)  # noqa: S102 - our own generated code
     em = Emitter(config, sram, args)
     ns["host"](em)
-    em.tasks = group_thread_loads(em.tasks)
+    em.tasks = group_thread_loads(group_threads(sink_resets(em.tasks)))
     plan = plan_tokens(em.tasks, config)
     s = CommandStream(config, func.name)
     for t in em.tasks:

@@ -44,6 +44,8 @@ class Task:
     writes: list[tuple[str, int, int]] = field(default_factory=list)
     label: str = ""
     thread: int = 0
+    vt: int | None = None  # the virtual thread whose copy this is; None: not in (or shared by) the threads
+    epoch: int = 0  # the loop iteration of the host code it was emitted in (see codegen.group_threads)
     seq: int = 0
     pops: list[Stage] = field(default_factory=list)
     pushes: list[Stage] = field(default_factory=list)

@@ -90,3 +90,20 @@ def test_group_conv2d_errors() -> None:
     K = te.placeholder((2, 1, 3, 3, 16, 16), "int8", name="kernel")
     with pytest.raises(VDLAError, match="whole channel blocks per group"):
         group_conv2d_packed(D, K, 2, 1, 1)
+
+
+@pytest.mark.parametrize("knobs,tile_g", [(Knobs(), None), (Knobs(oc_nthread=2, tile_g=2), 2)],
+                         ids=["picked", "2-groups-2-threads"])
+def test_depthwise_groups_per_tile(knobs: Knobs, tile_g: int | None) -> None:
+    """Depthwise (one block per group): several groups in one tile, one GEMM / ALU op / store
+    each for all of them; bit-exact, and fewer cycles than a tile per group."""
+    tail = Tail(bias=True, shift=6, residual=True, clip=(0, 96))
+    args = (DEFAULT, 256, 256, 16, 7, 3, 1, 1, tail)
+    r = group_case(*args, knobs)
+    np.testing.assert_array_equal(r["got"], r["ref"])
+    assert r["f"].check_tokens().ok
+    assert r["knobs"].tile_g == tile_g if tile_g else r["knobs"].tile_g > 1
+    assert r["report"].counters["gemm_counter"] == 16 * 7 * 7 * 9
+    if knobs == Knobs():
+        one = group_case(*args, Knobs(tile_g=1, tile_h=7, tile_w=7))
+        assert one["knobs"].tile_g == 1 and r["report"].cycles < one["report"].cycles

@@ -52,6 +52,7 @@ class Knobs:
     oc_nthread: int = 1  # virtual threads over output-channel tiles
     h_nthread: int = 1  # virtual threads over row tiles
     vthreads: int = 1  # >1: that many threads over channels or rows, whichever the model prefers
+    tile_g: int | None = None  # groups per tile (depthwise: one channel block per group; None picks)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def replace(self, **kw: Any) -> Knobs:

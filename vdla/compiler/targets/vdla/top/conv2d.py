@@ -122,7 +122,11 @@ def _schedule_conv(out: te.Tensor, env: Env, k: Knobs, outer_dims: tuple[int, ..
     o0, o1 = so.split(o, factor=k.tile_co)
     y0, y1 = so.split(y, factor=k.tile_h)
     x0, x1 = so.split(x, factor=k.tile_w)
-    so.reorder(n0, *outer, y0, o0, x0, n1, o1, y1, x1, bi, oi)
+    inner: list[Any] = []
+    if k.tile_g and k.tile_g > 1:  # several groups per tile: the first outer axis split, its inner part in the tile
+        g0, g1 = so.split(outer[0], factor=k.tile_g)
+        outer, inner = [g0, *outer[1:]], [g1]
+    so.reorder(n0, *outer, y0, o0, x0, n1, *inner, o1, y1, x1, bi, oi)
     lead = [n0, *outer]
     if k.oc_nthread > 1:
         if threads_over_outer:
@@ -144,7 +148,10 @@ def _schedule_conv(out: te.Tensor, env: Env, k: Knobs, outer_dims: tuple[int, ..
     couter, (cn, co_, cy, cx, cbi, coi) = split_outer(sc.op.axis)
     ric, rky, rkx, rci = sc.op.reduce_axis
     ric0, ric1 = sc.split(ric, factor=k.tile_ci)
-    sc.reorder(cn, *couter, ric0, ric1, rky, rkx, co_, cy, cx, cbi, coi, rci)
+    if k.tile_g and k.tile_g > 1:  # the tile's groups inside the input-channel chunk: one load covers them all
+        sc.reorder(cn, *couter[1:], ric0, couter[0], ric1, rky, rkx, co_, cy, cx, cbi, coi, rci)
+    else:
+        sc.reorder(cn, *couter, ric0, ric1, rky, rkx, co_, cy, cx, cbi, coi, rci)
     _place_loads_and_gemm(s, env, sc, ric0, (cdata, ckern), cbi)
     s.vdla_knobs = k  # type: ignore[attr-defined]
     return s
@@ -195,4 +202,35 @@ def _schedule_outer(out: te.Tensor, k: Knobs | None, env: Env, kind: str) -> Sch
     cfg, tuned = resolve(acc_op, k, lambda cfg: define_conv_space(cfg, ob, oh, ow, cb))
     k, over_outer = _choose_threads(tuned or k or Knobs(), pick, cost, f"{acc_op.name} {shape}")
     record_fallback(cfg, k, {"tile_co": ob, "tile_h": oh, "tile_w": ow, "tile_ci": cb})
+    if kind == "group" and k.tile_g is None and ob == 1 and cb == 1:
+        k = k.replace(tile_g=_groups_per_tile(env, k, n_outer // (k.oc_nthread if over_outer else 1), stride,
+                                              (kh, kw), has_bias, has_res))
     return _schedule_conv(out, env, k, outer_dims, over_outer)
+
+
+#: the fewest tiles per virtual thread a depthwise conv's groups are packed into: fewer, larger
+#: tiles pay the per-instruction overheads less often, but the first load and the last store of
+#: a thread are not overlapped with anything
+MIN_GROUP_TILES = 8
+
+
+def _groups_per_tile(env: Env, k: Knobs, groups: int, stride: tuple[int, int], ksize: tuple[int, int],
+                     has_bias: int, has_res: bool) -> int:
+    """How many groups of a depthwise conv (one channel block in and out per group) one tile
+    computes: one GEMM, one ALU instruction per tail op and one store for all of them instead
+    of one per group (a 7x7 group is 49 accumulator rows, about the per-instruction overheads
+    of its dozen instructions). The largest divisor of ``groups`` whose tiles fit the buffers
+    (a copy per virtual thread) and leave at least :data:`MIN_GROUP_TILES` tiles per thread."""
+    c = env.config
+    nt = k.oc_nthread * k.h_nthread
+    rows = k.tile_b * k.tile_co * k.tile_h * k.tile_w
+    acc = rows * (1 + int(has_res)) + k.tile_co * k.tile_b * int(has_bias)
+    ih, iw = (k.tile_h - 1) * stride[0] + ksize[0], (k.tile_w - 1) * stride[1] + ksize[1]
+    inp = k.tile_b * k.tile_ci * ih * iw
+    wgt = k.tile_co * k.tile_ci * ksize[0] * ksize[1]
+    for tg in range(groups, 1, -1):
+        if groups % tg or groups // tg < MIN_GROUP_TILES:
+            continue
+        if tg * acc * nt <= c.acc_depth and tg * inp * nt <= c.inp_depth and tg * wgt * nt <= c.wgt_depth:
+            return tg
+    return 1
