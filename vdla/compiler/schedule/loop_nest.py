@@ -55,6 +55,7 @@ class CrossThreadReduce:
     stage: str
     combiner: Any
     tags: tuple[str, ...]
+    n_values: int = 1  # a tuple reducer (argmax) combines several: the body starts with one init each
 
     def __str__(self) -> str:
         return f"{self.combiner.name} of {self.stage} over {', '.join(self.tags)}"
@@ -694,9 +695,9 @@ class _Lowering:
         op = st.op
         assert isinstance(op, ComputeOp)
         body = info.body
-        if len(info.tensors) > 1 or not isinstance(body, Reduce):
-            raise self.err(st, f"reduce axis {cross[0].name!r} is bound to {self._thread_tag(st, cross[0])}: a "
-                               "cross-thread reduction of a stage with several outputs is not supported")
+        if not isinstance(body, Reduce):
+            raise self.err(st, f"reduce axis {cross[0].name!r} is bound to {self._thread_tag(st, cross[0])}, but "
+                               "the stage's outputs are not one reduction")  # fmt: skip
         if st.tensorize_intrin:
             raise self.err(st, "a cross-thread reduction cannot be tensorized")
         r0 = next(k for k, iv in enumerate(leaves) if iv in derived_reduce)
@@ -709,15 +710,25 @@ class _Lowering:
                 )
         from ..te.operation import placeholder
 
-        t = info.tensor
-        red = placeholder((1,), t.dtype, name=f"{st.name}.red")
+        ts = info.tensors
+        reds = [placeholder((1,), t.dtype, name=f"{st.name}.red" if len(ts) == 1 else f"{t.name}.red{k}")
+                for k, t in enumerate(ts)]  # fmt: skip
         zero = [make_const(0, "int32")]
-        cur = TensorRead(red, zero, t.dtype)
-        src = substitute(body.source, sub)
-        upd: Stmt = ProducerStore(red, zero, body.combiner.combine(cur, src))
+        curs: list[Expr] = [TensorRead(r, zero, r.dtype) for r in reds]
+        upd: Stmt
+        if len(ts) == 1:
+            upd = ProducerStore(reds[0], zero, body.combiner.combine(curs[0], substitute(body.source, sub)))
+            inits = [substitute(body.init if body.init is not None else body.combiner.identity(ts[0].dtype), sub)]
+        else:  # a tuple reducer: every new value from the old ones before any is stored
+            assert body.sources is not None
+            new = body.combiner.combine_tuple(curs, [substitute(x, sub) for x in body.sources])
+            tmps = [Var(f"{r.name}.new", r.dtype) for r in reds]
+            upd = seq(*[ProducerStore(r, zero, v) for r, v in zip(reds, tmps, strict=True)])
+            for v, e in reversed(list(zip(tmps, new, strict=True))):
+                upd = LetStmt(v, e, upd)
+            inits = [substitute(v, sub) for v in body.combiner.identity_tuple([t.dtype for t in ts])]
         if body.condition is not None:
             upd = IfThenElse(substitute(body.condition, sub), upd)
-        init_val = substitute(body.init if body.init is not None else body.combiner.identity(t.dtype), sub)
         guards = self._guards(info)
         leaf_vars = {iv.var: k for k, iv in enumerate(leaves)}
 
@@ -744,7 +755,7 @@ class _Lowering:
 
         # (C): the bound reduce loops again (fresh vars), each thread storing under the predicate
         fresh = {iv.var: Var(iv.var.name, iv.var.dtype) for iv in cross}
-        store: Stmt = ProducerStore(t, idx, TensorRead(red, zero, t.dtype))
+        store: Stmt = seq(*[ProducerStore(t, idx, TensorRead(r, zero, t.dtype)) for t, r in zip(ts, reds, strict=True)])
         conds = list(outer_guards)
         if st.store_predicate is not None:
             conds.append(substitute(substitute(st.store_predicate, self._thread_vars(st)), sub))
@@ -754,10 +765,11 @@ class _Lowering:
             ext = info.ext[iv]
             store = For(fresh[iv.var], make_const(0, ext.dtype), ext, "thread_binding", store,
                         self._thread_tag(st, iv))
-        marker = CrossThreadReduce(st.name, body.combiner, tuple(self._thread_tag(st, iv) for iv in cross))
-        inner: Stmt = AttrStmt(THREAD_ALLREDUCE, marker, seq(ProducerStore(red, zero, init_val), build_reduce(r0),
-                                                              store))
-        inner = ProducerRealize(red, [(make_const(0, "int32"), make_const(1, "int32"))], inner, "local")
+        marker = CrossThreadReduce(st.name, body.combiner, tuple(self._thread_tag(st, iv) for iv in cross), len(ts))
+        init_stores = [ProducerStore(r, zero, v) for r, v in zip(reds, inits, strict=True)]
+        inner: Stmt = AttrStmt(THREAD_ALLREDUCE, marker, seq(*init_stores, build_reduce(r0), store))
+        for r in reversed(reds):
+            inner = ProducerRealize(r, [(make_const(0, "int32"), make_const(1, "int32"))], inner, "local")
 
         def build(level: int) -> Stmt:
             if level == r0:

@@ -127,6 +127,38 @@ def test_cross_thread_reduction_without_rfactor(rng: np.random.Generator) -> Non
     np.testing.assert_allclose(b, 2 * a.sum(axis=1), rtol=1e-5)
 
 
+def test_cross_thread_tuple_reduction(rng: np.random.Generator) -> None:
+    """argmax (a tuple reducer: index and value) across threads: both values travel together."""
+
+    def fcombine(x: tuple, y: tuple) -> tuple:
+        keep = x[1] >= y[1]
+        return vdla.tir.Select(keep, x[0], y[0]), vdla.tir.Select(keep, x[1], y[1])
+
+    argmax = te.comm_reducer(fcombine, lambda t0, t1: (vdla.tir.const(-1, t0), te.min_value(t1)), name="argmax")
+    idx = te.placeholder((10, 45), name="idx", dtype="int32")
+    val = te.placeholder((10, 45), name="val")
+    k = te.reduce_axis((0, 45), "k")
+    T0, T1 = te.compute((10,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
+    s = te.create_schedule(T0.op)
+    ko, ki = s[T0].split(k, factor=16)
+    xo, xi = s[T0].split(T0.op.axis[0], factor=4)
+    s[T0].bind(xo, te.thread_axis("blockIdx.x"))
+    s[T0].bind(xi, te.thread_axis("threadIdx.y"))
+    tx = te.thread_axis("threadIdx.x")
+    s[T0].bind(ki, tx)
+    s[T0].set_store_predicate(tx.var.equal(0))
+    args = [idx, val, T0, T1]
+    f = vdla.build(s, args, target="cuda")
+    assert f.kernels[0].shared_bytes == 2 * 16 * 4 * 4  # an int32 and a float32 slot per thread
+    ii = np.tile(np.arange(45, dtype=np.int32), (10, 1))
+    vv = rng.random((10, 45), dtype=np.float32)
+    for run in (lambda *a: run_kernels(f, *a), lambda *a: vdla.testing.run_cuda_schedule_on_cpu(s, args, *a)):
+        o0, o1 = np.zeros(10, np.int32), np.zeros(10, np.float32)
+        run(ii, vv, o0, o1)
+        np.testing.assert_array_equal(o0, vv.argmax(axis=1))
+        np.testing.assert_array_equal(o1, vv.max(axis=1))
+
+
 def test_the_exchange_needs_its_barriers(rng: np.random.Generator) -> None:
     """Without the barriers storage_sync put in, the same kernel reads partial values before other
     threads wrote them: the interpreter sees it (so the test above checks the barriers too)."""

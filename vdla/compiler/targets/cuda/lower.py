@@ -270,15 +270,16 @@ def _check_nested_bindings(kernel: str, loops: list[For]) -> None:
                 )
 
 
-def _allreduce_parts(node: AttrStmt) -> tuple[Stmt, list[Stmt], Stmt]:
-    """A cross-thread reduction's (A) init of the per-thread buffer, (B) accumulation, (C) store
-    (:meth:`vdla.compiler.schedule.loop_nest._Lowering.cross_thread_nest`)."""
+def _allreduce_parts(node: AttrStmt) -> tuple[list[BufferStore], list[Stmt], Stmt]:
+    """A cross-thread reduction's (A) inits of the per-thread buffers (one per reduced value),
+    (B) accumulation, (C) store (:meth:`vdla.compiler.schedule.loop_nest._Lowering.cross_thread_nest`)."""
     stmts = list(node.body.stmts) if isinstance(node.body, Seq) else [node.body]
-    first = stmts[0]
-    if len(stmts) < 3 or not isinstance(first, BufferStore) or first.buffer.scope != "local":
+    n = node.value.n_values
+    inits = stmts[:n]
+    if len(stmts) < n + 2 or not all(isinstance(x, BufferStore) and x.buffer.scope == "local" for x in inits):
         raise CudaLoweringError(f"cross-thread reduction {node.value}: its loop nest was changed by a pass "
                                 "this back end does not know")  # fmt: skip
-    return first, stmts[1:-1], stmts[-1]
+    return inits, stmts[n:-1], stmts[-1]  # type: ignore[return-value]
 
 
 def _lower_allreduce(kernel: str, body: Stmt, tvars: dict[str, Var], block: tuple[int, int, int]) -> Stmt:
@@ -302,12 +303,26 @@ def _lower_allreduce(kernel: str, body: Stmt, tvars: dict[str, Var], block: tupl
     def fn(s: Any) -> Any:
         if not (isinstance(s, AttrStmt) and s.key == THREAD_ALLREDUCE):
             return None
-        init, acc, store = _allreduce_parts(s)
-        red = init.buffer
-        dt = red.dtype
-        smem = Buffer(f"{red.name}.shared", dt, [IntImm(bx * by * bz, "int32")], "shared")
+        inits, acc, store = _allreduce_parts(s)
+        reds = [x.buffer for x in inits]
+        zero = IntImm(0, "int32")
+        smems = [Buffer(f"{r.name}.shared", r.dtype, [IntImm(bx * by * bz, "int32")], "shared") for r in reds]
         comb = s.value.combiner
-        steps: list[Stmt] = [BufferStore(smem, flat, BufferLoad(red, IntImm(0, "int32"), dt))]
+
+        def combine(mine: Expr, theirs: Expr) -> Stmt:
+            """smem[mine] (+)= smem[theirs], every value of a tuple from the old ones."""
+            if len(reds) == 1:
+                a, b = BufferLoad(smems[0], mine, reds[0].dtype), BufferLoad(smems[0], theirs, reds[0].dtype)
+                return BufferStore(smems[0], mine, comb.combine(a, b))
+            new = comb.combine_tuple([BufferLoad(m, mine, m.dtype) for m in smems],
+                                     [BufferLoad(m, theirs, m.dtype) for m in smems])  # fmt: skip
+            tmps = [Var(f"{m.name}.new", m.dtype) for m in smems]
+            out: Stmt = seq(*[BufferStore(m, mine, v) for m, v in zip(smems, tmps, strict=True)])
+            for v, e in reversed(list(zip(tmps, new, strict=True))):
+                out = LetStmt(v, e, out)
+            return out
+
+        steps: list[Stmt] = [BufferStore(m, flat, BufferLoad(r, zero, r.dtype)) for m, r in zip(smems, reds, strict=True)]
         base = flat
         for d in "xyz":
             if f"threadIdx.{d}" not in s.value.tags:
@@ -319,11 +334,13 @@ def _lower_allreduce(kernel: str, body: Stmt, tvars: dict[str, Var], block: tupl
                 cond = tid(d) < off
                 if off * 2 > e:  # a non-power-of-two extent: the partner may not exist
                     cond = cond & (tid(d) + off < e)
-                other = BufferLoad(smem, simplify_expr(flat + off * stride[d]), dt)
-                steps.append(IfThenElse(cond, BufferStore(smem, flat, comb.combine(BufferLoad(smem, flat, dt), other))))
+                steps.append(IfThenElse(cond, combine(flat, simplify_expr(flat + off * stride[d]))))
                 off //= 2
-        steps.append(BufferStore(red, IntImm(0, "int32"), BufferLoad(smem, simplify_expr(base), dt)))
-        return seq(init, *acc, Allocate(smem, seq(*steps)), store)
+        steps += [BufferStore(r, zero, BufferLoad(m, simplify_expr(base), r.dtype)) for m, r in zip(smems, reds, strict=True)]
+        out: Stmt = seq(*steps)
+        for m in reversed(smems):
+            out = Allocate(m, out)
+        return seq(*inits, *acc, out, store)
 
     from ...tir.visitor import pre_order_map
 
@@ -335,8 +352,8 @@ def _check_private_buffers(kernel: str, root: Stmt) -> None:
     under one loop bound to threadIdx (resp. blockIdx) and read under another, such a buffer
     would pass values between threads in the loop nest but not on the GPU, so it is refused
     (but for a cross-thread reduction's partial value, which the threads exchange)."""
-    exchanged = {_allreduce_parts(n)[0].buffer for n in walk(root)
-                 if isinstance(n, AttrStmt) and n.key == THREAD_ALLREDUCE}  # fmt: skip
+    exchanged = {x.buffer for n in walk(root) if isinstance(n, AttrStmt) and n.key == THREAD_ALLREDUCE
+                 for x in _allreduce_parts(n)[0]}  # fmt: skip
     for a in walk(root):
         if not isinstance(a, Allocate) or a.buffer.scope not in ("local", "shared") or a.buffer in exchanged:
             continue
