@@ -27,7 +27,7 @@ SMALL: list[tuple[str, list[Any]]] = [
     ("group_conv2d_nchw.cuda", [[1, 16, 14, 14], [16, 4, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 4]),
     ("depthwise_conv2d_nchw.cuda", [[1, 32, 28, 28], [32, 1, 3, 3], [2, 2], [1, 1, 1, 1], [1, 1]]),
     ("dense.cuda", [1, 256, 128, True]),
-    ("matmul.cuda", [128, 128, 64]),
+    ("matmul.cuda", [64, 64, 32]),
     ("conv2d_1x1.cuda", [32, 14, 14, 64]),
 ]
 
@@ -62,7 +62,9 @@ def _check_on_cpu(task: Task, cfg: Any) -> None:
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(w).max())))
 
 
-def _prove(name: str, args: list[Any], n: int, seed: int) -> None:
+def _prove(name: str, args: list[Any], n: int, seed: int, archs: tuple[str, ...] = ARCHS) -> None:
+    """The hand point proven for every architecture; ``n`` sampled points for each of ``archs``;
+    all of them run on the CPU against numpy."""
     for arch in ARCHS:
         task = create(name, args, f"cuda -arch={arch}")
         fb = task.fallback()
@@ -71,9 +73,9 @@ def _prove(name: str, args: list[Any], n: int, seed: int) -> None:
                            LocalBuilder(120))
         assert isinstance(hand, M.CudaBuild), hand.error_msg
         assert hand.report and hand.arch == arch  # assembled by ptxas for this architecture
-        points = _sample(task, n, seed)
+        points = _sample(task, n, seed) if arch in archs else []
         assert all(b.report and all(k.registers > 0 for k in b.kernels) for _, b in points)
-        if arch == ARCHS[0]:  # the loop IR does not depend on the architecture: checked once
+        if points and arch == archs[0]:  # the loop IR does not depend on the architecture: checked once
             for cfg, _ in [(task.config_space.get(fb.index), hand), *points]:
                 _check_on_cpu(task, cfg)
 
@@ -81,7 +83,7 @@ def _prove(name: str, args: list[Any], n: int, seed: int) -> None:
 @needs_ptxas
 @pytest.mark.parametrize("name,args", SMALL, ids=[n for n, _ in SMALL])
 def test_template_points_prove_and_compute(name: str, args: list[Any]) -> None:
-    _prove(name, args, 1, seed=7)
+    _prove(name, args, 1, seed=6, archs=("sm_90",))
 
 
 @pytest.mark.slow

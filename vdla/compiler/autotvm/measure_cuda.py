@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 import re
 import select
-import struct
 import subprocess
 import sys
 import time
@@ -41,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _measure_server
 from .measure import (
     BATCH_MEASURERS,
     LocalBuilder,
@@ -273,49 +272,6 @@ def build_batch(inputs: list[MeasureInput], option: MeasureOption) -> list[CudaB
 # ---------------------------------------------------------------------------- the measuring process
 
 
-def _serve() -> None:
-    """The measuring process's loop (``python -c ...``): read ``(func, payload)`` pickles from stdin,
-    answer each on the original stdout; a fatal GPU error ends the process after its answer (its
-    CUDA context is gone). Anything printed goes to stderr, so it cannot corrupt the answers."""
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    inp = sys.stdin.buffer
-    while True:
-        try:
-            req = _read(inp)
-        except EOFError:
-            return
-        if req is None:
-            return
-        func, payload = req
-        fatal = False
-        try:
-            ans: tuple[Any, ...] = ("ok", func(payload))
-        except BaseException as e:  # noqa: BLE001 - every failure goes back as an answer
-            fatal = bool(getattr(e, "fatal", False))
-            ans = ("error", f"{type(e).__name__}: {e}", fatal)
-        _write(out, ans)
-        if fatal:
-            return
-
-
-def _write(f: Any, obj: Any) -> None:
-    data = pickle.dumps(obj)
-    f.write(struct.pack("<Q", len(data)) + data)
-    f.flush()
-
-
-def _read(f: Any) -> Any:
-    head = f.read(8)
-    if len(head) < 8:
-        raise EOFError
-    (n,) = struct.unpack("<Q", head)
-    data = f.read(n)
-    if len(data) < n:
-        raise EOFError
-    return pickle.loads(data)
-
-
 class MeasureProcess:
     """A child process that runs requests one at a time, replaced when it dies, hangs or says
     its state is lost (``call`` never raises for those: it returns ``("dead" | "timeout" |
@@ -332,9 +288,11 @@ class MeasureProcess:
         env = dict(os.environ)
         root = str(Path(vdla.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
-        self._proc = subprocess.Popen(
-            [sys.executable, "-c", "from vdla.compiler.autotvm.measure_cuda import _serve; _serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        # the server file run as __main__ (not as a script path, which would put the autotvm folder on
+        # sys.path, its modules shadowing same-named ones): vdla is imported only when a request needs it
+        code = f"import runpy; runpy.run_path({_measure_server.__file__!r}, run_name='__main__')"
+        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      env=env)
         self.started += 1
 
     def alive(self) -> bool:
@@ -359,12 +317,12 @@ class MeasureProcess:
             self._start()
         proc = self._proc
         try:
-            _write(proc.stdin, (func, payload))
+            _measure_server.write(proc.stdin, (func, payload))
             ready, _, _ = select.select([proc.stdout], [], [], timeout)
             if not ready:
                 self.kill()
                 return "timeout", f"no answer within {timeout:g} s (the measuring process was replaced)"
-            ans = _read(proc.stdout)
+            ans = _measure_server.read(proc.stdout)
         except (EOFError, OSError):
             proc.wait(10)
             code = proc.returncode
@@ -378,7 +336,7 @@ class MeasureProcess:
     def close(self) -> None:
         if self.alive():
             try:
-                _write(self._proc.stdin, None)
+                _measure_server.write(self._proc.stdin, None)
                 self._proc.wait(10)
             except (OSError, subprocess.TimeoutExpired):
                 pass

@@ -137,6 +137,7 @@ class XGBTuner(Tuner):
         y = np.asarray(self.ys, float)
         if y.max() <= 0:
             return  # nothing valid yet: the model could not tell points apart
+        self._prefetch(self.xs)
         X = np.stack([self._feature(i) for i in self.xs])
         params = dict(_PARAMS, seed=self.seed, objective="rank:pairwise" if self.loss_type == "rank" else "reg:squarederror")
         self.model = xgb.train(params, self._dmatrix(X, y / y.max()), num_boost_round=self.rounds)
