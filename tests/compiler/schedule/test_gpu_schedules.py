@@ -87,6 +87,17 @@ def test_cross_thread_reduction_needs_data_axes_outside() -> None:
         vdla.lower(s, [A, B])
 
 
+def test_reduction_across_blocks_is_refused() -> None:
+    A = te.placeholder((16, 64), name="A")
+    k = te.reduce_axis((0, 64), "k")
+    B = te.compute((16,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=32)
+    s[B].bind(ko, te.thread_axis("blockIdx.x"))
+    with pytest.raises(ScheduleError, match="reduce axis 'k.outer' is bound to blockIdx.x: a reduction across blocks"):
+        vdla.lower(s, [A, B])
+
+
 def test_store_predicate_names_the_thread_axis(rng: np.random.Generator) -> None:
     A = te.placeholder((64,), name="A")
     B = te.compute((64,), lambda i: A[i] + 1.0, name="B")

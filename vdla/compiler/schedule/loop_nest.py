@@ -587,6 +587,12 @@ class _Lowering:
         derived_reduce = self._reduce_derived(st, reduce_ivs)
         init: Stmt | None = None
         r0 = len(leaves)
+        across_blocks = [iv for iv in leaves if iv in derived_reduce and self._thread_tag(st, iv).startswith("blockIdx")]
+        if across_blocks:  # each block would add into the same output at once
+            iv = across_blocks[0]
+            raise self.err(st, f"reduce axis {iv.name!r} is bound to {self._thread_tag(st, iv)}: a reduction across "
+                               "blocks is not supported; bind it to threadIdx (a cross-thread reduction), or rfactor "
+                               "it into a stage of its own and bind that stage's axis")  # fmt: skip
         cross = [iv for iv in leaves if iv in derived_reduce and self._thread_tag(st, iv).startswith("threadIdx")]
         if cross:
             return self.cross_thread_nest(info, sub, idx, leaves, derived_reduce, cross)
