@@ -6,7 +6,10 @@ flat buffers.  Non-divisible splits and over-approximated regions are protected 
 guards (``if`` statements) placed just inside the innermost loop they depend on.
 A scan becomes its init nests followed by a serial time loop holding its body stages
 (state placeholders read the scan's output); a tensorized axis is replaced by the
-intrinsic's IR (:mod:`vdla.compiler.schedule.tensorize`).
+intrinsic's IR (:mod:`vdla.compiler.schedule.tensorize`). A reduction whose reduce loop is
+bound to ``threadIdx`` is a cross-thread reduction (a ``thread_allreduce`` region the GPU
+back end completes, :meth:`_Lowering.cross_thread_nest`); a stage computed inside thread
+loops without a scope of its own is ``local`` or ``shared`` as in TVM (:meth:`_Lowering.scope`).
 """
 
 from __future__ import annotations

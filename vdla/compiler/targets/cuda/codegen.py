@@ -10,7 +10,9 @@ one walk of the loop IR) with the GPU's differences overridden:
 * ``__syncthreads()`` is the CTA barrier; contiguous vector accesses whose start is
   provably a multiple of the vector length are aligned to it (``ld.v4``/``st.v4``);
 * math functions the NVPTX back end cannot lower (exp, log, tanh, pow, ...) call
-  libdevice's ``__nv_*``, linked in from the ``nvidia-nvvm`` wheel (the ``gpu`` extra).
+  libdevice's ``__nv_*``, linked in from the ``nvidia-nvvm`` wheel (the ``gpu`` extra); so do
+  external calls of CUDA's math functions by name (``call_pure_extern("float32", "expf", x)``;
+  an intrinsic such as ``__expf`` is libdevice's fast form, ``__nv_fast_expf``).
 
 :func:`compile_ptx` optimises the module with the NVPTX target machine for one
 architecture and returns the PTX text.

@@ -11,11 +11,15 @@ intermediates between them and launches them in order. In each kernel
   extent is guarded (``if threadIdx.x < n``);
 * the launch extents are the largest loop of each tag (``blockIdx`` may depend on symbolic
   sizes, evaluated by the host at each call), checked against the architecture's limits;
+* a cross-thread reduction (a reduce axis bound to ``threadIdx``) gets the exchange of the
+  threads' partial values: a shared array and a tree of halving steps (:func:`_lower_allreduce`);
 * ``shared`` allocations are summed against the block's static shared memory;
 * :func:`storage_sync` inserts ``__syncthreads()`` between a write to a shared buffer and a
   later read of it (and a read and a later write: the next loop iteration's refill).
 
-A loop nest with no bound loop at all is refused: it would run once per thread.
+A loop nest with no bound loop at all is refused: it would run once per thread. Before the
+split, :func:`lower_intrinsics` applies the users' ``tvm.ir.register_intrin_lowering`` rules;
+:func:`threads_as_loops` gives the CPU reference of a GPU loop nest.
 """
 
 from __future__ import annotations
