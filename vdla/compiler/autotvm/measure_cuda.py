@@ -465,19 +465,32 @@ class GpuWorkers:
 
 
 def gpu_workers(client: Any) -> GpuWorkers:
-    """The cluster's GPU workers: those with the Dask resource ``GPU``, else those that report a
-    GPU; raises :class:`NoCudaDevice` (:data:`NO_GPU`) when there are none."""
+    """The cluster's GPU workers: those with the Dask resource ``GPU``, else the first worker that
+    reports a GPU (asked one at a time: asking opens a CUDA context in the worker); raises
+    :class:`NoCudaDevice` (:data:`NO_GPU`) when there are none. Kept per cluster and set of workers."""
     info = client.scheduler_info().get("workers", {})
+    key = (getattr(client.scheduler, "address", ""), tuple(sorted(info)))
+    got = _GPU_WORKERS.get(key)
+    if got is not None:
+        return got
     declared = [a for a, w in info.items() if (w.get("resources") or {}).get("GPU", 0) >= 1]
     if declared:
         archs = client.run(_probe_gpu, workers=declared[:1])
-        return GpuWorkers(declared, next(iter(archs.values()), None), True)
-    found = {a: arch for a, arch in client.run(_probe_gpu).items() if arch}
-    if not found:
-        raise NoCudaDevice(NO_GPU)
-    first = sorted(found)[0]
-    # one worker measures: several processes timing one GPU at once would share it
-    return GpuWorkers([first], found[first], False)
+        got = GpuWorkers(declared, next(iter(archs.values()), None), True)
+    else:
+        for addr in sorted(info):
+            arch = client.run(_probe_gpu, workers=[addr]).get(addr)
+            if arch:
+                # one worker measures: several processes timing one GPU at once would share it
+                got = GpuWorkers([addr], arch, False)
+                break
+        else:
+            raise NoCudaDevice(NO_GPU)
+    _GPU_WORKERS[key] = got
+    return got
+
+
+_GPU_WORKERS: dict[tuple[str, tuple[str, ...]], GpuWorkers] = {}
 
 
 def note_builds(inputs: list[MeasureInput], built: list[CudaBuild | MeasureResult]) -> None:
