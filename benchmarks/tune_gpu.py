@@ -166,6 +166,9 @@ def main() -> int:
     ap.add_argument("--scheduler", default=None, help="a Dask scheduler (default: a local cluster, a worker per core)")
     ap.add_argument("--log-dir", default="tune_gpu_logs", help="one log per task and tuner")
     ap.add_argument("--plot", default="docs/tuning/tune_gpu_curves.png", help="the curves' PNG")
+    ap.add_argument("--save-best", default=None, metavar="LOG",
+                    help="write each task's best record here (vdla/compiler/autotvm/logs/cuda_<arch>.log is applied "
+                         "by default on a GPU of that architecture)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -225,6 +228,12 @@ def main() -> int:
         results.append(row)
     if curves:
         plot(curves, Path(args.plot))
+    if args.save_best:
+        from vdla.compiler.autotvm.record import pick_best
+
+        merged = logs / "all_xgb.log"
+        merged.write_text("".join(Path(r["log"]).read_text() for r in results))
+        print(f"best records of {pick_best(merged, args.save_best)} workloads: {args.save_best}", file=sys.stderr)
     convs = [r["ratio"] for r in results if not r["task"].startswith("matmul")]
     gm = math.exp(sum(map(math.log, convs)) / len(convs)) if convs else float("nan")
     summary = {"gpu": gpu.name, "arch": gpu.arch, "elapsed_s": time.monotonic() - t_start, "conv_geomean_vs_cudnn": gm,

@@ -69,3 +69,23 @@ def test_a_log_of_another_arch_warns_naming_both(tmp_path) -> None:  # type: ign
         warnings.simplefilter("error")
         with tuning_context(str(path), "cuda -arch=sm_90") as ctx:
             assert len(ctx) == 1
+
+
+def test_a_committed_log_of_the_present_gpu_is_the_default(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """As TVM's TopHub: logs/cuda_<arch>.log applies when the GPU present is of that architecture."""
+    from vdla.compiler.autotvm import tuning
+    from vdla.compiler.targets.cuda import target as cuda_target
+
+    path = _log(tmp_path, "sm_90")
+    path.rename(tmp_path / "cuda_sm_90.log")
+    monkeypatch.setattr(tuning, "LOGS", tmp_path)
+    monkeypatch.setattr(cuda_target, "present_arch", lambda: "sm_90")  # the GPU's answer (no GPU here)
+    assert tuning.default_log("cuda") == tmp_path / "cuda_sm_90.log"
+    with tuning_context(None, "cuda") as ctx:
+        assert ctx is not None and len(ctx) == 1
+    monkeypatch.setattr(cuda_target, "present_arch", lambda: "sm_80")
+    assert tuning.default_log("cuda") is None
+    monkeypatch.setattr(cuda_target, "present_arch", lambda: None)
+    assert tuning.default_log("cuda") is None
+    with tuning_context(None, "cuda") as ctx:
+        assert ctx is None

@@ -111,14 +111,21 @@ def _schedule_float_graph(graph: Any, kind: str = "llvm") -> None:
                     raise
 
 
-#: the committed tuning logs of CPU families: ``llvm_<cpu>.log`` (``vdla tune`` on that CPU, the
-#: best record per workload kept), applied by :func:`tuning_context` when the host's CPU matches
+#: the committed tuning logs: ``llvm_<cpu>.log`` per CPU family, ``cuda_<arch>.log`` per GPU architecture
+#: (``vdla tune`` / ``benchmarks/tune_gpu.py --save-best`` on that machine, the best record per workload
+#: kept), applied by :func:`tuning_context` when the host's CPU or GPU matches (TVM's TopHub)
 LOGS = Path(__file__).parent / "logs"
 
 
 def default_log(target: str | None = "llvm") -> Path | None:
-    """The committed log of this host's CPU family (:data:`LOGS`, matched by LLVM's CPU name) for
-    ``target`` (llvm only), or None when there is none."""
+    """The committed log (:data:`LOGS`) of this host's CPU family for ``llvm`` (matched by LLVM's
+    CPU name) or of its GPU's architecture for ``cuda``, or None when there is none."""
+    if target == "cuda":
+        from ..targets.cuda.target import present_arch
+
+        arch = present_arch()
+        path = LOGS / f"cuda_{arch}.log" if arch else None
+        return path if path is not None and path.exists() else None
     if target != "llvm":
         return None
     from ..targets.llvm.jit import host_info
@@ -164,8 +171,8 @@ def gpu_target(target: Any) -> str:
 @contextlib.contextmanager
 def tuning_context(log: str | None, target: Any = None) -> Any:
     """``apply_history_best(log)`` when a log is given (``vdla build|run --tuning-log``); without
-    one, on ``target="llvm"``, the committed log of this host's CPU (:func:`default_log`) when
-    there is one; else nothing. ``log="none"`` applies no log at all (the hand-picked schedules).
+    one, on ``llvm`` or ``cuda``, the committed log of this host's CPU or GPU (:func:`default_log`)
+    when there is one; else nothing. ``log="none"`` applies no log at all (the hand-picked schedules).
     ``target`` may be a kind or a Target: a cuda build (its ``-arch``, else the GPU present's,
     else the default) warns once when the log's cuda records come from another architecture."""
     if log == "none":
