@@ -137,3 +137,8 @@ def test_xgb_tuner_plans_a_cuda_task_from_its_records(dask_client) -> None:  # t
     batch = tun.next_batch(4)
     assert len(batch) == 4 and all(c.index not in {p["index"] for p in t["points"]} for c in batch)
     assert all(instantiable(task, c) for c in batch)
+    # the model never plans a point the GPU would not launch (known from its loop IR)
+    many = dict(task.fallback().knobs(), tile_f=[1, 1, 64, 1], tile_y=[2, 1, 4, 1], tile_x=[2, 1, 4, 1])  # 1024 threads
+    assert tun._gpu_valid(task.config_space.index_of(many))
+    many["tile_x"] = [1, 1, 8, 1]  # 2048
+    assert not tun._gpu_valid(task.config_space.index_of(many))

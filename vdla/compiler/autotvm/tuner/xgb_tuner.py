@@ -1,7 +1,9 @@
 """The learned cost model (AutoTVM's ``XGBTuner``): gradient-boosted trees over loop-IR features.
 
 Points the template rejects (tiles that fit no buffer, loops too fine for the micro-op
-cache: :func:`..features.instantiable`, a millisecond or two) are never measured — they are
+cache: :func:`..features.instantiable`, a millisecond or two) are never measured, nor are cuda
+points the model would plan whose loop IR the GPU would not launch (threads per block, static
+shared memory: read from their GPU features) — they are
 known invalid without a trial (``skip_invalid``; ``skipped`` counts them). The first
 ``plan_size`` points are random among the rest (there is nothing to learn from yet); from
 then on every batch is model-guided. After every ``plan_size`` new measurements the model is refit on
@@ -30,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..features import _CACHE, calibrated, config_features, instantiable, remote_features
+from ..features import _CACHE, GPU_FEATURES, REGISTERS_AT, calibrated, config_features, instantiable, remote_features
 from ..space import ConfigEntity
 from .tuner import Tuner, score
 
@@ -102,6 +104,25 @@ class XGBTuner(Tuner):
         if self.feature_type == "itervar" and self.task.kind == "cuda":
             return calibrated(self.task, idx, f)  # ptxas's registers once built, else the calibrated estimate
         return f
+
+    def _gpu_valid(self, idx: int) -> bool:
+        """A cuda point the GPU would launch, as far as its loop IR tells (threads per block and
+        per axis, static shared memory): one that would not is never planned by the model (a
+        random pick may still draw it; its build then records why it is invalid)."""
+        if self.task.kind != "cuda" or self.feature_type != "itervar":
+            return True
+        f = self._feature(idx)
+        g = dict(zip(GPU_FEATURES, f[REGISTERS_AT + 1 - len(GPU_FEATURES):REGISTERS_AT + 1]))
+        if g["threads"] < 0:  # did not lower
+            return False
+        from ...targets.cuda.target import cuda_limits
+        from ...targets.target import Target
+
+        lim = cuda_limits(Target(self.task.target))
+        n = {k: round(2.0 ** float(g[k]) - 1) for k in ("threads_x", "threads_y", "threads_z", "threads", "shared_bytes")}
+        dims = (n["threads_x"], n["threads_y"], n["threads_z"])
+        return (n["threads"] <= lim.max_threads_per_block and all(d <= m for d, m in zip(dims, lim.max_threads_dim))
+                and n["shared_bytes"] <= lim.max_shared_memory_per_block)
 
     def _prefetch(self, indices: Sequence[int]) -> None:
         """Compute the loop-IR features of many points at once on the Dask workers (a cuda conv's
@@ -184,7 +205,8 @@ class XGBTuner(Tuner):
             nxt = [self._neighbour(i) for i in chains]
             self._prefetch(nxt)
             sc = self.predict(nxt)
-            sc = np.where([self._ok(i) for i in nxt], sc, -1e9)  # a rejected point never attracts a walker
+            ok = [self._ok(i) and self._gpu_valid(i) for i in nxt]
+            sc = np.where(ok, sc, -1e9)  # a rejected point never attracts a walker
             seen.update((i, v) for i, v in zip(nxt, sc) if v > -1e9)
             for c in range(len(chains)):
                 if sc[c] > cur[c] or self.rng.random() < math.exp((sc[c] - cur[c]) / temp):
@@ -197,7 +219,7 @@ class XGBTuner(Tuner):
         ``score_all_below`` points (then the model's best is found exactly, no annealing),
         else those the annealer visits."""
         if len(self.space) < self.score_all_below:
-            left = [i for i in range(len(self.space)) if i not in self.visited and self._ok(i)]
+            left = [i for i in range(len(self.space)) if i not in self.visited and self._ok(i) and self._gpu_valid(i)]
             return dict(zip(left, self.predict(left))) if left else {}
         return self._anneal()
 
