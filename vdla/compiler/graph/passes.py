@@ -20,6 +20,7 @@ from .ir import Graph
 from .layout import to_packed_layout
 from .partition import PartitionPolicy, partition
 from .quantize import QConfig, calibrate, quantize, quantize_graph
+from .squeeze import pool_packed
 from .unfold import unfold_shallow_convs
 
 __all__ = [
@@ -58,7 +59,8 @@ def prepare(
     graph, e.g. from :func:`.quantize.qdq_to_int`, is used as is; values joined by a concat,
     channel split or shuffle share one scale, :func:`.channels.share_channel_scales`), its
     channel plumbing moved to int8 (:func:`.channels.int8_channel_ops`), partitioned, its shallow
-    VDLA convolutions unfolded (:func:`.unfold.unfold_shallow_convs`), packed
+    VDLA convolutions unfolded (:func:`.unfold.unfold_shallow_convs`), packed (int8 global average
+    pools on the packed tensors, :func:`.squeeze.pool_packed`)
     to ``config``'s layouts and fused.
     """
     g = simplify(graph)
@@ -71,7 +73,7 @@ def prepare(
     g = partition(g, policy, config)
     g = unfold_shallow_convs(g, config)  # a stem's few channels x its taps on the GEMM's reduction
     if pack:
-        g = to_packed_layout(g, config or Config())
+        g = pool_packed(to_packed_layout(g, config or Config()))
     if fusion:
         g = fuse(g)
     return g

@@ -60,10 +60,12 @@ def test_conv1d_model_partly_on_vdla_bit_exact(tmp_path):
     spec = load_model(str(p), shapes={"x": (1, 4, 48)})
     m = build_model(spec, Config())
     vdla = {n for n, k in m.kernels.items() if k.target == "vdla"}
-    # conv2, the dilated conv3 (its kernel spread out) and conv4, as height-1 2-D convs fused with
-    # bias and ReLU, on VDLA; conv1 stays on the CPU (the first conv)
-    assert len(vdla) == 3, {n: (k.target, k.reason) for n, k in m.kernels.items()}
-    assert all(m.graph.node(n).attrs.get("anchor", "").startswith("conv2d") for n in vdla)
+    # every conv as a height-1 2-D conv fused with bias and ReLU, on VDLA (an ONNX file offloads
+    # "all"): conv1 as a 1x1 of its unfolded 4-channel input, conv2, the dilated conv3 (its kernel
+    # spread out), conv4; and the classifier (Gemm)
+    assert len(vdla) == 5, {n: (k.target, k.reason) for n, k in m.kernels.items()}
+    anchors = sorted(m.graph.node(n).attrs.get("anchor", "") for n in vdla)
+    assert anchors == ["conv2d_packed"] * 4 + ["dense_packed"], anchors
     spread = [n.name for n in m.graph.nodes if "dilation (1, 2) as a spread 1x5 kernel" in n.notes.get("reason", "")]
     assert len(spread) == 1 and spread[0] in vdla
     x = models.sample_input(m.graph, 7)
@@ -80,7 +82,7 @@ def test_vdla_run_with_shape_option(tmp_path, capsys):
     assert "give its shape with --shape x=d0,d1" in capsys.readouterr().err
     assert main(["run", str(p), "-q", "--json", "--shape", "x=2,4,48"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["ok"] and sum(r["target"] == "vdla" for r in out["layers"]) == 3
+    assert out["ok"] and sum(r["target"] == "vdla" for r in out["layers"]) == 5
     checks = {c["name"]: c for c in out["checks"]}
     assert checks["fp32 CPU path vs onnxruntime"]["ok"] is True
     assert checks["int8 output vs numpy int8 reference"]["ok"] is True
@@ -152,9 +154,10 @@ def res1d_model(path):
 def test_conv1d_residual_block_folds_and_fuses_like_2d(tmp_path):
     res = run_job(str(res1d_model(tmp_path / "res1d.onnx")), "fsim")
     vd = {r.node: r.op for r in res.layers if r.target == "vdla"}
-    # batch norms folded into the convs; the second conv with its ReLU, the third with the
+    # batch norms folded into the convs; the first two convs with their ReLU, the third with the
     # residual add (aligned by a shift) and the final ReLU, each one VDLA kernel
-    assert sorted(vd.values()) == ["conv2d_packed+add+cast+shift+add+relu+requantize", "conv2d_packed+add+relu+requantize"], vd
+    assert sorted(vd.values()) == ["conv2d_packed+add+cast+shift+add+relu+requantize",
+                                   "conv2d_packed+add+relu+requantize", "conv2d_packed+add+relu+requantize"], vd
     assert not any(r.op.startswith(("batch_norm", "mul")) for r in res.layers)
     assert res.ok and all(c.ok for c in res.checks), [c.line() for c in res.checks]
 

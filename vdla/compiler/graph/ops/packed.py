@@ -256,3 +256,57 @@ def _maxpool_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
 
 
 register("max_pool2d_packed", "reduction", (1, 1), _POOL)((_maxpool_packed_infer, _maxpool_packed))
+
+
+def _avgpool_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    x = ts[0]
+    if len(x.shape) != 6 or x.dtype not in ("int8", "uint8"):
+        raise _err(f"global_avg_pool2d_packed needs a packed int8 NCHW{{b}}n{{c}}c tensor, got {x}")
+    if not (at["in_scale"] > 0 and at["out_scale"] > 0):
+        raise _err(f"global_avg_pool2d_packed: scales must be positive, got {at['in_scale']} and {at['out_scale']}")
+    nb, cb, _, _, b, c = x.shape
+    return TensorType((nb, cb, 1, 1, b, c), "int8")
+
+
+def _avgpool_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    # quantize(mean over H, W of dequantize(x)), block by block: the sum is exact in int64 and the
+    # mean is taken once per channel in float64 before the float32 step of the quantiser, so a
+    # block's lanes (and its zero padding, which stays 0) need no unpacking
+    x = xs[0]
+    mean = (x.sum(axis=(2, 3), keepdims=True, dtype=np.int64) * (at["in_scale"] / (x.shape[2] * x.shape[3])))
+    q = np.rint(mean.astype(np.float32) / np.float32(at["out_scale"]))
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+#: The int8 global average pool of a squeeze-excite block (and a classifier head) on the packed
+#: tensor: one host step instead of unpack, dequantize, pool, quantize, pack (:mod:`..squeeze`).
+register("global_avg_pool2d_packed", "reduction", (1, 1), {"in_scale": _REQUIRED, "out_scale": _REQUIRED})(
+    (_avgpool_packed_infer, _avgpool_packed)
+)
+
+
+def _mul_packed_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
+    a, b = ts
+    ok = len(a.shape) == len(b.shape) == 6 and a.dtype == b.dtype == "int8" and all(
+        db in (1, da) for da, db in zip(a.shape, b.shape)) and a.shape[4:] == b.shape[4:]
+    if not ok:
+        raise _err(f"mul_packed needs a packed int8 tensor and one of its shape or with 1x1 maps, got {a} and {b}")
+    if min(at["a_scale"], at["b_scale"], at["out_scale"]) <= 0:
+        raise _err("mul_packed: scales must be positive")
+    return TensorType(a.shape, "int8")
+
+
+def _mul_packed(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
+    # the float32 operations of dequantize, mul and quantize element by element, as on the
+    # unpacked tensors (a per-channel operand broadcasts over H, W inside each block)
+    a = xs[0].astype(np.float32) * np.float32(at["a_scale"])
+    b = xs[1].astype(np.float32) * np.float32(at["b_scale"])
+    q = np.rint((a * b) / np.float32(at["out_scale"]))
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+#: The excite of a squeeze-excite block (the map scaled by its per-channel gate) on packed int8
+#: tensors (:mod:`..squeeze`).
+register("mul_packed", "elemwise", (2, 2), {"a_scale": _REQUIRED, "b_scale": _REQUIRED, "out_scale": _REQUIRED})(
+    (_mul_packed_infer, _mul_packed)
+)
