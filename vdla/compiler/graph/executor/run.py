@@ -73,6 +73,9 @@ class LayerRecord:
     max_err: float | None = None  # max |output - reference| (0 when bit-exact)
     reason: str = ""
     wall_s: float = 0.0  # host time spent running (simulation or numpy)
+    #: of ``bytes_moved``, the bytes a VDLA kernel wrote to DRAM (its stores; the rest it read): AXI
+    #: reads and writes run on separate channels, so each bounds the layer on its own
+    bytes_written: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -226,7 +229,8 @@ class CompiledModel:
                 wall = time.perf_counter() - t0
                 moved = int(sum(v for c, v in rep.counters.items() if c.endswith("nbytes")))
                 rec = LayerRecord(n.name, op, "vdla", rep.cycles / clock, rep.cycles,
-                                  rep.gemm_utilisation, moved, k.macs, wall_s=wall)
+                                  rep.gemm_utilisation, moved, k.macs, wall_s=wall,
+                                  bytes_written=int(rep.counters.get("out_store_nbytes", 0)))
                 if getattr(rep, "trace", None):
                     traces[n.name] = rep.trace
             else:
