@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     spec = quant_options(load_model(args.model, reduced=args.reduced, size=args.size, shapes=parse_shapes(args.shape)),
                          per_channel=args.per_channel, calibration=args.calibration,
                          offload=args.offload)
-    with threads(args.threads), tuning_context(getattr(args, "tuning_log", None), target.backend):
+    with threads(args.threads), tuning_context(getattr(args, "tuning_log", None), target):
         if target.backend == "vdla":
             m = build_model(spec, model_config(args), calib=args.calib, progress=progress,
                             host_ops=not args.no_host_ops)

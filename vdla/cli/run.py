@@ -107,7 +107,7 @@ def run_float_model(args: argparse.Namespace) -> int:
 
     try:  # a target that does not parse, is not a float one or names an unknown architecture
         target = Target(args.target)
-        with threads(args.threads), tuning_context(getattr(args, "tuning_log", None), target.backend):
+        with threads(args.threads), tuning_context(getattr(args, "tuning_log", None), target):
             res = run_float(args.file, target, reduced=args.reduced, size=args.size, seed=args.seed,
                             progress=_stderr_lines(args), host_ops=not args.no_host_ops)
     except TargetError as e:
