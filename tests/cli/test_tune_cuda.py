@@ -89,3 +89,17 @@ def test_a_committed_log_of_the_present_gpu_is_the_default(tmp_path, monkeypatch
     assert tuning.default_log("cuda") is None
     with tuning_context(None, "cuda") as ctx:
         assert ctx is None
+
+
+def test_build_with_a_log_of_another_arch_says_so_once(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``vdla build MODEL --target cuda -arch=... --tuning-log LOG``: the build's own architecture is
+    the one compared with the log's (one warning line naming both), and the build goes on."""
+    path = _log(tmp_path, "sm_90")
+    argv = ["build", "mlp", "--reduced", "--target", "cuda -arch=sm_80", "--tuning-log", str(path), "-q",
+            "-o", str(tmp_path / "mlp.vdla")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("measured on sm_90 but this build is for sm_80") == 1, err
+    argv[4] = "cuda -arch=sm_90"
+    assert main(argv) == 0
+    assert "measured on" not in capsys.readouterr().err

@@ -76,6 +76,8 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
                                                                              "test_example_with_waves_writes_a_vcd"),
     "vdla tune ": ("tests/cli/test_tune.py", "test_model_workloads_tuned_and_used"),
     "vdla run resnet18 --tuning-log": ("tests/cli/test_tune.py", "--tuning-log"),
+    "vdla build resnet18 --target cuda --tuning-log": ("tests/cli/test_tune_cuda.py",
+                                                       "test_build_with_a_log_of_another_arch_says_so_once"),
     "vdla sweep --board ulx3s-85f --model resnet18 --no-synth": ("noxfile.py", "def sweep"),
 }
 
