@@ -8,6 +8,7 @@
     [phase-1 passes]    the target's: VDLA's ALU, DMA and GEMM lowering  (targets/vdla/passes.py)
     vectorize
     inject_virtual_thread
+    inject_double_buffer    stages marked double_buffer(): two halves, the next tile fetched ahead
     unroll
     [extra passes]
     simplify
@@ -34,7 +35,7 @@ from .targets.target import Target
 from .te.operation import Tensor
 from .tir.division import warn_tensor_divisions
 from .tir.nodes import Buffer, PrimFunc, Stmt, Var
-from .tir.passes import inject_virtual_thread, simplify, storage_flatten, unroll, vectorize
+from .tir.passes import inject_double_buffer, inject_virtual_thread, simplify, storage_flatten, unroll, vectorize
 from .tir.printer import stmt_str
 from .tir.visitor import free_vars, walk
 from .transform import PassContext
@@ -122,6 +123,7 @@ def _lower(sch: Schedule, args: Sequence[Any], name: str, print_passes: bool, ex
         stmt = step(getattr(p, "__name__", "pass"), p(stmt))
     stmt = step("vectorize", vectorize(stmt))
     stmt = step("inject_virtual_thread", inject_virtual_thread(stmt))
+    stmt = step("inject_double_buffer", inject_double_buffer(stmt))
     stmt = step("unroll", unroll(stmt))
     for p in extra_passes:
         stmt = step(getattr(p, "__name__", "pass"), p(stmt))

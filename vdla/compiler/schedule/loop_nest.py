@@ -38,6 +38,7 @@ from ..tir.nodes import (
     make_const,
     seq,
 )
+from ..tir.passes.double_buffer import DOUBLE_BUFFER_SCOPE
 from ..tir.passes.simplify import simplify_expr
 from ..tir.visitor import post_order_map, substitute, walk
 from .bound import region_of
@@ -490,6 +491,11 @@ class _Lowering:
 
     # ------------------------------------------------------------------ loops
     def build(self) -> Stmt:
+        for st in self.sch.stages:
+            if st.double_buffered:
+                if st not in self.infos:
+                    raise self.err(st, "double_buffer: it is inlined (compute_inline) and has no buffer")
+                self._check_double_buffer(st)
         root_stmts: list[Stmt] = []
         realize: list[StageInfo] = []
         realize_scans: list[Stage] = []
@@ -655,7 +661,7 @@ class _Lowering:
                 if d == level:
                     inner = IfThenElse(c, inner)
             for att in reversed(self.attachments(info, iv)):
-                inner = self._realize(att, seq(self.stage_nest(att), inner))
+                inner = self._realize(att, seq(self._produce(att), inner))
             return self._loop(info, iv, inner)
 
         out = build(0)
@@ -759,7 +765,7 @@ class _Lowering:
                 if d == level:
                     inner = IfThenElse(c, inner)
             for att in reversed(self.attachments(info, iv)):
-                inner = self._realize(att, seq(self.stage_nest(att), inner))
+                inner = self._realize(att, seq(self._produce(att), inner))
             return self._loop(info, iv, inner)
 
         # (C): the bound reduce loops again (fresh vars), each thread storing under the predicate
@@ -786,7 +792,7 @@ class _Lowering:
             iv = leaves[level]
             body_ = build(level + 1)
             for att in reversed(self.attachments(info, iv)):
-                body_ = self._realize(att, seq(self.stage_nest(att), body_))
+                body_ = self._realize(att, seq(self._produce(att), body_))
             return self._loop(info, iv, body_)
 
         return build(0)
@@ -815,6 +821,32 @@ class _Lowering:
         r0 = next((k for k, iv in enumerate(leaves) if iv in derived_reduce), len(leaves))
         init_leaves = [iv for iv in leaves[r0:] if iv not in derived_reduce]
         return upd, init, init_leaves, r0
+
+    def _produce(self, att: StageInfo) -> Stmt:
+        """The nest of a stage computed at a loop; a double-buffered one marked for
+        :func:`vdla.compiler.tir.passes.inject_double_buffer` (which needs the loop it is in)."""
+        nest = self.stage_nest(att)
+        if att.stage.double_buffered:
+            nest = AttrStmt(DOUBLE_BUFFER_SCOPE, (att.tensor, att.stage.attach_ivar.var), nest)  # type: ignore[union-attr]
+        return nest
+
+    def _check_double_buffer(self, st: Stage) -> None:
+        """A double-buffered stage is in shared memory and computed inside a serial loop."""
+        if st.attach_type != "scope":
+            raise self.err(st, "double_buffer: it is not computed inside a loop; compute_at it inside its "
+                               "consumer's reduction loop (the loop that refills the tile)")  # fmt: skip
+        if self.scope(st) != "shared":
+            raise self.err(st, f"double_buffer: it is in scope {self.scope(st)!r}; only a shared-memory stage "
+                               "(cache_read(..., 'shared')) is double-buffered")  # fmt: skip
+        parent, iv = st.attach_stage, st.attach_ivar
+        assert parent is not None and iv is not None
+        kind = parent.iter_var_attrs.get(iv, {}).get("kind")
+        if kind is not None:
+            raise self.err(st, f"double_buffer: it is computed at axis {iv.name!r} of {parent.name!r}, which is "
+                               f"{'bound to a thread' if kind == 'bind' else 'marked ' + kind}; compute it at a "
+                               "serial loop (the reduction's outer loop)")  # fmt: skip
+        if len(self.infos[st].tensors) > 1:
+            raise self.err(st, "double_buffer: the stage has several outputs")
 
     def _realize(self, att: StageInfo, body: Stmt) -> Stmt:
         op = att.stage.op

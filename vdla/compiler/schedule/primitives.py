@@ -59,6 +59,7 @@ class Stage:
         self.tensorize_intrin: dict[IterVar, Any] = {}
         self.scan_group: Stage | None = None  # the scan whose time loop this stage runs in
         self.store_predicate: Expr | None = None
+        self.double_buffered = False  # double_buffer(): lowering gives it two halves (tir.passes.double_buffer)
         self._reset_axes()
 
     def _reset_axes(self) -> None:
@@ -223,6 +224,14 @@ class Stage:
         """Store this stage's values only where ``predicate`` holds (TVM's ``set_store_predicate``)."""
         self._compute("set_store_predicate")
         self.store_predicate = as_bool(predicate)
+
+    def double_buffer(self) -> None:
+        """Give this stage two copies of its buffer, so the loop it is computed in fills the next
+        iteration's tile while the current one is read (TVM's ``double_buffer``): one barrier per
+        iteration instead of two. The stage must be in ``shared`` memory and computed inside a
+        serial loop of its consumer (``compute_at``); lowering checks both and names the stage."""
+        self._compute("double_buffer")
+        self.double_buffered = True
 
     # ------------------------------------------------------------------ annotations
     def _annotate(self, iv: IterVar, kind: str, **extra: Any) -> None:

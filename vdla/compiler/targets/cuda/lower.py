@@ -50,6 +50,7 @@ from ...tir.nodes import (
     Var,
     seq,
 )
+from ...tir.passes.double_buffer import DOUBLE_BUFFER_WRITE
 from ...tir.passes.simplify import simplify_expr
 from ...tir.printer import expr_str
 from ...tir.visitor import free_vars, substitute, walk
@@ -412,15 +413,45 @@ def _barrier() -> Stmt:
     return Evaluate(CallExtern(SYNC, [], "void"))
 
 
-def _shared_access(s: Stmt) -> tuple[set[Buffer], set[Buffer]]:
-    reads: set[Buffer] = set()
-    writes: set[Buffer] = set()
+def _ahead(s: Stmt) -> set[int]:
+    """The stores of a double buffer's next half (under a ``double_buffer_write`` attribute) in ``s``."""
+    return {id(x) for a in walk(s) if isinstance(a, AttrStmt) and a.key == DOUBLE_BUFFER_WRITE
+            for x in walk(a.body) if isinstance(x, BufferStore) and x.buffer is a.value}  # fmt: skip
+
+
+def _shared_access(s: Stmt, ahead: set[int] | frozenset[int] = frozenset()) -> tuple[set[Any], set[Any]]:
+    """The shared buffers ``s`` reads and writes; a store of ``ahead`` (:func:`_ahead`: the next
+    iteration's half of a double buffer) is the pair ``("db", buffer)``."""
+    reads: set[Any] = set()
+    writes: set[Any] = set()
     for n in walk(s):
         if isinstance(n, BufferStore) and n.buffer.scope == "shared":
-            writes.add(n.buffer)
+            writes.add(("db", n.buffer) if id(n) in ahead else n.buffer)
         elif isinstance(n, BufferLoad) and n.buffer.scope == "shared":
             reads.add(n.buffer)
     return reads, writes
+
+
+def _carried(state: frozenset) -> frozenset:
+    """Accesses seen from a later iteration of the loop (or after it): a double buffer's write of
+    the next half is an ordinary write there, and a read conflicts with that write."""
+    out = {x[1] if isinstance(x, tuple) else x for x in state}
+    return frozenset(out | {("db", b) for b in out})
+
+
+def _fetches_ahead(s: Stmt) -> bool:
+    """Does loop body ``s`` fetch a double buffer's next half itself (not in an inner loop)?"""
+    if isinstance(s, AttrStmt) and s.key == DOUBLE_BUFFER_WRITE:
+        return True
+    if isinstance(s, For):
+        return False
+    if isinstance(s, Seq):
+        return any(_fetches_ahead(x) for x in s.stmts)
+    if isinstance(s, IfThenElse):
+        return _fetches_ahead(s.then_case) or (s.else_case is not None and _fetches_ahead(s.else_case))
+    if isinstance(s, Allocate | AttrStmt | LetStmt):
+        return _fetches_ahead(s.body)
+    return False
 
 
 def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
@@ -432,12 +463,14 @@ def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
     A barrier that would sit under a condition on ``threadIdx`` (not all threads reach it)
     is an error."""
     tnames = {v for v in tvars if v.name.startswith("threadIdx")}
+    ahead = _ahead(body)  # stores keep their identity while barriers are placed
+    double = bool(ahead)
 
     def divergent(e: Expr) -> bool:
         return any(isinstance(n, Var) and n in tnames for n in walk(e))
 
     def plan(s: Stmt, pr: frozenset, pw: frozenset, where: str | None) -> tuple[Stmt, frozenset, frozenset]:
-        reads, writes = _shared_access(s)
+        reads, writes = _shared_access(s, ahead)
         if not reads and not writes:
             return s, pr, pw
         if isinstance(s, Seq):
@@ -453,7 +486,7 @@ def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
             return type(s)(**kw), r2, w2
         if (reads & pw) or (writes & pr):
             if where is not None:
-                bufs = sorted(b.name for b in (reads & pw) | (writes & pr))
+                bufs = sorted({getattr(b, "name", None) or b[1].name for b in (reads & pw) | (writes & pr)})
                 raise CudaLoweringError(
                     f"kernel {kernel!r}: shared buffer(s) {', '.join(bufs)} need a barrier inside {where}, which "
                     "not every thread of the block reaches; use tile sizes that divide the shape (no guard) or "
@@ -466,7 +499,12 @@ def storage_sync(body: Stmt, kernel: str, tvars: set[Var]) -> Stmt:
             if w is None and (divergent(s.min) or divergent(s.extent)):
                 w = f"loop {s.var.name!r} (extent {expr_str(s.extent)})"
             _, er, ew = plan(s.body, frozenset(), frozenset(), w)
+            owns = double and _fetches_ahead(s.body)
+            if owns:  # what the last iteration left, seen by the next one (and what came before the loop)
+                pr, pw, er, ew = _carried(pr), _carried(pw), _carried(er), _carried(ew)
             b2, r2, w2 = plan(s.body, pr | er, pw | ew, w)
+            if owns:
+                r2, w2 = _carried(r2), _carried(w2)
             return For(s.var, s.min, s.extent, s.kind, b2, s.thread_tag, s.annotations), pr | r2, pw | w2
         if isinstance(s, IfThenElse):
             w = where if where is not None or not divergent(s.cond) else f"'if {expr_str(s.cond)}'"

@@ -30,6 +30,7 @@ from ..nodes import (
     make_const,
 )
 from ..visitor import map_children
+from .double_buffer import DOUBLE_BUFFER_SCOPE
 from .simplify import simplify_expr
 
 
@@ -92,6 +93,9 @@ class _Flattener:
     def node(self, n: Any) -> Any:
         if isinstance(n, AttrStmt) and n.key == "extern_buffer_bind":
             return self._bind_extern(n)
+        if isinstance(n, AttrStmt) and n.key == DOUBLE_BUFFER_SCOPE and n.value[0] in self.env:
+            t, loop_var = n.value  # the stage's tensor -> its buffer
+            return AttrStmt(n.key, (self.env[t][0], loop_var), self.node(n.body))
         if self.alias and isinstance(n, BufferLoad | BufferStore):
             n2 = map_children(n, self.node)
             b = self.alias.get(n2.buffer)
