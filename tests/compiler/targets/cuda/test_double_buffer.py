@@ -190,3 +190,40 @@ def test_the_gemm_template_double_buffer_knob() -> None:
     c = np.zeros((32, 32), np.float32)
     run_kernels(f2, a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+def test_double_buffer_of_a_symbolic_trip_count() -> None:
+    """A reduction of symbolic length (not a multiple of the step): one loop, the next tile's fetch
+    under ``if ko + 1 < steps``, the tiles' own guards kept; on the interpreter and as loops."""
+    k = te.var("k")
+    A = te.placeholder((M, k), name="A")
+    B = te.placeholder((k, N), name="B")
+    r = te.reduce_axis((0, k), "r")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    tx, ty = te.thread_axis("threadIdx.x"), te.thread_axis("threadIdx.y")
+    ty_, yi = s[C].split(C.op.axis[0], nparts=4)
+    tx_, xi = s[C].split(C.op.axis[1], nparts=4)
+    s[C].reorder(ty_, tx_, yi, xi)
+    s[C].bind(ty_, ty)
+    s[C].bind(tx_, tx)
+    s[CL].compute_at(s[C], tx_)
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=8)
+    s[CL].reorder(ko, ki, *s[CL].op.axis)
+    for cache in (AA, BB):
+        s[cache].compute_at(s[CL], ko)
+        _, i = s[cache].split(s[cache].fuse(*s[cache].op.axis), factor=16)
+        yo, xo = s[cache].split(i, factor=4)
+        s[cache].bind(yo, ty)
+        s[cache].bind(xo, tx)
+        s[cache].double_buffer()
+    f = vdla.build(s, [A, B, C], target="cuda")
+    assert f.kernels[0].shared_bytes == 2 * (16 * 8 + 8 * 16) * 4
+    assert _barriers(_main_loop(f.kernels[0].body)) == 1
+    a, b = _data(20)
+    for run in (lambda *x: run_kernels(f, *x), lambda *x: vdla.testing.run_cuda_schedule_on_cpu(s, [A, B, C], *x)):
+        c = np.zeros((M, N), np.float32)
+        run(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-5)
