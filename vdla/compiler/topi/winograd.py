@@ -27,7 +27,8 @@ from .. import te
 from ..tir.nodes import Expr
 from .util import const_shape, pad, padding4
 
-__all__ = ["winograd_matrices", "winograd_weight", "conv2d_winograd_NCHWc", "WINOGRAD_TILES"]
+__all__ = ["winograd_matrices", "winograd_weight", "conv2d_winograd_NCHWc", "WINOGRAD_TILES", "winograd_weight_nchw",
+           "conv2d_winograd_nchw"]
 
 #: the output tile sizes ``m`` with transforms here
 WINOGRAD_TILES = (2, 4)
@@ -174,3 +175,76 @@ def conv2d_winograd_NCHWc(  # noqa: N802 - TVM's naming
 
     return te.compute((n, occ, oh, ow, ob), transform_out, name="conv2d_winograd_NCHWc",
                       tag="conv2d_winograd_NCHWc", attrs={"winograd_m": m})
+
+
+def winograd_weight_nchw(w: np.ndarray, m: int) -> np.ndarray:
+    """OIHW 3x3 float weights -> the NCHW Winograd kernel ``U`` ``[alpha^2, C, OC]`` of
+    :func:`conv2d_winograd_nchw` (TVM's pre-computed ``(alpha, alpha, CI, CO)``, the same memory):
+    :func:`winograd_weight` with one block of all channels."""
+    oc, c = w.shape[:2]
+    return winograd_weight(w, m, c, oc).reshape((m + 2) ** 2, c, oc)
+
+
+def conv2d_winograd_nchw(data: te.Tensor, kernel: te.Tensor, padding: int | Sequence[int] = 1,
+                         m: int = 2) -> te.Tensor:
+    """``data[N, C, H, W]`` convolved (3x3, stride 1) with the transformed kernel
+    ``kernel[alpha^2, C, OC]`` (:func:`winograd_weight_nchw`) -> ``[N, OC, OH, OW]``: TVM's
+    ``conv2d_nchw_winograd`` with the weight transform done at compile time. The stages are the
+    NCHW[x]c declaration's with the tile index ``p`` over the batch and both tile axes (``P = N x
+    tiles``) and the tile position ``e`` as one axis, so the GEMM ``winograd_M`` ``[alpha^2, OC, P]``
+    reads ``winograd_V`` ``[alpha^2, C, P]`` and the kernel at one position per block: the input
+    transform's first pass ``winograd_BTd`` ``[C, P, alpha, alpha]``, the output transform's
+    ``winograd_MA`` ``[OC, P, alpha, m]``, the output tagged ``conv2d_winograd_nchw``."""
+    n, c, h, w = const_shape(data)
+    e2, kc, oc = const_shape(kernel)
+    alpha = m + 2
+    if e2 != alpha * alpha:
+        raise ValueError(f"conv2d_winograd_nchw: the kernel has {e2} tile positions; F({m}x{m}, 3x3) has "
+                         f"{alpha * alpha}")
+    if kc != c:
+        raise ValueError(f"conv2d_winograd_nchw: data has {c} channels, the kernel {kc}")
+    pt, pl, pb, pr = padding4(padding)
+    oh, ow = h + pt + pb - 2, w + pl + pr - 2
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"conv2d_winograd_nchw: input {h}x{w} is smaller than the 3x3 kernel")
+    th, tw = -(-oh // m), -(-ow // m)
+    tiles = th * tw
+    # zero rows and columns past the declared padding complete the last (ragged) tiles
+    dp = pad(data, [0, 0, pt, pl], [0, 0, th * m + 2 - h - pt, tw * m + 2 - w - pl], name="data_pad")
+    at, _, bt = winograd_matrices(m)
+
+    def rows_in(ci: Expr, p: Expr, xi: Expr, j: Expr) -> Expr:
+        t = p % tiles if n > 1 else p
+        b = p // tiles if n > 1 else 0
+        y0, x0 = (t // tw) * m, (t % tw) * m
+        return _by_constant(xi, [_combination([(bt[r][i], dp[b, ci, y0 + i, x0 + j]) for i in range(alpha)])
+                                 for r in range(alpha)])
+
+    half_in = te.compute((c, n * tiles, alpha, alpha), rows_in, name="winograd_BTd", tag="winograd_input_rows")
+
+    def transform_in(e: Expr, ci: Expr, p: Expr) -> Expr:
+        # e = xi * alpha + nu: unrolled, xi (an index) and nu (the select's) are constants
+        xi = e // alpha
+        return _by_constant(e % alpha, [_combination([(bt[nu][j], half_in[ci, p, xi, j]) for j in range(alpha)])
+                                        for nu in range(alpha)])
+
+    v = te.compute((e2, c, n * tiles), transform_in, name="winograd_V", tag="winograd_input")
+    rc = te.reduce_axis((0, c), name="rc")
+    mm = te.compute((e2, oc, n * tiles), lambda e, k, p: te.sum(kernel[e, rc, k] * v[e, rc, p], axis=rc),
+                    name="winograd_M", tag="winograd_gemm")
+
+    def cols_out(k: Expr, p: Expr, xi: Expr, xj: Expr) -> Expr:
+        return _by_constant(xj, [_combination([(at[col][nu], mm[xi * alpha + nu, k, p]) for nu in range(alpha)])
+                                 for col in range(m)])
+
+    half_out = te.compute((oc, n * tiles, alpha, m), cols_out, name="winograd_MA", tag="winograd_output_cols")
+
+    def transform_out(b: Expr, k: Expr, y: Expr, x: Expr) -> Expr:
+        p = (y // m) * tw + x // m
+        if n > 1:
+            p = b * tiles + p
+        return _by_constant(y % m, [_combination([(at[r][xi], half_out[k, p, xi, x % m]) for xi in range(alpha)])
+                                    for r in range(m)])
+
+    return te.compute((n, oc, oh, ow), transform_out, name="conv2d_winograd_nchw", tag="conv2d_winograd_nchw",
+                      attrs={"winograd_m": m})

@@ -19,6 +19,9 @@ are each template's fallback and a point of its space:
 * ``conv2d_1x1.cuda`` ``[channels, height, width, out channels]``: a stride-1 1x1 convolution of
   batch 1 as that GEMM (``kernel[OC, C] x data[C, H*W]``: the same memory as NCHW and OIHW),
   the same space as ``matmul.cuda``; its fallback is the GEMM's hand tiles where they divide.
+
+``conv2d_nchw_winograd.cuda`` (3x3 stride-1 Winograd, the weight transformed at compile time) is
+:mod:`.cuda_winograd`'s, registered with these.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ...topi import testing as ref
 from ..dispatch import get_config
 from ..registry import template
 from ..space import ConfigSpace
+from . import cuda_winograd  # noqa: F401 - registers conv2d_nchw_winograd.cuda with the other GPU templates
 
 __all__ = ["conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw", "dense", "matmul", "conv2d_1x1"]
 
