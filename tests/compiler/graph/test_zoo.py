@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
 import pytest
 
 from vdla.cli.common import add_model_arguments
@@ -54,3 +55,22 @@ def test_mobilenet_v3_small_runs_with_every_mac_on_vdla():
     assert res.mac_share == 1.0
     assert len(res.snr) > 40 and all(db > 0 for _, _, db in res.snr)  # every requantised tensor, none noise
     assert "MACs on VDLA: 100.0%" in res.table()
+
+
+@pytest.mark.parametrize("size, packed", [(64, True), (32, False)])
+def test_vta_flow_float_stem_on_the_cpus_packed_layout(size, packed):
+    """VTA's flow leaves the first conv float32 on the CPU: from NCHWC_MIN_MACS on it runs on the
+    llvm NCHW[x]c kernel (as a float model's convs do), below it in plain NCHW; either way the
+    run matches the reference (the float nodes within fp32 tolerance, the rest bit-exact)."""
+    from vdla.compiler.graph.build import build_model
+    from vdla.compiler.graph.passes import NCHWC_MIN_MACS
+    from vdla.config import preset
+
+    m = build_model(load_model("resnet18", reduced=True, size=size), preset("default"))
+    rows = {name: (op, target) for name, op, target, _ in m.summary()}
+    stem = m.graph.node("relu1")
+    macs = int(np.prod(stem.type.shape[:2])) * int(np.prod(stem.type.shape[2:])) * 3 * 49
+    assert (macs >= NCHWC_MIN_MACS) is packed
+    assert rows["relu1"] == (("conv2d_nchwc+relu", "llvm") if packed else ("conv2d+relu", "llvm")), rows
+    res = m.run(models.sample_input(m.graph, 0), reference=True)
+    assert all(r.exact is not False for r in res.layers)

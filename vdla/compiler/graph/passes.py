@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ...config import Config
 from .channels import int8_channel_ops, share_channel_scales
+from .cpu_layout import to_nchwc
 from .fold import fold_batch_norm, fold_constants, remove_identity
 from .fuse import fuse, unfuse
 from .ir import Graph
@@ -38,6 +41,21 @@ __all__ = [
 ]
 
 
+#: The float convolutions a VDLA flow leaves on the CPU go on NCHW[x]c from this many MACs: plain
+#: NCHW ran ResNet-18's stem at 7 GFLOP/s, the packed kernel at about 80, and the transforms into
+#: and out of the packed layout cost about half a millisecond, which a smaller conv does not win back.
+NCHWC_MIN_MACS = 2_000_000
+
+
+def _float_cpu_macs(g: Graph) -> int:
+    macs = 0
+    for n in g.nodes:
+        if n.op == "conv2d" and n.target != "vdla" and n.type is not None and n.type.dtype == "float32":
+            w = g.type_of(n.inputs[1]).shape
+            macs += int(np.prod(n.type.shape)) * int(np.prod(w[1:]))
+    return macs
+
+
 def simplify(graph: Graph) -> Graph:
     """Target-independent clean-up: constant folding, identity removal, batch-norm folding."""
     return fold_batch_norm(remove_identity(fold_constants(graph)))
@@ -60,7 +78,8 @@ def prepare(
     channel split or shuffle share one scale, :func:`.channels.share_channel_scales`), its
     channel plumbing moved to int8 (:func:`.channels.int8_channel_ops`), partitioned, its shallow
     VDLA convolutions unfolded (:func:`.unfold.unfold_shallow_convs`), packed (int8 global average
-    pools on the packed tensors, :func:`.squeeze.pool_packed`)
+    pools on the packed tensors, :func:`.squeeze.pool_packed`; float convolutions left on the CPU on
+    its NCHW[x]c layout, :func:`.cpu_layout.to_nchwc`)
     to ``config``'s layouts and fused.
     """
     g = simplify(graph)
@@ -74,6 +93,11 @@ def prepare(
     g = unfold_shallow_convs(g, config)  # a stem's few channels x its taps on the GEMM's reduction
     if pack:
         g = pool_packed(to_packed_layout(g, config or Config()))
+        # the float convolutions left on the CPU (VTA's flow: the first one) on the CPU's packed
+        # NCHW[x]c kernels, as a float model's are on llvm, where that pays for the layout
+        # transforms around them (ResNet-18's 7x7 stem: 33.8 -> 2.9 ms)
+        if _float_cpu_macs(g) >= NCHWC_MIN_MACS:
+            g = to_nchwc(g)
     if fusion:
         g = fuse(g)
     return g
