@@ -14,6 +14,8 @@ constants: each transformed value is written as the sum of its nonzero terms, so
 multiplication by zero is ever executed). The layouts are the packed convolution's: ``V``
 ``[N, alpha, alpha, C/cb, P, cb]`` and ``M`` ``[N, alpha^2, OC/ob, P, ob]`` make the GEMM of each
 position a 1x1 convolution over ``P`` pixels, ``U`` ``[alpha^2, OC/ob, C/cb, cb, ob]`` its kernel.
+:func:`conv2d_winograd_nchw` is the same on NCHW data (TVM's GPU layout: the tile positions as one
+axis, the tiles of the whole batch as another; its kernel ``[alpha^2, C, OC]``).
 """
 
 from __future__ import annotations

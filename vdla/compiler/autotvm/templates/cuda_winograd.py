@@ -16,13 +16,15 @@ A 3x3, stride-1 convolution by F(m x m, 3 x 3) (m = 2 or 4, a template argument)
   the tile's ``m x m`` pixels (those past a ragged edge skipped).
 
 The kernel is the template's input already transformed (TVM's "PT", pre-transformed: a model's
-weights are constants, transformed once when it is built): ``U [alpha^2, C, OC]``
-(:func:`~vdla.compiler.topi.winograd.winograd_weight_nchw`, the memory of TVM's ``(alpha, alpha,
-CI, CO)``). The arguments are ``conv2d_nchw.cuda``'s and ``m``: ``[data, kernel OIHW, stride, padding4,
-dilation, m]``, so a direct workload becomes a Winograd task by appending ``m``
-(:func:`winograd_args`: ``create(NAME, winograd_args(task.args, m), task.target)`` for a model's
-3x3 stride-1 ``conv2d_nchw.cuda`` tasks). The numpy reference is the direct convolution with the OIHW weights the
-kernel came from (the inputs are made that way; the weights are recovered from ``U``).
+weights are constants, so their transform is done once ahead of the runs, not timed with them):
+``U [alpha^2, C, OC]`` (:func:`~vdla.compiler.topi.winograd.winograd_weight_nchw`, the memory of
+TVM's ``(alpha, alpha, CI, CO)``). The arguments are ``conv2d_nchw.cuda``'s and ``m``: ``[data,
+kernel OIHW, stride, padding4, dilation, m]``, so a direct workload becomes a Winograd task by
+appending ``m`` (:func:`winograd_args`: ``create(NAME, winograd_args(task.args, m), task.target)``
+for a model's 3x3 stride-1 ``conv2d_nchw.cuda`` tasks; the GPU graph build does not choose this
+template yet, its 3x3 convolutions run the direct one). The numpy reference is the direct
+convolution with the OIHW weights the kernel came from (the inputs are made that way; the
+weights are recovered from ``U``).
 """
 
 from __future__ import annotations
