@@ -66,7 +66,8 @@ def test_random_programs_batch2(seed):
     _check_random("batch2", seed)
 
 
-@pytest.mark.parametrize(("name", "seed"), [("small", seed) for seed in range(4)] + [("batch2", 4)])
+@pytest.mark.parametrize(("name", "seed"), [("small", 0), ("batch2", 4)]
+                         + [pytest.param("small", seed, marks=pytest.mark.slow) for seed in range(1, 4)])
 def test_random_programs_alu_compare_register(name, seed):
     """`Config.alu_compare_register` (MIN/MAX pick in the ALU's second stage) changes neither
     a result nor a cycle."""
