@@ -130,8 +130,16 @@ ELEMWISE = [
 ]
 
 
-@pytest.mark.parametrize("after_conv", [False, True], ids=["alone", "after-conv"])
-@pytest.mark.parametrize(("case", "build"), ELEMWISE, ids=[c[0] for c in ELEMWISE])
+#: the cases whose fused form after a conv the default run builds (each takes seconds on llvm and
+#: cuda); the other variants' after-conv builds run in ``nox -s slow``
+AFTER_CONV_DEFAULT = ("erf", "gelu-erf", "pow-per_channel", "prelu-channel")
+ELEMWISE_RUNS = [(c, b, False) for c, b in ELEMWISE] + [
+    (c, b, True) if c in AFTER_CONV_DEFAULT else pytest.param(c, b, True, marks=pytest.mark.slow) for c, b in ELEMWISE]
+
+
+@pytest.mark.parametrize(("case", "build", "after_conv"), ELEMWISE_RUNS,
+                         ids=[f"{c[0]}-{'after-conv' if c[2] else 'alone'}" if isinstance(c, tuple)
+                              else f"{c.values[0]}-after-conv" for c in ELEMWISE_RUNS])
 def test_elemwise(case: str, build: Build, after_conv: bool) -> None:
     g = _graph((2, 3, 5, 7), build, after_conv)
     if after_conv:  # the op is the conv's fused tail (the pre-op too)
