@@ -37,7 +37,10 @@ from ...topi import testing as ref
 from ..dispatch import get_config
 from ..registry import template
 from ..space import ConfigSpace
-from . import cuda_winograd  # noqa: F401 - registers conv2d_nchw_winograd.cuda with the other GPU templates
+from . import (
+    cuda_winograd,  # noqa: F401 - registers conv2d_nchw_winograd.cuda with the other GPU templates
+    reference,
+)
 
 __all__ = ["conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw", "dense", "matmul", "conv2d_1x1"]
 
@@ -46,18 +49,9 @@ def _shape(t: Any) -> list[int]:
     return [int(getattr(d, "value", d)) for d in t.shape]
 
 
-def _uniform(*pairs: list[int]) -> bool:
-    return all(len(set(p)) == 1 for p in pairs)
 
 
-def _conv_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
-    _, _, stride, padding, dilation = args
-    if not _uniform(stride, padding, dilation):
-        return []  # the numpy reference takes one stride, padding and dilation: unchecked
-    return [ref.conv2d_nchw(inputs[0], inputs[1], stride[0], padding[0], dilation[0])]
-
-
-@template("conv2d_nchw.cuda", reference=_conv_reference)
+@template("conv2d_nchw.cuda", reference=reference.conv2d_nchw)
 def conv2d_nchw(data: list[int], kernel: list[int], stride: list[int], padding: list[int],
                 dilation: list[int]) -> tuple[Any, list[Any]]:
     x = te.placeholder(tuple(data), name="data")
@@ -69,7 +63,7 @@ def conv2d_nchw(data: list[int], kernel: list[int], stride: list[int], padding: 
 
 def _group_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
     _, kernel, stride, padding, dilation, groups = args
-    if not _uniform(stride, padding, dilation):
+    if not reference.uniform(stride, padding, dilation):
         return []
     x, w = inputs
     cg, og = x.shape[1] // groups, kernel[0] // groups
@@ -90,7 +84,7 @@ def group_conv2d_nchw(data: list[int], kernel: list[int], stride: list[int], pad
 
 def _depthwise_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
     _, kernel, stride, padding, dilation = args
-    if not _uniform(stride, padding) or list(dilation) != [1, 1]:
+    if not reference.uniform(stride, padding) or list(dilation) != [1, 1]:
         return []
     x, w = inputs
     c, m, kh, kw = kernel
@@ -107,14 +101,8 @@ def depthwise_conv2d_nchw(data: list[int], kernel: list[int], stride: list[int],
     return schedules.schedule_depthwise_conv2d_nchw(y), [x, wt, y]
 
 
-def _dense_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
-    y = inputs[0].astype(np.float64) @ inputs[1].astype(np.float64).T
-    if args[3]:
-        y = y + inputs[2]
-    return [y.astype(np.float32)]
 
-
-@template("dense.cuda", reference=_dense_reference)
+@template("dense.cuda", reference=reference.dense)
 def dense(batch: int, k: int, o: int, bias: bool = False) -> tuple[Any, list[Any]]:
     x = te.placeholder((batch, k), name="data")
     wt = te.placeholder((o, k), name="weight")
@@ -123,10 +111,6 @@ def dense(batch: int, k: int, o: int, bias: bool = False) -> tuple[Any, list[Any
     get_config().add_flop(2.0 * batch * k * o)
     return schedules.schedule_dense(y), [x, wt, *([b] if b is not None else []), y]
 
-
-def _matmul_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
-    a, b = inputs
-    return [(a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)]
 
 
 def _gemm_point(m: int, n: int, k: int) -> Any:
@@ -152,7 +136,7 @@ def _gemm_point(m: int, n: int, k: int) -> Any:
 _ONES = schedules.MatmulTiles(bm=1, bn=1, bk=1, tm=1, tn=1, vec=1)
 
 
-@template("matmul.cuda", reference=_matmul_reference)
+@template("matmul.cuda", reference=reference.matmul)
 def matmul(m: int, n: int, k: int) -> tuple[Any, list[Any]]:
     a, b, c = schedules.matmul(m, n, k)
     tiles = _gemm_point(m, n, k)

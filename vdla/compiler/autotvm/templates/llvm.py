@@ -23,6 +23,7 @@ from ...targets.llvm import schedules
 from ...topi import testing as ref
 from ..dispatch import get_config
 from ..registry import template
+from . import reference
 
 __all__ = ["conv2d_nchwc", "conv2d_nchw", "dense"]
 
@@ -61,15 +62,8 @@ def conv2d_nchwc(n: int, ic: int, h: int, w: int, oc: int, k: int, stride: int, 
     return schedules.schedule_conv2d_NCHWc(y), [x, wt, y]
 
 
-def _dense_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
-    x, wt = inputs[0], inputs[1]
-    y = x.astype(np.float64) @ wt.astype(np.float64).T
-    if args[3]:
-        y = y + inputs[2]
-    return [y.astype(np.float32)]
 
-
-@template("dense.x86", reference=_dense_reference)
+@template("dense.x86", reference=reference.dense)
 def dense(batch: int, k: int, o: int, bias: bool = False) -> tuple[Any, list[Any]]:
     x = te.placeholder((batch, k), name="data")
     wt = te.placeholder((o, k), name="weight")
@@ -79,14 +73,8 @@ def dense(batch: int, k: int, o: int, bias: bool = False) -> tuple[Any, list[Any
     return schedules.schedule_dense(y), [x, wt, *([b] if b is not None else []), y]
 
 
-def _nchw_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
-    _, _, stride, padding, dilation = args
-    if len(set(padding)) != 1 or len(set(stride)) != 1 or len(set(dilation)) != 1:
-        return []  # the numpy reference takes one padding, stride and dilation: unchecked
-    return [ref.conv2d_nchw(inputs[0], inputs[1], stride[0], padding[0], dilation[0])]
 
-
-@template("conv2d_nchw.x86", reference=_nchw_reference)
+@template("conv2d_nchw.x86", reference=reference.conv2d_nchw)
 def conv2d_nchw(data: list[int], kernel: list[int], stride: list[int], padding: list[int],
                 dilation: list[int]) -> tuple[Any, list[Any]]:
     """The NCHW conv2d the graph compiler runs on the CPU (``schedule_conv2d_nchw``: ``tile_x`` the

@@ -27,17 +27,15 @@ from ...topi import testing as ref
 from ...topi.matmul import DEFAULT_BN
 from ..dispatch import get_config
 from ..registry import template
+from . import reference
 
 __all__ = ["depthwise_conv2d_nchw", "depthwise_conv2d_nchwc", "pool2d", "matmul"]
 
 
-def _uniform(*pairs: list[int]) -> bool:
-    return all(len(set(p)) == 1 for p in pairs)
-
 
 def _depthwise_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
     _, _, stride, padding, dilation = args
-    if not _uniform(stride, padding) or list(dilation) != [1, 1]:
+    if not reference.uniform(stride, padding) or list(dilation) != [1, 1]:
         return []  # the numpy reference takes one stride and padding, no dilation: unchecked
     return [ref.depthwise_conv2d_nchw(inputs[0], inputs[1], stride[0], padding[0])]
 
@@ -55,7 +53,7 @@ def depthwise_conv2d_nchw(data: list[int], kernel: list[int], stride: list[int],
 
 def _depthwise_nchwc_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
     _, _, stride, padding, dilation = args
-    if not _uniform(stride, padding) or list(dilation) != [1, 1]:
+    if not reference.uniform(stride, padding) or list(dilation) != [1, 1]:
         return []
     x, w = inputs
     cc, kh, kw, cb = w.shape
@@ -78,7 +76,7 @@ def depthwise_conv2d_nchwc(data: list[int], kernel: list[int], stride: list[int]
 
 def _pool_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
     data, kernel, stride, padding, kind, count_include_pad = args
-    if not _uniform(kernel, stride, padding):
+    if not reference.uniform(kernel, stride, padding):
         return []
     x = inputs[0]
     if len(data) == 5:  # NCHW[x]c: pooled as NCHW, the block back after
@@ -97,12 +95,8 @@ def pool2d(data: list[int], kernel: list[int], stride: list[int], padding: list[
     return schedules.schedule_pool(y), [x, y]
 
 
-def _matmul_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
-    a, b = inputs
-    return [(a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)]
 
-
-@template("matmul.x86", reference=_matmul_reference)
+@template("matmul.x86", reference=reference.matmul)
 def matmul(n: int, m: int, k: int) -> tuple[Any, list[Any]]:
     cfg = get_config()
     widths = [b for b in (16, 32, 64) if m % b == 0] or [m]
