@@ -48,6 +48,7 @@ def unfold_shallow_convs(graph: Graph, config: Config | None = None) -> Graph:
     if not any(_candidate(n, g, block) for n in g.nodes):
         return graph
     nodes: list[Node] = []
+    made: list[tuple[Node, Node]] = []  # (unfold, its 1x1 conv)
     for n in g.nodes:
         if not _candidate(n, g, block):
             nodes.append(n)
@@ -63,13 +64,12 @@ def unfold_shallow_convs(graph: Graph, config: Config | None = None) -> Graph:
         conv = Node(n.name, "conv2d", [col.name, flat, *n.inputs[2:]],
                     {**n.attrs, "strides": (1, 1), "padding": (0, 0, 0, 0)}, n.target, dict(n.notes))
         nodes += [col, conv]
+        made.append((col, conv))
     g.nodes = nodes
     g.infer_types()
-    for n in g.nodes:
-        if n.op == "unfold" and n.name not in graph.producers():
-            conv = next(r for r in g.consumers()[n.name] if r.op == "conv2d")
-            plan = vdla_plan(conv, g, config)
-            # a 1x1 over the (channel, tap) blocks fits wherever the k x k conv did; say what it became
-            conv.notes["reason"] = (plan.describe() if isinstance(plan, VdlaPlan) else str(plan)) + \
-                f"; a 1x1 conv of its unfolded {n.attrs['kernel'][0]}x{n.attrs['kernel'][1]} input"
+    for col, conv in made:
+        plan = vdla_plan(conv, g, config)
+        # a 1x1 over the (channel, tap) blocks fits wherever the k x k conv did; say what it became
+        conv.notes["reason"] = (plan.describe() if isinstance(plan, VdlaPlan) else str(plan)) + \
+            f"; a 1x1 conv of its unfolded {col.attrs['kernel'][0]}x{col.attrs['kernel'][1]} input"
     return g
