@@ -51,6 +51,7 @@ from .ir import Graph, Node, TensorType
 
 __all__ = [
     "group_merge",
+    "real_macs",
     "padded_groups",
     "merge_group_weight",
     "VdlaPlan",
@@ -207,7 +208,7 @@ def vdla_plan(node: Node, graph: Graph, config: Config | None = None) -> VdlaPla
     return f"{op} has no VDLA template"
 
 
-def _real_macs(n: Node, g: Graph) -> int:
+def real_macs(n: Node, g: Graph) -> int:
     """A conv2d node's multiply-accumulates at its unpadded (graph) shapes, a spread (dilated)
     kernel's zero taps left out."""
     o, w = n.type.shape, g.type_of(n.inputs[1]).shape  # type: ignore[union-attr]
@@ -438,7 +439,7 @@ def to_packed_layout(graph: Graph, config: Config | None = None, targets: Sequen
                 if plan.merge > 1:  # the weight's zeros between merged groups are no real MACs
                     out.nodes[-1].notes["group_merge"] = plan.merge
                 if n.op == "conv2d":  # the real MACs: the zero-padded channels' are none
-                    out.nodes[-1].notes["macs"] = _real_macs(n, g)
+                    out.nodes[-1].notes["macs"] = real_macs(n, g)
                 if fold is not None:
                     out.nodes[-1].notes["channel_fold"] = (
                         f"reads {n.inputs[0]!r} as a channel permutation of {lazy[n.inputs[0]][0]!r} folded into "

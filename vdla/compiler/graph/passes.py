@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from ...config import Config
 from .channels import int8_channel_ops, share_channel_scales
 from .cpu_layout import to_nchwc
 from .fold import fold_batch_norm, fold_constants, remove_identity
 from .fuse import fuse, unfuse
 from .ir import Graph
-from .layout import to_packed_layout
+from .layout import real_macs, to_packed_layout
 from .partition import PartitionPolicy, partition
 from .quantize import QConfig, calibrate, quantize, quantize_graph
 from .squeeze import pool_packed
@@ -48,12 +46,8 @@ NCHWC_MIN_MACS = 2_000_000
 
 
 def _float_cpu_macs(g: Graph) -> int:
-    macs = 0
-    for n in g.nodes:
-        if n.op == "conv2d" and n.target != "vdla" and n.type is not None and n.type.dtype == "float32":
-            w = g.type_of(n.inputs[1]).shape
-            macs += int(np.prod(n.type.shape)) * int(np.prod(w[1:]))
-    return macs
+    return sum(real_macs(n, g) for n in g.nodes
+               if n.op == "conv2d" and n.target != "vdla" and n.type is not None and n.type.dtype == "float32")
 
 
 def simplify(graph: Graph) -> Graph:
