@@ -11,7 +11,10 @@ its share of the end-to-end latency (VDLA at the Config's clock plus the CPU nod
 asks for at least 98 % of the MACs on VDLA and at most 25 % of the latency on the CPU). With
 ``--layers``, every VDLA layer's utilisation against its roofline bound: its MACs per byte
 on the busier DRAM channel (reads and writes move on separate AXI channels) times the bus's
-bytes per cycle, capped by the GEMM's MACs per cycle. The compile times are also given as a ratio to ResNet-18's, measured in
+bytes per cycle, capped by the GEMM's MACs per cycle; and how busy the compute module was
+(it runs a layer's GEMMs, accumulator resets and ALU ops one after another) with the
+utilisation its instruction stream allows were it never idle (the "stream bound": a layer
+near 100 % compute busy cannot go faster by scheduling the same instructions). The compile times are also given as a ratio to ResNet-18's, measured in
 the same run. Floor (issue 12): ResNet-50 compiles in under 10 s, judged on the process's
 CPU time: the compile is single-threaded, so that is its wall time on an unloaded core,
 and it does not count the time other jobs on a shared machine take the core away.
@@ -96,9 +99,17 @@ def _roofline(r: Any, m: Any, cfg: Any) -> dict:
     # cycle model gives each module its own port), so the busier channel bounds the layer
     channel = max(r.bytes_moved - r.bytes_written, r.bytes_written, 1)
     bound = min(1.0, r.macs / channel * cfg.bus_bytes / cfg.macs_per_cycle)
+    # The compute module runs its GEMMs, resets and ALU ops one after the other, so the utilisation
+    # its instruction stream allows (were it never idle) is MACs / (its busy cycles x MACs/cycle):
+    # a layer whose compute module is busy nearly every cycle is bound by that stream (e.g. its ALU
+    # tail), which no schedule of the same instructions can beat
+    busy = getattr(r, "compute_busy", 0) or 0
+    stream = min(1.0, r.macs / (busy * cfg.macs_per_cycle)) if busy else 0.0
     return {"node": r.node, "kind": kind, "macs": r.macs, "cycles": r.cycles, "bytes": r.bytes_moved,
             "written": r.bytes_written, "intensity": intensity, "util": util, "bound": bound,
-            "of_bound": util / bound if bound else 0.0}
+            "of_bound": util / bound if bound else 0.0,
+            "compute_busy": busy / r.cycles if r.cycles else 0.0, "stream_bound": stream,
+            "alu_iters": getattr(r, "alu_iters", 0)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,12 +158,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"\n{r['model']}: VDLA layers against the roofline (bus {cfg.bus_bytes} B/cycle per AXI "
                       f"channel, read and write; GEMM {cfg.macs_per_cycle} MACs/cycle)\n")
                 print("| node | kind | MACs | cycles | DRAM bytes read | written | MACs/byte | util | roofline bound "
-                      "| of bound |")
-                print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                      "| of bound | compute busy | ALU iters | stream bound |")
+                print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
                 for x in r["layers"]:
                     print(f"| {x['node']} | {x['kind']} | {x['macs']:,} | {x['cycles']:,} | {x['bytes'] - x['written']:,} "
                           f"| {x['written']:,} | {x['intensity']:.2f} | {100 * x['util']:.1f}% | {100 * x['bound']:.1f}% "
-                          f"| {100 * x['of_bound']:.0f}% |")
+                          f"| {100 * x['of_bound']:.0f}% | {100 * x['compute_busy']:.0f}% | {x['alu_iters']:,} "
+                          f"| {100 * x['stream_bound']:.1f}% |")
         if args.check:
             bad = [r["model"] for r in rows if not r["exact"]]
             print(f"\nint8 on VDLA vs the int8 numpy reference: {'bit-exact, every model' if not bad else 'DIFFERS: ' + ', '.join(bad)}")

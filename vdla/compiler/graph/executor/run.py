@@ -76,6 +76,12 @@ class LayerRecord:
     #: of ``bytes_moved``, the bytes a VDLA kernel wrote to DRAM (its stores; the rest it read): AXI
     #: reads and writes run on separate channels, so each bounds the layer on its own
     bytes_written: int = 0
+    #: cycles the VDLA compute module spent executing (GEMMs, accumulator resets, ALU ops, its uop and
+    #: accumulator loads): one instruction at a time, so with ``cycles`` it says whether the layer is
+    #: bound by that module's instruction stream rather than by DRAM or by waiting on tokens
+    compute_busy: int = 0
+    #: ALU uop-iterations the kernel executed (VTA's ``alu_counter``; ``gemm_util`` counts GEMM ones)
+    alu_iters: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -230,7 +236,9 @@ class CompiledModel:
                 moved = int(sum(v for c, v in rep.counters.items() if c.endswith("nbytes")))
                 rec = LayerRecord(n.name, op, "vdla", rep.cycles / clock, rep.cycles,
                                   rep.gemm_utilisation, moved, k.macs, wall_s=wall,
-                                  bytes_written=int(rep.counters.get("out_store_nbytes", 0)))
+                                  bytes_written=int(rep.counters.get("out_store_nbytes", 0)),
+                                  compute_busy=int(rep.modules["compute"].busy) if "compute" in rep.modules else 0,
+                                  alu_iters=int(rep.counters.get("alu_counter", 0)))
                 if getattr(rep, "trace", None):
                     traces[n.name] = rep.trace
             else:
