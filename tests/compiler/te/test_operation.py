@@ -19,6 +19,15 @@ def test_placeholder_and_compute_shapes() -> None:
     assert B.op.input_tensors() == [A]
 
 
+def test_input_tensors_is_a_property_as_in_tvm() -> None:
+    """TVM programs index it (``s[conv].op.input_tensors[0]``); vdla's modules call it: one list."""
+    A = te.placeholder((8,), name="A")
+    P = te.compute((10,), lambda i: A[i % 8], name="P")
+    B = te.compute((8,), lambda i: P[i] + A[i], name="B")
+    assert B.op.input_tensors[0] is P and B.op.input_tensors == [P, A] == B.op.input_tensors()
+    assert A.op.input_tensors == []
+
+
 def test_unknown_dtype() -> None:
     with pytest.raises(DTypeError, match="unknown dtype 'float8'"):
         te.placeholder((4,), "float8")

@@ -88,6 +88,14 @@ class IterVar(ExprOp):
     __hash__ = object.__hash__
 
 
+class TensorList(list):
+    """A list of tensors that is also callable, returning itself: ``op.input_tensors`` is a property
+    in TVM, and vdla's own modules call it as a method; either spelling reads the same list."""
+
+    def __call__(self) -> TensorList:
+        return self
+
+
 class Operation:
     """Base of tensor-producing operations."""
 
@@ -103,7 +111,12 @@ class Operation:
     def num_outputs(self) -> int:
         return len(self.outputs)
 
-    def input_tensors(self) -> list[Tensor]:
+    @property
+    def input_tensors(self) -> TensorList:
+        """The tensors this operation reads (TVM's property); ``op.input_tensors()`` gives the same list."""
+        return TensorList(self._input_tensors())
+
+    def _input_tensors(self) -> list[Tensor]:
         return []
 
     def __repr__(self) -> str:
@@ -201,7 +214,7 @@ class ComputeOp(Operation):
         self.outputs = [Tensor(self, shape, b.dtype, name if n == 1 else f"{name}.v{k}", k)
                         for k, b in enumerate(self.bodies)]
 
-    def input_tensors(self) -> list[Tensor]:
+    def _input_tensors(self) -> list[Tensor]:
         seen: dict[Tensor, None] = {}
         for b in self.bodies:
             for n in walk(b):
@@ -239,7 +252,7 @@ class ScanOp(Operation):
             Tensor(self, list(u.shape), u.dtype, name if n == 1 else f"{name}.v{k}", k) for k, u in enumerate(update)
         ]
 
-    def input_tensors(self) -> list[Tensor]:
+    def _input_tensors(self) -> list[Tensor]:
         return list(self.init) + list(self.update) + list(self.inputs)
 
 
@@ -263,7 +276,7 @@ class ExternOp(Operation):
             for k, b in enumerate(output_placeholders)
         ]
 
-    def input_tensors(self) -> list[Tensor]:
+    def _input_tensors(self) -> list[Tensor]:
         return list(self.inputs)
 
 
