@@ -150,7 +150,7 @@ def _lower(sch: Schedule, args: Sequence[Any], name: str, print_passes: bool, ex
 def build(
     sch: Schedule | PrimFunc,
     args: Sequence[Any] | None = None,
-    target: str | dict[str, Any] | Target | None = "llvm",
+    target: str | dict[str, Any] | Target | None = None,
     name: str = "main",
     opt_level: int | None = None,
     config: Any = None,
@@ -168,8 +168,8 @@ def build(
     (``"cuda -arch=sm_90"``) emits PTX and returns a
     :class:`~vdla.compiler.targets.cuda.module.CUDAModule`. ``target`` may be
     a :class:`vdla.target.Target` (``Target("llvm")``, ``Target("ext_dev", host="llvm")``, ``Target("cuda")``);
-    ``None`` takes the one of the enclosing ``with Target(...):`` (else ``"llvm"``); ``target_host``
-    is the host of a GPU or accelerator target (a CPU target).
+    ``None`` (the default, as TVM's) takes the one of the enclosing ``with Target(...):`` (else
+    ``"llvm"``); ``target_host`` is the host of a GPU or accelerator target (a CPU target).
 
     An integer division by a tensor's values gives 0 where the divisor is 0 on llvm and cuda
     (TVM leaves it undefined): :mod:`.tir.division` says what each target does; build warns

@@ -60,3 +60,6 @@ def test_build_takes_target_objects_and_context():
     # a Target("cuda") object reaches the GPU back end, which wants the loop nest bound to threads
     with pytest.raises(Exception, match="not bound to any GPU thread"):
         vdla.build(s, [A, B, C], Target("cuda"))
+    # no target given (TVM's tutorials: `with tvm.target.Target("cuda"): tvm.build(s, args)`): the context's
+    with Target("cuda"), pytest.raises(Exception, match="not bound to any GPU thread"):
+        vdla.build(s, [A, B, C])
