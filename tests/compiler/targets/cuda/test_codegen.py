@@ -89,3 +89,16 @@ def test_get_source_formats() -> None:
     with pytest.raises(ValueError, match="unknown source format 'cubin'"):
         f.get_source("cubin")
     assert "inc(A, C)" in repr(f) and "sm_80" in repr(f)
+
+
+def test_a_name_ptx_cannot_have_is_one_line() -> None:
+    """NVPTX aborts the whole process on a '/' in a kernel's name, and ptxas rejects a '.' or a digit first."""
+    A = te.placeholder((32,), name="A")
+    C = te.compute((32,), lambda i: A[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.x"))
+    for name in ("tutorial/conv2d", "conv.2d", "1conv"):
+        with pytest.raises(ValueError, match=f"cuda: function name {re.escape(repr(name))} has characters"):
+            vdla.build(s, [A, C], target="cuda", name=name)
+    for arch, f in build_all(s, [A, C], name="conv_2d$a").items():  # ptxas assembles '_' and '$'
+        assert ".entry conv_2d$a_kernel(" in f.ptx, arch

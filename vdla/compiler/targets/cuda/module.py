@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ from .lower import DeviceModule, Kernel, lower_intrinsics, split_host_device
 from .target import CudaLimits
 
 _counter = itertools.count()
+#: the kernel names NVPTX emits and ptxas assembles (other characters abort LLVM or fail in ptxas)
+_PTX_NAME = re.compile(r"[A-Za-z_][\w$]*", re.ASCII)
 
 
 class CUDAModule(ModuleMixin):
@@ -280,6 +283,9 @@ def build_function(func: PrimFunc, target: CudaLimits, opt_level: int = 3,
                    kinds: tuple[str, ...] = ("cuda",)) -> CUDAModule:  # fmt: skip
     """Split ``func`` into kernels, generate NVPTX and emit PTX for ``target``'s architecture
     (the users' intrinsic lowering rules for the target ``kinds`` applied first)."""
+    if not _PTX_NAME.fullmatch(func.name):  # NVPTX would abort the process on some
+        raise ValueError(f"cuda: function name {func.name!r} has characters a PTX symbol cannot have "
+                         "(use letters, digits, '_' and '$', not a digit first)")
     for p in func.params:
         if not isinstance(p, Buffer):
             dtypes.check(p.dtype)
