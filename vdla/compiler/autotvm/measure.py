@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import traceback
 import zlib
@@ -35,7 +36,7 @@ from .space import ConfigEntity
 from .task import Task, TaskError, Template, backend_of, create, get_template
 
 __all__ = ["MeasureErrorNo", "MeasureInput", "MeasureResult", "LocalBuilder", "LocalRunner", "MeasureOption",
-           "measure_option", "measure_batch", "measure_one"]
+           "measure_option", "measure_batch", "measure_one", "func_name"]
 
 __getattr__ = module_getattr(__name__)  # TVM's RPCRunner, request_remote: an error that says what to use
 
@@ -153,6 +154,13 @@ def _task(tpl: Template | None, name: str, args: list[Any], target: str) -> Task
     return _TASKS[key]
 
 
+def func_name(task_name: str) -> str:
+    """The name a point of task ``task_name`` is built under: the template's name up to its first dot,
+    other characters than letters, digits and ``_`` as ``_`` (a user's ``"tutorial/conv2d"`` names
+    no symbol a GPU kernel may have)."""
+    return re.sub(r"\W", "_", task_name.split(".")[0], flags=re.ASCII)
+
+
 def _random_inputs(task: Task, tensors: list[Any], rng: np.random.Generator) -> list[np.ndarray]:
     out = []
     for t in tensors:
@@ -210,9 +218,9 @@ def measure_one(tpl: Template | None, name: str, args: list[Any], target: str, c
         return _fail(MeasureErrorNo.INSTANTIATION_ERROR, e, t0, unit)
     try:
         if kind == "vdla":
-            func = build(s, tensors, target="vdla", name=name.split(".")[0], config=getattr(s, "vdla_config", None))
+            func = build(s, tensors, target="vdla", name=func_name(name), config=getattr(s, "vdla_config", None))
         else:
-            func = build(s, tensors, target=target, name=name.split(".")[0])
+            func = build(s, tensors, target=target, name=func_name(name))
     except Exception as e:  # noqa: BLE001 - an invalid point for the target: recorded, never raised
         return _fail(MeasureErrorNo.COMPILE_DEVICE if kind == "vdla" else MeasureErrorNo.COMPILE_HOST, e, t0, unit)
     if time.perf_counter() - t0 > builder.timeout:

@@ -184,7 +184,7 @@ def build_one(tpl: Template | None, name: str, args: list[Any], target: str, con
     from ..driver import build
     from ..targets.cuda.lower import CudaLoweringError
     from ..targets.cuda.ptxas import PtxasError, assemble, find_ptxas
-    from .measure import _is_input, _task
+    from .measure import _is_input, _task, func_name
 
     t0 = time.perf_counter()
     try:
@@ -194,7 +194,7 @@ def build_one(tpl: Template | None, name: str, args: list[Any], target: str, con
     except Exception as e:  # noqa: BLE001 - the template rejects the point
         return _fail(MeasureErrorNo.INSTANTIATION_ERROR, f"{type(e).__name__}: {e}", t0)
     try:
-        f = build(s, tensors, target=target, name=name.split(".")[0])
+        f = build(s, tensors, target=target, name=func_name(name))
     except CudaLoweringError as e:
         msg = str(e)
         why = ("too many threads per block" if "threads per block" in msg or "threadIdx" in msg and "allows" in msg

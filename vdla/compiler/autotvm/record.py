@@ -243,10 +243,12 @@ def host_mismatch(records: Iterable[dict[str, Any]], source: str = "this tuning 
 class ApplyHistoryBest(DispatchContext):
     """The best (lowest cost) valid record of each workload, for the schedules that consult it."""
 
-    def __init__(self, records: str | Path | Iterable[Any], target: str | None = None) -> None:
+    def __init__(self, records: str | Path | Iterable[Any] | None, target: str | None = None) -> None:
         self.best: dict[str, tuple[float, ConfigEntity]] = {}
-        if isinstance(records, str | Path):
-            raws: Iterable[dict[str, Any]] = list(_raw_records(records, target))
+        if records is None:  # TVM's: no log yet (a tutorial run before tuning), so no tuned configs
+            raws: Iterable[dict[str, Any]] = []
+        elif isinstance(records, str | Path):
+            raws = list(_raw_records(records, target))
         else:
             raws = [json.loads(encode(i, r)) for i, r in records]
         why = host_mismatch(raws, f"tuning log {str(records)!r}" if isinstance(records, str | Path) else
@@ -270,6 +272,7 @@ class ApplyHistoryBest(DispatchContext):
         return len(self.best)
 
 
-def apply_history_best(log: str | Path | Iterable[Any], target: str | None = None) -> ApplyHistoryBest:
-    """``with autotvm.apply_history_best("tune.log"):`` builds use the best tuned configs."""
+def apply_history_best(log: str | Path | Iterable[Any] | None, target: str | None = None) -> ApplyHistoryBest:
+    """``with autotvm.apply_history_best("tune.log"):`` builds use the best tuned configs (None: no
+    log, so every template builds its fallback)."""
     return ApplyHistoryBest(log, target)
