@@ -24,11 +24,13 @@ CASES = {
     "opt_conv_cuda.py": "opt conv cuda: all checks passed",
     "reduction.py": "reduction: all checks passed",
     "intrin_math.py": "intrin math: all checks passed",
+    "tune_conv2d_cuda.py": "tune conv2d cuda: all checks passed",
 }
 
 #: GPU programs: with a GPU they run on it; without one they check their build (ptxas, the loop
 #: nest on the CPU) and say so in the line they print
-GPU_PROGRAMS = {"te_getting_started_cuda.py", "opt_conv_cuda.py", "reduction.py", "intrin_math.py"}
+GPU_PROGRAMS = {"te_getting_started_cuda.py", "opt_conv_cuda.py", "reduction.py", "intrin_math.py",
+                "tune_conv2d_cuda.py"}
 
 
 def test_every_program_is_listed():
@@ -53,7 +55,8 @@ def _keep_registry():
 
 @pytest.mark.filterwarnings("ignore:stage 'B' is inlined")  # schedule_primitives.py does so, as TVM's
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_program_runs(name, capsys, _keep_registry):
+def test_program_runs(name, capsys, _keep_registry, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # what a program writes (tune_conv2d_cuda.py's conv2d.log) stays out of the tree
     gpu = False
     if name in GPU_PROGRAMS:
         from vdla.compiler.targets.cuda.ptxas import find_ptxas
