@@ -12,7 +12,10 @@ the best point with the hand-picked schedule. Measurements run on the Dask clust
 ``--scheduler`` (or ``VDLA_SCHEDULER``; else a local cluster, one worker per core). On
 ``cuda`` the points are built on every worker and timed on a worker holding a GPU (a Dask
 resource ``GPU=1``, or this machine's GPU with a local cluster); the tasks are created for
-that GPU's architecture; with no GPU anywhere it stops before measuring, in one line.
+that GPU's architecture; with no GPU anywhere it stops before measuring, in one line. A model's
+cuda tasks are those of every implementation of each convolution (the direct template, and
+Winograd for a 3x3 stride-1 one, the 1x1 GEMM for a 1x1 stride-1 one), so that building with
+the log (``vdla build|run --tuning-log``) runs the fastest (:mod:`vdla.compiler.graph.strategy.cuda`).
 """
 
 from __future__ import annotations

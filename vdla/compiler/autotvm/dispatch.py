@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["DispatchContext", "ApplyConfig", "get_config", "query", "current_config", "using_config", "schedule_knobs",
-           "tuning_active", "untuned"]
+__all__ = ["DispatchContext", "ApplyConfig", "get_config", "query", "query_cost", "current_config", "using_config",
+           "schedule_knobs", "tuning_active", "untuned"]
 
 _CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("vdla_autotvm_config", default=None)
 _STACK: list[DispatchContext] = []
@@ -57,6 +57,11 @@ class DispatchContext:
         """The config for ``workload`` on ``target`` (``llvm`` or ``vdla``), or None."""
         raise NotImplementedError
 
+    def cost(self, target: str, workload: Any) -> float | None:
+        """The measured cost of the config :meth:`query` answers (None: not known, as for a
+        config given by hand)."""
+        return None
+
     def __enter__(self) -> DispatchContext:
         _STACK.append(self)
         return self
@@ -90,6 +95,18 @@ def query(target: str, workload: Any) -> Any:
         got = ctx.query(target, workload)
         if got is not None:
             return got
+    return None
+
+
+def query_cost(target: str, workload: Any) -> float | None:
+    """The measured cost of the config :func:`query` answers for ``workload`` (its record's, from
+    the same context), or None when there is no such config or its context knows no cost. The
+    graph strategy compares the implementations of a node by it (TVM's ``select_implementation``)."""
+    if _CURRENT.get() is not None or _UNTUNED.get():
+        return None
+    for ctx in reversed(_STACK):
+        if ctx.query(target, workload) is not None:
+            return ctx.cost(target, workload)
     return None
 
 

@@ -268,6 +268,10 @@ class ApplyHistoryBest(DispatchContext):
         got = self.best.get(workload_key([backend_of(target), workload]))
         return got[1] if got is not None else None
 
+    def cost(self, target: str, workload: Any) -> float | None:
+        got = self.best.get(workload_key([backend_of(target), workload]))
+        return got[0] if got is not None else None
+
     def __len__(self) -> int:
         return len(self.best)
 

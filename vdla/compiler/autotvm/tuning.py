@@ -4,7 +4,10 @@
 compiled once with a collecting dispatch context; on ``llvm`` the float32 model's nodes are
 scheduled for the CPU too, as ``vdla run MODEL --compare`` builds them; on ``cuda`` only the
 float32 model's nodes are scheduled, with the GPU schedules, as ``vdla run MODEL --target cuda``
-builds them); `layer_task` makes a ResNet-18 layer (C1-C12) a task. A cuda task names its
+builds them, and every implementation the cuda strategy may choose for a convolution is listed:
+``conv2d_nchw_winograd.cuda`` beside ``conv2d_nchw.cuda`` for a 3x3 stride-1 one, ``conv2d_1x1.cuda``
+for a 1x1 stride-1 one of batch 1, so that building with the tuned log runs the fastest,
+:mod:`vdla.compiler.graph.strategy.cuda`); `layer_task` makes a ResNet-18 layer (C1-C12) a task. A cuda task names its
 architecture (``cuda -arch=sm_90``: the GPU worker's, :func:`gpu_target`), and
 `tuning_context` warns, naming both, when a log's cuda records were measured on another one. `tune_tasks` tunes each task in turn, appending its
 measurements to a log (an existing log resumes: its points are not measured again and
@@ -95,9 +98,12 @@ def _schedule_float_graph(graph: Any, kind: str = "llvm") -> None:
     from ..graph.cpu_layout import to_nchwc
     from ..graph.fuse import fuse
     from ..graph.passes import simplify
+    from ..graph.strategy.cuda import select_implementations
     from ..graph.strategy.topi_ops import check, declare, schedule
 
     g = simplify(graph)
+    if kind == "cuda":  # every implementation of each conv is asked for its record: all their workloads recorded
+        select_implementations(g)
     g = fuse(to_nchwc(g) if kind == "llvm" else g)
     for node in g.topo_order():
         if kind == "cuda" and check(node, g) is not None:

@@ -248,5 +248,7 @@ def conv2d_winograd_nchw(data: te.Tensor, kernel: te.Tensor, padding: int | Sequ
         return _by_constant(y % m, [_combination([(at[r][xi], half_out[k, p, xi, x % m]) for xi in range(alpha)])
                                     for r in range(m)])
 
+    # the workload: the conv2d_nchw_winograd.cuda template's arguments (its tuned records' key)
+    workload = ["conv2d_nchw_winograd", [[n, c, h, w], [oc, c, 3, 3], [1, 1], [pt, pl, pb, pr], [1, 1], m]]
     return te.compute((n, oc, oh, ow), transform_out, name="conv2d_winograd_nchw", tag="conv2d_winograd_nchw",
-                      attrs={"winograd_m": m})
+                      attrs={"winograd_m": m, "workload": workload})

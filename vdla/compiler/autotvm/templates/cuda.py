@@ -18,7 +18,9 @@ are each template's fallback and a point of its space:
   in two halves, the next step's fetched while this one's is read; 0 in the fallback and in older logs);
 * ``conv2d_1x1.cuda`` ``[channels, height, width, out channels]``: a stride-1 1x1 convolution of
   batch 1 as that GEMM (``kernel[OC, C] x data[C, H*W]``: the same memory as NCHW and OIHW),
-  the same space as ``matmul.cuda``; its fallback is the GEMM's hand tiles where they divide.
+  the same space as ``matmul.cuda`` (``double_buffer`` too; 0 in older logs); its fallback is the
+  GEMM's hand tiles where they divide. A model's 1x1 convolution runs it when its best record
+  beats the direct template's (:mod:`vdla.compiler.graph.strategy.cuda`).
 
 ``conv2d_nchw_winograd.cuda`` (3x3 stride-1 Winograd, the weight transformed at compile time) is
 :mod:`.cuda_winograd`'s, registered with these.
@@ -26,6 +28,7 @@ are each template's fallback and a point of its space:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -143,21 +146,18 @@ def matmul(m: int, n: int, k: int) -> tuple[Any, list[Any]]:
     cfg = get_config()
     cfg.add_flop(2.0 * m * n * k)
     cfg.workload = ["matmul.cuda", [m, n, k]]
-    return _double_buffer(schedules.schedule_matmul(c, tiles)), [a, b, c]
+    return schedules.schedule_matmul(c, _double_buffer(tiles)), [a, b, c]
 
 
-def _double_buffer(s: Any) -> Any:
+def _double_buffer(tiles: Any) -> Any:
     """The ``double_buffer`` knob (defined last, so the other knobs keep their indices; records
-    written before it were measured without): the GEMM's shared tiles double-buffered."""
+    written before it were measured without): the GEMM's shared tiles double-buffered, by
+    ``schedule_matmul`` (which reads it from a record too, so a model builds what was measured)."""
     cfg = get_config()
     cfg.define_knob("double_buffer", [0, 1], absent=0)
     if cfg.is_fallback:
         cfg.set("double_buffer", 0)  # the hand schedule, unchanged
-    if cfg["double_buffer"].val:
-        for st in s.stages:
-            if st.scope == "shared" and st.attach_type == "scope":
-                st.double_buffer()
-    return s
+    return replace(tiles, double_buffer=bool(cfg["double_buffer"].val))
 
 
 def _conv1x1_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -169,11 +169,9 @@ def _conv1x1_reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.nda
 def conv2d_1x1(c: int, h: int, w: int, oc: int) -> tuple[Any, list[Any]]:
     data = te.placeholder((c, h * w), name="data")  # NCHW data of batch 1, its pixels as one axis
     kernel = te.placeholder((oc, c), name="kernel")  # OIHW 1x1 weights
-    r = te.reduce_axis((0, c), name="rc")
-    out = te.compute((oc, h * w), lambda f, p: te.sum(kernel[f, r] * data[r, p], axis=r), name="conv2d_1x1",
-                     tag="conv2d_1x1")
+    out = schedules.conv2d_1x1(data, kernel, (h, w))  # a model's conv2d_1x1 node declares the same
     tiles = _gemm_point(oc, h * w, c)
     cfg = get_config()
     cfg.add_flop(2.0 * oc * h * w * c)
     cfg.workload = ["conv2d_1x1.cuda", [c, h, w, oc]]
-    return schedules.schedule_matmul(out, tiles), [data, kernel, out]
+    return schedules.schedule_matmul(out, _double_buffer(tiles)), [data, kernel, out]

@@ -8,9 +8,10 @@ on ``llvm`` (:func:`.place.place`: views, llvm kernels, else the host's numpy ke
 
 ``compile_model(graph, target="llvm" | "cuda -arch=sm_90")`` takes a float32 graph,
 simplifies and fuses it (the passes every target shares; on llvm the convolutions move to the
-packed NCHW[x]c layout in between, :func:`..cpu_layout.to_nchwc`) and places every node on that
-target the same way. A model may mix targets: the runner (:mod:`.run`) keeps each value on
-the device that made it.
+packed NCHW[x]c layout in between, :func:`..cpu_layout.to_nchwc`; on cuda a convolution whose
+tuned Winograd or 1x1-GEMM record beats its direct one's is rewritten onto that implementation,
+:func:`..strategy.cuda.select_implementations`) and places every node on that target the same
+way. A model may mix targets: the runner (:mod:`.run`) keeps each value on the device that made it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..fuse import fuse
 from ..ir import Graph
 from ..passes import simplify
 from ..strategy import kind_of
+from ..strategy.cuda import select_implementations
 from ..strategy.vdla import alu_chain, build_kernel
 from .place import place
 from .plan import Step, count_macs, plan_placement, require_device
@@ -74,13 +76,23 @@ def _compile_float(graph: Graph, target: str | Target, progress: Callable[[str],
     g = simplify(graph)
     if kind_of(target) == "llvm":  # the CPU's packed layout: NCHW[x]c convolutions, blocks per layer
         g = to_nchwc(g)
+    elif kind_of(target) == "cuda":  # each conv on its fastest tuned implementation (direct without a log)
+        g = select_implementations(g)
     g = fuse(g)
-    kernels = {n.name: Step(n.name, "host", macs=count_macs(n, g)) for n in g.topo_order()}
+    kernels = {n.name: Step(n.name, "host", _implementation(n), macs=count_macs(n, g)) for n in g.topo_order()}
     if progress:
         progress(f"compiling {len(kernels)} nodes for {target}")
     place(g, kernels, target)
     info = {"compile_s": time.perf_counter() - t0, "kernels": 0}
     return CompiledModel(g, None, kernels, [], info, target=str(target))
+
+
+def _implementation(n: Any) -> str:
+    """Why a float node runs another implementation than its op's default (the cuda strategy's
+    choice by tuned cost, on its anchor), else ""."""
+    body = n.attrs.get("body") if n.op == "fused" else None
+    anchor = body.topo_order()[0] if body is not None else n
+    return str(anchor.notes.get("reason", "")) if "implementation" in anchor.notes else ""
 
 
 def _compile_vdla(graph: Graph, config: Config | None, vthreads: int, llvm: bool,

@@ -105,7 +105,7 @@ def count_macs(node: Node, graph: Graph) -> int:
     n = body.topo_order()[0] if isinstance(body, Graph) else node
     if n.op not in ("conv2d", "conv2d_packed", "dense", "dense_packed", "conv2d_transpose", "conv2d_transpose_packed",
                     "matmul", "conv2d_nchwc", "depthwise_conv2d_nchwc", "dense_blocked",
-                    "conv2d_winograd_nchwc"):
+                    "conv2d_winograd_nchwc", "conv2d_winograd", "conv2d_1x1"):
         return 0
     w = g.type_of(n.inputs[1]).shape
     o = n.type.shape if n.type else ()
@@ -124,6 +124,8 @@ def count_macs(node: Node, graph: Graph) -> int:
         return int(np.prod(o)) * w[1] * w[2] * w[3] * w[4]
     if n.op == "conv2d_winograd_nchwc":  # the direct convolution's MACs, as TVM counts a Winograd conv's
         return int(np.prod(o)) * w[2] * w[3] * 9
+    if n.op == "conv2d_winograd":  # U (alpha^2, C, OC): the direct convolution's MACs, as TVM counts them
+        return int(np.prod(o)) * w[1] * 9
     if n.op == "depthwise_conv2d_nchwc":  # weight (C/cb, KH, KW, cb)
         return int(np.prod(o)) * w[1] * w[2]
     if n.op == "conv2d_transpose":

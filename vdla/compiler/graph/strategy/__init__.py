@@ -7,7 +7,9 @@ kind     a node becomes
 =======  ==========================================================================
 llvm     topi operators (:mod:`.topi_ops`) with the CPU schedules; ``lstm_scan`` /
          ``gru_scan`` a TE scan (:mod:`.scan`)
-cuda     the same topi operators with the GPU schedules
+cuda     the same topi operators with the GPU schedules; a convolution whose tuned Winograd or
+         1x1-GEMM record beats its direct one's is first rewritten onto that implementation
+         (:func:`.cuda.select_implementations`, called by the executor's compile step)
 vdla     one accelerator kernel: a packed GEMM anchor and its ALU tail (:mod:`.vdla`)
 =======  ==========================================================================
 

@@ -16,6 +16,9 @@ the classifier; every node of a float model that has an operator):
   ``layout_transform`` -> ``topi.layout_transform`` (injective); the pools take rank-5 data;
   ``dense_blocked`` (its weight packed at compile time) -> ``topi.dense``; ``channel_shuffle`` ->
   ``topi.channel_shuffle`` (injective);
+* on cuda, after :func:`.cuda.select_implementations` (a tuning log says so): ``conv2d_winograd``
+  -> ``topi.conv2d_winograd_nchw`` (its weight transformed at compile time) and ``conv2d_1x1``
+  -> the GEMM of ``conv2d_1x1.cuda`` on ``[C, H*W]`` views, each with the template's schedule;
 * ``conv2d_transpose`` (strides, any padding, output_padding, optional bias; the graph op
   has no groups) -> ``topi.conv2d_transpose_nchw``;
 * ``matmul`` (numpy's, batch dimensions broadcast) -> ``topi.batch_matmul``;
@@ -90,6 +93,9 @@ SCHEDULES: dict[str, str | dict[str, str]] = {
     "depthwise_conv2d": "schedule_depthwise_conv2d_nchw",
     "group_conv2d": "schedule_group_conv2d_nchw",
     "conv2d_transpose": "schedule_conv2d_transpose_nchw",
+    # the GPU's other convolution implementations (strategy.cuda rewrites a conv2d into them)
+    "conv2d_winograd": {"cuda": "schedule_conv2d_winograd_nchw"},
+    "conv2d_1x1": {"cuda": "schedule_conv2d_1x1"},
     "matmul": "schedule_batch_matmul",
     "dense": "schedule_dense",
     "dense_blocked": "schedule_dense",
@@ -292,6 +298,27 @@ def _conv2d_transpose(xs: list[Any], n: Node) -> Any:
     y = topi.conv2d_transpose_nchw(xs[0], xs[1], tuple(at["strides"]), tuple(at["padding"]),
                                    tuple(at["output_padding"]))
     return topi.bias_add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("conv2d_winograd")  # the GPU's Winograd convolution (strategy.cuda), its weight transformed
+def _conv2d_winograd(xs: list[Any], n: Node) -> Any:
+    from ...topi.winograd import conv2d_winograd_nchw
+
+    y = conv2d_winograd_nchw(xs[0], xs[1], tuple(n.attrs["padding"]), int(n.attrs["m"]))
+    return topi.bias_add(y, xs[2]) if len(xs) == 3 else y
+
+
+@declares("conv2d_1x1")  # the GPU's 1x1 convolution as a GEMM on [C, H*W] views (strategy.cuda)
+def _conv2d_1x1(xs: list[Any], n: Node) -> Any:
+    from ...targets.cuda.schedules.matmul import conv2d_1x1
+    from ...topi.util import INJECTIVE
+
+    h, w = (int(v) for v in n.attrs["size"])
+    y = conv2d_1x1(xs[0], xs[1], (h, w))
+    if len(xs) < 3:
+        return y
+    b = xs[2]
+    return te.compute(y.shape, lambda f, p: y[f, p] + b[f], name="bias_add", tag=INJECTIVE)
 
 
 @declares("matmul")
@@ -523,6 +550,8 @@ def schedule(node: Node, graph: Graph, out: Any, kind: str) -> Any:
     anchor's schedule: it asks ``apply_history_best`` for its workload's tuned knobs)."""
     name = SCHEDULES.get(schedule_key(node, graph), "schedule_injective")
     if isinstance(name, dict):
+        if kind not in name:
+            raise ValueError(f"{schedule_key(node, graph)} has no {kind} schedule (only {', '.join(name)})")
         name = name[kind]
     schedules = importlib.import_module(f"vdla.compiler.targets.{kind}.schedules")
     return getattr(schedules, name)(out)

@@ -16,18 +16,22 @@ from .conv2d import (
     schedule_group_conv2d_nchw,
 )
 from .elemwise import schedule_injective
-from .matmul import MatmulTiles, dense, matmul, schedule_dense, schedule_matmul
+from .matmul import MatmulTiles, conv2d_1x1, dense, matmul, schedule_conv2d_1x1, schedule_dense, schedule_matmul
 from .norm import schedule_norm
 from .reduction import schedule_pool, schedule_reduce, schedule_softmax
+from .winograd import schedule_conv2d_winograd_nchw
 
 __all__ = [
     "Conv2dTiles",
     "MatmulTiles",
+    "conv2d_1x1",
     "dense",
     "matmul",
     "schedule_batch_matmul",
+    "schedule_conv2d_1x1",
     "schedule_conv2d_nchw",
     "schedule_conv2d_transpose_nchw",
+    "schedule_conv2d_winograd_nchw",
     "schedule_dense",
     "schedule_depthwise_conv2d_nchw",
     "schedule_group_conv2d_nchw",

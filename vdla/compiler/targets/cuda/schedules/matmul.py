@@ -5,19 +5,29 @@ A block computes a ``bm`` x ``bn`` tile of C with (bm/tm) x (bn/tn) threads, eac
 ``tm`` x ``tn`` accumulator tile in registers. The reduction runs in steps of ``bk``: each step
 the block's threads copy the bm x bk slice of A and the bk x bn slice of B into shared memory
 together (vectorised by ``vec``), a barrier, then every thread multiplies from shared memory.
-The tile sizes are the knobs (:class:`MatmulTiles`); they must divide the shapes.
+The tile sizes are the knobs (:class:`MatmulTiles`); they must divide the shapes. With
+``double_buffer`` the shared tiles are in two halves, the next step's fetched while this one's is
+read. An element-wise tail after the product (a bias, ReLU) is computed from the registers as
+they are stored.
+
+:func:`schedule_matmul` is the ``matmul.cuda`` template's schedule and a model's
+``conv2d_1x1`` node's (:func:`schedule_conv2d_1x1`: a 1x1 stride-1 convolution of batch 1 as this
+GEMM, the ``conv2d_1x1.cuda`` template's, :func:`conv2d_1x1` its declaration); each reads every
+knob of a tuned record, ``double_buffer`` included, so a model builds what was measured.
 :func:`schedule_dense` schedules topi's dense layer (packed weights, bias) for small batches.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .... import te
 from ....autotvm.dispatch import query, schedule_knobs
+from ....autotvm.space import KnobError
 from ....schedule.primitives import Schedule
-from ....topi.util import as_list, const_shape, find_tagged
+from ....topi.util import as_list, const_shape, find_tagged, traverse_inline
 from .common import cooperative_fetch
 from .reduction import schedule_reduce
 
@@ -29,7 +39,8 @@ class MatmulTiles:
     threads read neighbouring shared-memory words, fewer bank conflicts); ``vx`` > 0 gives the
     columns their own count (the autotvm template's ``tile_x``; 0: ``vt``). ``unroll_step`` (TVM's
     ``auto_unroll_max_step``) unrolls the step's k loop when ``bk * tm * tn`` copies fit in it and
-    ``unroll_explicit`` (else LLVM's unroller decides)."""
+    ``unroll_explicit`` (else LLVM's unroller decides). ``double_buffer``: the shared tiles in two
+    halves (the template's knob of that name; records written before it were measured without)."""
 
     bm: int = 64
     bn: int = 64
@@ -41,6 +52,7 @@ class MatmulTiles:
     vx: int = 0
     unroll_step: int = 0
     unroll_explicit: bool = True
+    double_buffer: bool = False
 
     @property
     def vcols(self) -> int:
@@ -78,12 +90,18 @@ def define_matmul_space(cfg: Any, m: int, n: int, k: int) -> None:
 
 
 def matmul_tiles(cfg: Any) -> MatmulTiles:
-    """The :class:`MatmulTiles` of a ``matmul.cuda`` config."""
+    """The :class:`MatmulTiles` of a ``matmul.cuda`` (or ``conv2d_1x1.cuda``) config, every knob it
+    has: ``double_buffer`` too when the config has it (a record written before the knob existed,
+    or a template point before it is defined, has not: measured without)."""
     _, vy, ty, yi = cfg["tile_y"].size
     _, vx, tx, xi = cfg["tile_x"].size
+    try:
+        double = bool(cfg["double_buffer"].val)
+    except KnobError:
+        double = False
     return MatmulTiles(bm=vy * ty * yi, bn=vx * tx * xi, bk=cfg["tile_k"].size[1], tm=vy * yi, tn=vx * xi,
                        vec=int(cfg["vec"].val), vt=vy, vx=vx, unroll_step=int(cfg["auto_unroll_max_step"].val),
-                       unroll_explicit=bool(cfg["unroll_explicit"].val))
+                       unroll_explicit=bool(cfg["unroll_explicit"].val), double_buffer=double)
 
 
 def hand_matmul_knobs(m: int, n: int, k: int, t: MatmulTiles = MatmulTiles()) -> dict[str, Any]:
@@ -110,43 +128,67 @@ def dense(data: te.Tensor, weight: te.Tensor) -> te.Tensor:
                       name="dense", tag="dense")  # fmt: skip
 
 
-def schedule_matmul(C: te.Tensor, tiles: MatmulTiles | None = None) -> Schedule:
-    """Schedule ``C = A x B`` or a dense layer (any 2-d sum of products of two 2-d inputs).
+def conv2d_1x1(data: te.Tensor, kernel: te.Tensor, size: tuple[int, int]) -> te.Tensor:
+    """A 1x1 stride-1 convolution of batch 1 as a GEMM: ``out[f, p] = sum_c kernel[f, c] * data[c, p]``
+    over ``data [C, H*W]`` and ``kernel [OC, C]`` (the memory of NCHW data and OIHW weights; ``size``
+    is ``(H, W)``), the ``conv2d_1x1.cuda`` template's declaration and a model's ``conv2d_1x1`` node's."""
+    c, hw = const_shape(data)
+    oc = const_shape(kernel)[0]
+    h, w = size
+    if h * w != hw:
+        raise ValueError(f"conv2d_1x1: data [{c}, {hw}] is not {h}x{w} pixels")
+    r = te.reduce_axis((0, c), name="rc")
+    return te.compute((oc, hw), lambda f, p: te.sum(kernel[f, r] * data[r, p], axis=r), name="conv2d_1x1",
+                      tag="conv2d_1x1", attrs={"workload": ["conv2d_1x1", [c, h, w, oc]]})
+
+
+def schedule_matmul(C: te.Tensor | Sequence[te.Tensor], tiles: MatmulTiles | None = None) -> Schedule:
+    """Schedule ``C = A x B`` or a dense layer (any 2-d sum of products of two 2-d inputs), or an
+    element-wise tail after one (``C`` its output, or a list of it).
     ``tiles``: the knobs (default: a tuned record of ``["matmul.cuda", [m, n, k]]`` under
     ``apply_history_best``, else :class:`MatmulTiles`' defaults)."""
-    op = C.op
-    if not isinstance(op, te.ComputeOp) or len(op.reduce_axis) != 1 or len(op.axis) != 2:
-        raise ValueError(f"schedule_matmul: {C.name!r} is not a 2-d reduction over one axis")
+    outs = as_list(C)
+    out = outs[0]
+    gemm = _gemm_of(out)
+    op = gemm.op
     a, b = op.input_tensors()[:2]
-    m, n = const_shape(C)
+    m, n = const_shape(gemm)
     k = int(op.reduce_axis[0].dom.extent.value)
     if tiles is None:
         tuned = query("cuda", ["matmul.cuda", [m, n, k]]) if op.tag == "matmul" else None
         tiles = matmul_tiles(tuned) if tuned is not None else MatmulTiles()
     tiles.check(m, n, k)
-    s = te.create_schedule(C.op)
-    AA = s.cache_read(a, "shared", [C])
-    BB = s.cache_read(b, "shared", [C])
-    CL = s.cache_write(C, "local")
+    s = te.create_schedule([t.op for t in outs])
+    AA = s.cache_read(a, "shared", [gemm])
+    BB = s.cache_read(b, "shared", [gemm])
+    if out is gemm:
+        CL = s.cache_write(gemm, "local")
+    else:  # a fused tail: the product in registers, the tail computed as they are stored
+        if len(outs) != 1 or const_shape(out) != (m, n):
+            raise ValueError(f"schedule_matmul: a fused tail must be one {m}x{n} output, got {out.name!r}")
+        traverse_inline(s, outs, lambda _op: None)
+        CL = gemm
+        s[gemm].set_scope("local")
+    so = s[out]
     ty_n, tx_n = tiles.bm // tiles.tm, tiles.bn // tiles.tn
     tya, txa = te.thread_axis("threadIdx.y"), te.thread_axis("threadIdx.x")
-    by, yi = s[C].split(C.op.axis[0], factor=tiles.bm)
-    bx, xi = s[C].split(C.op.axis[1], factor=tiles.bn)
-    vy, yi = s[C].split(yi, nparts=tiles.vt)
-    vx, xi = s[C].split(xi, nparts=tiles.vcols)
-    ty, yi = s[C].split(yi, nparts=ty_n)
-    tx, xi = s[C].split(xi, nparts=tx_n)
-    s[C].reorder(by, bx, vy, vx, ty, tx, yi, xi)
-    s[C].bind(by, te.thread_axis("blockIdx.y"))
-    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    by, yi = so.split(so.op.axis[0], factor=tiles.bm)
+    bx, xi = so.split(so.op.axis[1], factor=tiles.bn)
+    vy, yi = so.split(yi, nparts=tiles.vt)
+    vx, xi = so.split(xi, nparts=tiles.vcols)
+    ty, yi = so.split(yi, nparts=ty_n)
+    tx, xi = so.split(xi, nparts=tx_n)
+    so.reorder(by, bx, vy, vx, ty, tx, yi, xi)
+    so.bind(by, te.thread_axis("blockIdx.y"))
+    so.bind(bx, te.thread_axis("blockIdx.x"))
     if tiles.vt > 1 or tiles.vcols > 1:  # (both bound, as before the columns had their own count)
-        s[C].bind(vy, te.thread_axis("vthread"))
-        s[C].bind(vx, te.thread_axis("vthread"))
-    s[C].bind(ty, tya)
-    s[C].bind(tx, txa)
+        so.bind(vy, te.thread_axis("vthread"))
+        so.bind(vx, te.thread_axis("vthread"))
+    so.bind(ty, tya)
+    so.bind(tx, txa)
     if tiles.tn // tiles.vcols in (2, 4):
-        s[C].vectorize(xi)
-    s[CL].compute_at(s[C], tx)
+        so.vectorize(xi)
+    s[CL].compute_at(so, tx)
     yc, xc = s[CL].op.axis
     ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=tiles.bk)
     s[CL].reorder(ko, ki, yc, xc)
@@ -157,7 +199,48 @@ def schedule_matmul(C: te.Tensor, tiles: MatmulTiles | None = None) -> Schedule:
     for cache in (AA, BB):
         s[cache].compute_at(s[CL], ko)
         cooperative_fetch(s, cache, [(tya, ty_n), (txa, tx_n)], tiles.vec)
+        if tiles.double_buffer:  # the next step's tile fetched into the other half while this one is read
+            s[cache].double_buffer()
     return s
+
+
+def _gemm_of(out: te.Tensor) -> te.Tensor:
+    """The 2-d product behind ``out``: ``out`` itself, or the one reduction an element-wise tail reads."""
+    op = out.op
+    while isinstance(op, te.ComputeOp) and not op.reduce_axis:
+        ins = [t for t in op.input_tensors() if isinstance(t.op, te.ComputeOp)]
+        reds = [t for t in ins if t.op.reduce_axis] or ins
+        if len(reds) != 1:
+            break
+        op = reds[0].op
+        out = reds[0]
+    if not isinstance(op, te.ComputeOp) or len(op.reduce_axis) != 1 or len(op.axis) != 2:
+        raise ValueError(f"schedule_matmul: {out.name!r} is not a 2-d reduction over one axis")
+    return out
+
+
+def _tiles_for(m: int, n: int, k: int, tuned: Any) -> MatmulTiles:
+    """The tuned record's tiles, else the hand tiles where they divide the shape, else the
+    ``matmul.cuda`` space's first point (one element per thread: valid for any shape)."""
+    if tuned is not None:
+        return matmul_tiles(tuned)
+    hand = MatmulTiles()
+    if m % hand.bm == 0 and n % hand.bn == 0 and k % hand.bk == 0:
+        return hand
+    return MatmulTiles(bm=1, bn=1, bk=1, tm=1, tn=1, vec=1)
+
+
+def schedule_conv2d_1x1(outs: te.Tensor | Sequence[te.Tensor]) -> Schedule:
+    """A model's ``conv2d_1x1`` node (the GEMM of :func:`conv2d_1x1` and its fused tail): the tiles of
+    the best record of its ``conv2d_1x1.cuda`` workload under ``apply_history_best`` (the graph
+    strategy chose this implementation because that record is the fastest), else the template's
+    fallback tiles."""
+    outs = as_list(outs)
+    gemm = find_tagged(outs, "conv2d_1x1").output(0)
+    tuned = query("cuda", ["conv2d_1x1.cuda", gemm.op.attrs["workload"][1]]) if "workload" in gemm.op.attrs else None
+    oc, hw = const_shape(gemm)
+    c = int(gemm.op.reduce_axis[0].dom.extent.value)
+    return schedule_matmul(outs, _tiles_for(oc, hw, c, tuned))
 
 
 def schedule_dense(outs: te.Tensor | list[te.Tensor], num_thread: int | None = None) -> Schedule:
