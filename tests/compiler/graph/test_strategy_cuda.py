@@ -7,6 +7,7 @@ graph is not touched. ``model_tasks`` lists the tasks of every implementation.""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -151,3 +152,19 @@ def test_model_tasks_list_every_implementation(model: str, impl: str) -> None:
         elif t.name == GEMM_1X1:
             c, h, w, oc = t.args
             assert [[1, c, h, w], [oc, c, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1]] in direct
+
+
+@pytest.mark.slow  # ~8 s: resnet_block's F(4x4) kernel built (the default run builds one in the test above)
+def test_vdla_build_with_a_tuning_log_shows_the_choice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from vdla import cli
+
+    tasks = model_tasks("resnet_block", TARGET, reduced=True)
+    log = _write_log(tmp_path / "t.log", [(t.name, t.args, 100e-6 if t.name == DIRECT else 40e-6) for t in tasks])
+    assert cli.main(["build", "resnet_block", "--reduced", "--target", TARGET, "--tuning-log", str(log), "--json",
+                     "-q"]) == 0
+    nodes = json.loads(capsys.readouterr().out)["nodes"]
+    convs = [d for d in nodes if d["op"].startswith("conv2d")]
+    assert len(convs) == 2
+    for d in convs:
+        assert d["op"].startswith("conv2d_winograd+") and d["target"] == "cuda"
+        assert d["reason"] == f"{WINOGRAD}: its tuned record (40.00 us) is faster than {DIRECT}'s (100.00 us)"
