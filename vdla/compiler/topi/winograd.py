@@ -30,7 +30,7 @@ from ..tir.nodes import Expr
 from .util import const_shape, pad, padding4
 
 __all__ = ["winograd_matrices", "winograd_weight", "conv2d_winograd_NCHWc", "WINOGRAD_TILES", "winograd_weight_nchw",
-           "conv2d_winograd_nchw"]
+           "conv2d_winograd_nchw", "unpack_weight_nchw"]
 
 #: the output tile sizes ``m`` with transforms here
 WINOGRAD_TILES = (2, 4)
@@ -185,6 +185,18 @@ def winograd_weight_nchw(w: np.ndarray, m: int) -> np.ndarray:
     :func:`winograd_weight` with one block of all channels."""
     oc, c = w.shape[:2]
     return winograd_weight(w, m, c, oc).reshape((m + 2) ** 2, c, oc)
+
+
+def unpack_weight_nchw(u: np.ndarray, m: int) -> np.ndarray:
+    """The OIHW 3x3 weights (float64) a kernel ``U [alpha^2, C, OC]`` of :func:`winograd_weight_nchw`
+    came from: ``w = G+ U G+^T`` with ``G+`` the left inverse of ``G`` (exact up to rounding: ``G``
+    has full column rank). References check a Winograd kernel against the direct convolution with it."""
+    alpha = m + 2
+    _, g, _ = winograd_matrices(m)
+    gp = np.linalg.pinv(g.astype(np.float64))
+    _, c, oc = u.shape
+    u4 = u.astype(np.float64).reshape(alpha, alpha, c, oc)
+    return np.einsum("ia,abco,jb->ocij", gp, u4, gp)
 
 
 def conv2d_winograd_nchw(data: te.Tensor, kernel: te.Tensor, padding: int | Sequence[int] = 1,

@@ -48,7 +48,7 @@ from ...targets.cuda.schedules.winograd import (  # the schedule a model's Winog
 from ...targets.cuda.schedules.winograd import hand_knobs as _hand
 from ...topi import testing as ref
 from ...topi.util import const_shape, find_tagged
-from ...topi.winograd import WINOGRAD_TILES, conv2d_winograd_nchw, winograd_matrices, winograd_weight_nchw
+from ...topi.winograd import WINOGRAD_TILES, conv2d_winograd_nchw, unpack_weight_nchw, winograd_weight_nchw
 from ..dispatch import get_config
 from ..registry import template
 from ..space import ConfigSpace
@@ -65,15 +65,8 @@ def _inputs(args: list[Any], rng: np.random.Generator) -> list[np.ndarray]:
     return [x, winograd_weight_nchw(w, m)]
 
 
-def unpack_weight(u: np.ndarray, m: int) -> np.ndarray:
-    """The OIHW 3x3 weights a transformed kernel ``U [alpha^2, C, OC]`` came from (``G`` has full
-    column rank: its pseudo-inverse undoes ``G w G^T``; float64)."""
-    alpha = m + 2
-    _, g, _ = winograd_matrices(m)
-    gp = np.linalg.pinv(g.astype(np.float64))
-    e2, c, oc = u.shape
-    u4 = u.astype(np.float64).reshape(alpha, alpha, c, oc)
-    return np.einsum("ia,abco,jb->ocij", gp, u4, gp)
+#: the OIHW weights a transformed kernel came from (float64)
+unpack_weight = unpack_weight_nchw
 
 
 def _reference(args: list[Any], inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from ...topi.util import conv_out
-from ...topi.winograd import WINOGRAD_TILES, winograd_matrices
+from ...topi.winograd import WINOGRAD_TILES, unpack_weight_nchw
 from ..ir import TensorType
 from .nn import conv2d_nchw
 from .registry import _err, register
 
-__all__ = ["unpack_winograd_weight_nchw"]
+__all__: list[str] = []
 
 
 def _float(t: TensorType, rank: int, op: str, what: str) -> None:
@@ -39,17 +39,6 @@ def _float(t: TensorType, rank: int, op: str, what: str) -> None:
 def _bias(ts: list[TensorType], oc: int, op: str) -> None:
     if len(ts) == 3 and (ts[2].shape != (oc,) or ts[2].dtype != "float32"):
         raise _err(f"{op}: bias must be float32[{oc}], got {ts[2]}")
-
-
-def unpack_winograd_weight_nchw(u: np.ndarray, m: int) -> np.ndarray:
-    """The OIHW 3x3 weight a transformed kernel ``U (alpha^2, C, OC)`` came from: ``w = G+ U G+^T``
-    with ``G+`` the left inverse of ``G`` (exact up to rounding: ``G`` has full column rank)."""
-    alpha = m + 2
-    _, g, _ = winograd_matrices(m)
-    gi = np.linalg.pinv(g.astype(np.float64))  # (3, alpha)
-    _, c, oc = u.shape
-    u4 = u.astype(np.float64).reshape(alpha, alpha, c, oc)
-    return np.einsum("ia,abco,jb->ocij", gi, u4, gi).astype(np.float32)
 
 
 def _winograd_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
@@ -72,7 +61,7 @@ def _winograd_infer(at: dict[str, Any], ts: list[TensorType]) -> TensorType:
 
 
 def _winograd(at: dict[str, Any], xs: list[np.ndarray]) -> np.ndarray:
-    w = unpack_winograd_weight_nchw(xs[1], int(at["m"]))
+    w = unpack_weight_nchw(xs[1], int(at["m"])).astype(np.float32)
     y = conv2d_nchw(xs[0], w, (1, 1), at["padding"])
     return (y + xs[2].reshape(1, -1, 1, 1) if len(xs) == 3 else y).astype(np.float32)
 
