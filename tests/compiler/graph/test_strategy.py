@@ -111,3 +111,37 @@ def test_reduce_to_a_scalar() -> None:
     np.testing.assert_allclose(m.run(x).outputs[0], reference_run(g, x)[0], rtol=1e-5)
     c = compile_model(g, target="cuda")
     assert c.host_steps() == ["r"] and "cuda build failed" in c.kernels["r"].host_reason
+
+
+@pytest.mark.parametrize("node, symbol", [
+    ("block1.conv", "block1_conv"),  # the spelling kernels always had
+    ("/layer1/conv/Conv_output_0", "_layer1_conv_Conv_output_0"),  # PyTorch's dynamo exporter
+    ("onnx::Conv_5", "onnx__Conv_5"),  # the TorchScript exporter
+    ("5", "k_5"),
+    ("relu-1 out", "relu_1_out"),
+])
+def test_kernel_names_are_symbols(node: str, symbol: str) -> None:
+    from vdla.compiler.graph.strategy.kernel import kernel_name
+
+    assert kernel_name(node) == symbol
+
+
+def test_onnx_named_nodes_build_for_cuda() -> None:
+    """Values named as ONNX exporters name them (a ``/`` aborted LLVM's NVPTX back end, a leading
+    digit failed in ptxas): each node builds, and its PTX assembles where ptxas is installed."""
+    from vdla.compiler.graph.strategy import kernel_cache
+    from vdla.compiler.targets.cuda.ptxas import assemble, find_ptxas
+
+    rng = np.random.default_rng(SEED)
+    g = Graph("onnx_names")
+    g.add_input("input", (1, 4, 6, 6))
+    w = g.add_const("/conv/weight", rng.standard_normal((8, 4, 3, 3)).astype("float32"))
+    c = g.add_node("conv2d", ["input", w], name="/conv/Conv_output_0", strides=1, padding=1)
+    r = g.add_node("relu", [c], name="0")
+    g.set_outputs(r)
+    cache = kernel_cache("cuda")
+    for n in g.nodes:
+        k = cache.get(n, g)
+        assert not isinstance(k, str), k
+        if find_ptxas() is not None:
+            assemble(k.func.ptx, "sm_90")

@@ -33,6 +33,7 @@ from ..ir import Graph
 from ..passes import simplify
 from ..strategy import kind_of
 from ..strategy.cuda import select_implementations
+from ..strategy.kernel import kernel_name
 from ..strategy.vdla import alu_chain, build_kernel
 from .place import place
 from .plan import Step, count_macs, plan_placement, require_device
@@ -141,7 +142,7 @@ def _compile_vdla(graph: Graph, config: Config | None, vthreads: int, llvm: bool
                 with untuned() if hand else nullcontext():
                     for vt in dict.fromkeys((vthreads, 1)):
                         try:
-                            func = build_kernel(ch, g, cfg, vt, n.name.replace(".", "_"))
+                            func = build_kernel(ch, g, cfg, vt, kernel_name(n.name))
                             break
                         except VDLAError as e:
                             err = str(e)

@@ -7,6 +7,7 @@ keyed by :func:`.topi_ops.signature`), each with its own argument names.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,7 +16,17 @@ import numpy as np
 
 from ..ir import Graph, Node
 
-__all__ = ["BuiltKernel", "KernelCache"]
+__all__ = ["BuiltKernel", "KernelCache", "kernel_name"]
+
+
+def kernel_name(node: str) -> str:
+    """The symbol a node's kernel is built under. Graph values are named as the model file names
+    them, and an ONNX exporter writes ``/layer1/conv/Conv_output_0`` or ``onnx::Conv_5``: every
+    character but letters, digits and ``_`` becomes ``_`` (a ``/`` in a GPU kernel's name aborts
+    LLVM's NVPTX back end), and a leading digit gets a ``k_`` prefix; names that were already
+    symbols but for their dots keep the spelling they always had (``block1.conv`` -> ``block1_conv``)."""
+    s = re.sub(r"\W", "_", node, flags=re.ASCII)
+    return s if s and not s[0].isdigit() else f"k_{s}"
 
 
 @dataclass
@@ -63,7 +74,7 @@ class KernelCache:
         key = self._key(node, graph)
         k = self.funcs.get(key)
         if k is None:
-            k = self._lower(node, graph, node.name.replace(".", "_"))
+            k = self._lower(node, graph, kernel_name(node.name))
             if isinstance(k, BuiltKernel) or self._cache_failures:
                 self.funcs[key] = k
             return k
