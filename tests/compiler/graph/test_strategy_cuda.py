@@ -3,7 +3,8 @@
 Winograd and the 1x1 GEMM the faster ones, a small float model picks them (and says so per node),
 its PTX assembles for sm_90, and its kernels' loop IR run on the CPU matches numpy; slower
 records, or records of another workload, leave the convolutions direct, and without a log the
-graph is not touched. ``model_tasks`` lists the tasks of every implementation."""
+graph is not touched. ``model_tasks`` lists the tasks of every implementation. ``-m slow``: the
+same through ``vdla build --json``, and the chosen kernels on the SIMT interpreter."""
 
 from __future__ import annotations
 
@@ -168,3 +169,28 @@ def test_vdla_build_with_a_tuning_log_shows_the_choice(tmp_path: Path, capsys: p
     for d in convs:
         assert d["op"].startswith("conv2d_winograd+") and d["target"] == "cuda"
         assert d["reason"] == f"{WINOGRAD}: its tuned record (40.00 us) is faster than {DIRECT}'s (100.00 us)"
+
+
+@pytest.mark.slow  # ~15 s: the two kernels on the pure-Python SIMT interpreter
+def test_the_chosen_kernels_on_the_simt_interpreter(tmp_path: Path) -> None:
+    """The Winograd kernel with its fused residual add and ReLU, and the 1x1 GEMM with its fused
+    bias and ReLU, with their threads in lockstep between barriers (the shared-memory fetches,
+    which threads-as-loops cannot check), against numpy."""
+    from support.simt import run_kernels
+
+    g = _graph()
+    log = _write_log(tmp_path / "t.log", _costs(g, 100e-6, 40e-6))
+    with tuning_context(str(log), TARGET):
+        m = compile_model(g, target=TARGET)
+    x = np.random.default_rng(1).standard_normal((1, 16, 8, 8)).astype(np.float32)
+    env: dict[str, np.ndarray] = {**m.graph.consts, "x": x}
+    for n in m.graph.topo_order():
+        k = m.kernels[n.name]
+        assert k.target in ("cuda", "view"), n.name
+        if k.target == "view":
+            env[n.name] = env[n.inputs[0]].reshape(n.type.shape)
+            continue
+        env[n.name] = np.zeros(k.kernel.out_shape, np.float32)
+        run_kernels(k.kernel.func, *[np.array(env[a]) for a in k.kernel.args], env[n.name])
+    (want,) = reference_run(g, {"x": x}, check=False)
+    np.testing.assert_allclose(env["r2"], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
