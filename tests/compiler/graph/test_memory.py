@@ -54,7 +54,9 @@ def _check_plan(g: Graph, steps: dict[str, Step], targets: tuple[str, ...]) -> N
     assert plan.total_bytes <= plan.naive_bytes
 
 
-@pytest.mark.parametrize("model", ["mlp", "resnet18", "mobilenet_v1", "dcgan_generator", "lstm_lm"])
+# mobilenet_v1's plan (depthwise chains, as resnet18's convs and dcgan's transposed ones) in nox -s slow
+@pytest.mark.parametrize("model", ["mlp", "resnet18", pytest.param("mobilenet_v1", marks=pytest.mark.slow),
+                                   "dcgan_generator", "lstm_lm"])
 def test_model_plans_share_only_dead_buffers(model: str) -> None:
     m = compile_model(load_model(model, reduced=True).graph, target="llvm")
     _check_plan(m.graph, m.kernels, ("llvm", "cuda"))

@@ -180,8 +180,14 @@ NETS: dict[str, Callable[[Net], str]] = {f.__name__: f for f in (
     inception_densenet, convnext, attention)}
 
 
-@pytest.mark.parametrize("opset", [17, 20])
-@pytest.mark.parametrize("name", list(NETS))
+#: nets whose opset-17 form differs from their opset-20 form in more than the head's ReduceMean
+#: (axes as an attribute before opset 18): the erf GELU and the LayerNorm of attention; resnet
+#: keeps the attribute form in the default run, the other nets' opset-17 builds run in nox -s slow
+_OPSET17_DEFAULT = {"attention", "resnet"}
+
+
+@pytest.mark.parametrize(("name", "opset"), [(n, 20) for n in NETS] + [
+    (n, 17) if n in _OPSET17_DEFAULT else pytest.param(n, 17, marks=pytest.mark.slow) for n in NETS])
 def test_every_node_on_llvm_and_cuda(name: str, opset: int) -> None:
     print(f"seed {SEED}")
     m = Net(opset)
