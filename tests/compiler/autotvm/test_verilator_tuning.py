@@ -45,6 +45,9 @@ def _direct(task, cfg, device):  # type: ignore[no-untyped-def]
         dev.close()
 
 
+# nox -s slow: in the default run it waited on the Verilator build of the default config that the
+# RTL replay makes too, holding a second xdist worker for 80 s
+@pytest.mark.slow
 def test_tune_on_verilator(dask_client, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "vl.log"
     assert main(["tune", VDLA_CONV[0], "--args", json.dumps(VDLA_CONV[1]), "--target", "vdla", "--device", "verilator",
