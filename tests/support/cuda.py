@@ -40,3 +40,31 @@ def cpu_reference(s: Any, args: Sequence[Any], inputs: Sequence[np.ndarray]) -> 
     outs = [np.zeros(tuple(int(x.value) for x in a.shape), a.dtype) for a in args[len(inputs):]]
     f(*inputs, *outs)
     return outs
+
+
+def simt_check_points(name: str, args: list[Any], n: int, seed: int) -> None:
+    """Build template ``name``'s fallback point and random ones (``seed``) for sm_80 until ``n``
+    of them build, and run each kernel with its threads in lockstep between barriers
+    (support.simt) against the template's numpy reference: the cooperative fetches and their
+    barriers, which threads-as-loops cannot check. Fails when fewer than ``n`` of 21 points build."""
+    from support.simt import run_kernels
+    from vdla.compiler.autotvm.measure import _reference
+    from vdla.compiler.autotvm.task import create
+
+    task = create(name, args, "cuda -arch=sm_80")
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for i in [task.fallback().index, *(int(rng.integers(len(task.config_space))) for _ in range(20))]:
+        try:
+            s, tensors = task.instantiate(task.config_space.get(i))
+            f = vdla.build(s, tensors, target=task.target)
+        except Exception:  # noqa: BLE001 - an invalid point (the builder's tests cover those)
+            continue
+        ins, want = _reference(task, tensors)
+        out = np.zeros(want[0].shape, np.float32)
+        run_kernels(f, *[a.copy() for a in ins], out)
+        np.testing.assert_allclose(out, want[0], rtol=1e-4, atol=1e-4)
+        checked += 1
+        if checked == n:
+            return
+    raise AssertionError(f"{name}: only {checked} points built")

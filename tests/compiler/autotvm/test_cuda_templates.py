@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.cuda import ARCHS, cpu_reference, needs_ptxas
+from support.cuda import ARCHS, cpu_reference, needs_ptxas, simt_check_points
 
 import vdla
 from vdla import te, topi
@@ -173,35 +173,11 @@ SHARED = [("conv2d_nchw.cuda", [[1, 8, 6, 6], [8, 8, 3, 3], [1, 1], [1, 1, 1, 1]
           ("matmul.cuda", [32, 32, 16]), ("conv2d_1x1.cuda", [16, 4, 4, 16])]
 
 
-def _simt(name: str, args: list[Any], n: int) -> None:
-    """The kernels' threads in lockstep between barriers (support.simt): the cooperative fetches
-    and their barriers against numpy, which threads-as-loops cannot check."""
-    from support.simt import run_kernels
-
-    task = create(name, args, "cuda -arch=sm_80")
-    rng = np.random.default_rng(2)
-    checked = 0
-    for i in [task.fallback().index, *(int(rng.integers(len(task.config_space))) for _ in range(20))]:
-        try:
-            s, tensors = task.instantiate(task.config_space.get(i))
-            f = vdla.build(s, tensors, target=task.target)
-        except Exception:  # noqa: BLE001 - an invalid point (the builder's tests cover those)
-            continue
-        ins, want = _reference(task, tensors)
-        out = np.zeros(want[0].shape, np.float32)
-        run_kernels(f, *[a.copy() for a in ins], out)
-        np.testing.assert_allclose(out, want[0], rtol=1e-4, atol=1e-4)
-        checked += 1
-        if checked == n:
-            return
-    raise AssertionError(f"{name}: only {checked} points built")
-
-
 def test_the_gemm_template_on_the_simt_interpreter() -> None:
-    _simt(*SHARED[3], n=1)
+    simt_check_points(*SHARED[3], n=1, seed=2)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,args", SHARED, ids=[n for n, _ in SHARED])
 def test_shared_memory_templates_on_the_simt_interpreter(name: str, args: list[Any]) -> None:
-    _simt(name, args, n=5)
+    simt_check_points(name, args, n=5, seed=2)

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.cuda import ARCHS, cpu_reference, needs_ptxas
+from support.cuda import ARCHS, cpu_reference, needs_ptxas, simt_check_points
 
-import vdla
 from vdla.compiler.autotvm import measure_cuda as M
 from vdla.compiler.autotvm.measure import LocalBuilder, MeasureErrorNo, _reference
 from vdla.compiler.autotvm.space import ConfigEntity
@@ -167,23 +166,5 @@ def test_a_ragged_asymmetric_point_on_the_cpu() -> None:
 def test_winograd_on_the_simt_interpreter() -> None:
     """Two points' kernels with their threads in lockstep between barriers (support.simt): the
     GEMM's cooperative fetches, which threads-as-loops cannot check."""
-    from support.simt import run_kernels
-
-    task = create(NAME, [[1, 8, 5, 5], [8, 8, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 2], "cuda -arch=sm_80")
-    rng = np.random.default_rng(4)
-    checked = 0
-    for i in [task.fallback().index, *(int(rng.integers(len(task.config_space))) for _ in range(20))]:
-        try:
-            s, tensors = task.instantiate(task.config_space.get(i))
-            f = vdla.build(s, tensors, target=task.target)
-        except Exception:  # noqa: BLE001 - an invalid point (the builder's tests cover those)
-            continue
-        ins, want = _reference(task, tensors)
-        out = np.zeros(want[0].shape, np.float32)
-        run_kernels(f, *[a.copy() for a in ins], out)
-        np.testing.assert_allclose(out, want[0], rtol=1e-4, atol=1e-4)
-        checked += 1
-        if checked == 2:
-            return
-    raise AssertionError(f"only {checked} points built")
+    simt_check_points(NAME, [[1, 8, 5, 5], [8, 8, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 2], n=2, seed=4)
 
