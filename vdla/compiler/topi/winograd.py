@@ -108,6 +108,18 @@ def _unaliased(tiles: int, channels: Sequence[int]) -> int:
     return slots
 
 
+def _tiling(op: str, h: int, w: int, padding: int | Sequence[int], m: int) -> tuple[int, int, int, int, int, int]:
+    """A 3x3 Winograd convolution's geometry over an ``h`` x ``w`` input: ``(oh, ow, th, tw, top,
+    left)``, the output size, the tiles of ``m`` x ``m`` outputs down and across, and the padding
+    before; the padding after is whatever completes the last (ragged) tiles, ``th * m + 2 - h - top``
+    rows and ``tw * m + 2 - w - left`` columns of zeros."""
+    pt, pl, pb, pr = padding4(padding)
+    oh, ow = h + pt + pb - 2, w + pl + pr - 2
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"{op}: input {h}x{w} is smaller than the 3x3 kernel")
+    return oh, ow, -(-oh // m), -(-ow // m), pt, pl
+
+
 def conv2d_winograd_NCHWc(  # noqa: N802 - TVM's naming
     data: te.Tensor,
     kernel: te.Tensor,
@@ -129,11 +141,7 @@ def conv2d_winograd_NCHWc(  # noqa: N802 - TVM's naming
     if (kcc, kcb) != (cc, cb):
         raise ValueError(f"conv2d_winograd_NCHWc: data channel blocks ({cc} x {cb}) do not match the kernel's "
                          f"({kcc} x {kcb})")
-    pt, pl, pb, pr = padding4(padding)
-    oh, ow = h + pt + pb - 2, w + pl + pr - 2
-    if oh <= 0 or ow <= 0:
-        raise ValueError(f"conv2d_winograd_NCHWc: input {h}x{w} is smaller than the 3x3 kernel")
-    th, tw = -(-oh // m), -(-ow // m)
+    oh, ow, th, tw, pt, pl = _tiling("conv2d_winograd_NCHWc", h, w, padding, m)
     tiles = th * tw
     slots = _unaliased(tiles, (cc * cb, occ * ob))
     # zero rows and columns past the declared padding complete the last (ragged) tiles
@@ -217,11 +225,7 @@ def conv2d_winograd_nchw(data: te.Tensor, kernel: te.Tensor, padding: int | Sequ
                          f"{alpha * alpha}")
     if kc != c:
         raise ValueError(f"conv2d_winograd_nchw: data has {c} channels, the kernel {kc}")
-    pt, pl, pb, pr = padding4(padding)
-    oh, ow = h + pt + pb - 2, w + pl + pr - 2
-    if oh <= 0 or ow <= 0:
-        raise ValueError(f"conv2d_winograd_nchw: input {h}x{w} is smaller than the 3x3 kernel")
-    th, tw = -(-oh // m), -(-ow // m)
+    oh, ow, th, tw, pt, pl = _tiling("conv2d_winograd_nchw", h, w, padding, m)
     tiles = th * tw
     # zero rows and columns past the declared padding complete the last (ragged) tiles
     dp = pad(data, [0, 0, pt, pl], [0, 0, th * m + 2 - h - pt, tw * m + 2 - w - pl], name="data_pad")
@@ -261,6 +265,6 @@ def conv2d_winograd_nchw(data: te.Tensor, kernel: te.Tensor, padding: int | Sequ
                                     for r in range(m)])
 
     # the workload: the conv2d_nchw_winograd.cuda template's arguments (its tuned records' key)
-    workload = ["conv2d_nchw_winograd", [[n, c, h, w], [oc, c, 3, 3], [1, 1], [pt, pl, pb, pr], [1, 1], m]]
+    workload = ["conv2d_nchw_winograd", [[n, c, h, w], [oc, c, 3, 3], [1, 1], list(padding4(padding)), [1, 1], m]]
     return te.compute((n, oc, oh, ow), transform_out, name="conv2d_winograd_nchw", tag="conv2d_winograd_nchw",
                       attrs={"winograd_m": m, "workload": workload})
