@@ -24,6 +24,7 @@ accelerator's instruction stream, :mod:`.targets.vdla`) or ``"cuda"`` (PTX for a
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -39,6 +40,16 @@ from .tir.passes import inject_double_buffer, inject_virtual_thread, simplify, s
 from .tir.printer import stmt_str
 from .tir.visitor import free_vars, walk
 from .transform import PassContext
+
+
+def symbol_name(name: str) -> str:
+    """A name every back end can give a built function (``build(..., name=)``): each character
+    but letters, digits and ``_`` as ``_`` and a ``k_`` prefix before a leading digit. Models and
+    templates are named by their authors (an ONNX exporter's ``/layer1/conv/Conv_output_0``, a
+    tutorial's ``tutorial/conv2d_no_batching``), and a ``/`` in a GPU kernel's name aborts LLVM's
+    NVPTX back end; names that are symbols already are kept."""
+    s = re.sub(r"\W", "_", name, flags=re.ASCII)
+    return s if s and not s[0].isdigit() else f"k_{s}"
 
 
 def _target(target: str | dict[str, Any] | Target, host: Any = None) -> Target:
@@ -195,4 +206,4 @@ def _lowered(sch: Schedule | PrimFunc, args: Sequence[Any] | None, name: str, **
     return lower(sch, args, name=name, **kw)
 
 
-__all__ = ["lower", "build", "Pass"]
+__all__ = ["lower", "build", "Pass", "symbol_name"]

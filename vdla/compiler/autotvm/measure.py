@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
 import traceback
 import zlib
@@ -155,10 +154,12 @@ def _task(tpl: Template | None, name: str, args: list[Any], target: str) -> Task
 
 
 def func_name(task_name: str) -> str:
-    """The name a point of task ``task_name`` is built under: the template's name up to its first dot,
-    other characters than letters, digits and ``_`` as ``_`` (a user's ``"tutorial/conv2d"`` names
-    no symbol a GPU kernel may have)."""
-    return re.sub(r"\W", "_", task_name.split(".")[0], flags=re.ASCII)
+    """The name a point of task ``task_name`` is built under: the symbol
+    (:func:`vdla.compiler.driver.symbol_name`) of the template's name up to its first dot (a
+    user's ``"tutorial/conv2d"`` names no symbol a GPU kernel may have)."""
+    from ..driver import symbol_name
+
+    return symbol_name(task_name.split(".")[0])
 
 
 def _random_inputs(task: Task, tensors: list[Any], rng: np.random.Generator) -> list[np.ndarray]:

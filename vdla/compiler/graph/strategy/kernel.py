@@ -7,26 +7,23 @@ keyed by :func:`.topi_ops.signature`), each with its own argument names.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from ...driver import symbol_name
 from ..ir import Graph, Node
 
 __all__ = ["BuiltKernel", "KernelCache", "kernel_name"]
 
 
 def kernel_name(node: str) -> str:
-    """The symbol a node's kernel is built under. Graph values are named as the model file names
-    them, and an ONNX exporter writes ``/layer1/conv/Conv_output_0`` or ``onnx::Conv_5``: every
-    character but letters, digits and ``_`` becomes ``_`` (a ``/`` in a GPU kernel's name aborts
-    LLVM's NVPTX back end), and a leading digit gets a ``k_`` prefix; names that were already
-    symbols but for their dots keep the spelling they always had (``block1.conv`` -> ``block1_conv``)."""
-    s = re.sub(r"\W", "_", node, flags=re.ASCII)
-    return s if s and not s[0].isdigit() else f"k_{s}"
+    """The symbol a node's kernel is built under (:func:`vdla.compiler.driver.symbol_name` of the
+    node's name: graph values are named as the model file names them, ``/layer1/conv/Conv_output_0``,
+    ``onnx::Conv_5``); ``block1.conv`` keeps the spelling kernels always had, ``block1_conv``."""
+    return symbol_name(node)
 
 
 @dataclass
