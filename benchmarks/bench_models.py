@@ -103,13 +103,13 @@ def _roofline(r: Any, m: Any, cfg: Any) -> dict:
     # its instruction stream allows (were it never idle) is MACs / (its busy cycles x MACs/cycle):
     # a layer whose compute module is busy nearly every cycle is bound by that stream (e.g. its ALU
     # tail), which no schedule of the same instructions can beat
-    busy = getattr(r, "compute_busy", 0) or 0
+    busy = r.compute_busy  # 0 where the device reports no module stats (a board over its serial link)
     stream = min(1.0, r.macs / (busy * cfg.macs_per_cycle)) if busy else 0.0
     return {"node": r.node, "kind": kind, "macs": r.macs, "cycles": r.cycles, "bytes": r.bytes_moved,
             "written": r.bytes_written, "intensity": intensity, "util": util, "bound": bound,
             "of_bound": util / bound if bound else 0.0,
             "compute_busy": busy / r.cycles if r.cycles else 0.0, "stream_bound": stream,
-            "alu_iters": getattr(r, "alu_iters", 0)}
+            "alu_iters": r.alu_iters}
 
 
 def main(argv: list[str] | None = None) -> int:
