@@ -126,9 +126,10 @@ class _Rewriter:
         self.taken = set(graph.inputs) | set(graph.consts) | {n.name for n in graph.nodes}
 
     def fresh(self, base: str) -> str:
-        """A name free in both graphs (a later node of the source keeps its own)."""
+        """A name free in both graphs (a later node of the source keeps its own): ``taken`` holds
+        every source name and every name made here, so it covers the new graph too."""
         name, i = base, 1
-        while name in self.taken or self.g.has(name):
+        while name in self.taken:
             name, i = f"{base}_{i}", i + 1
         self.taken.add(name)
         return name
