@@ -299,6 +299,11 @@ class Config:
         return max(1, self.log_wgt_depth)
 
     @property
+    def epilogue_shift_bits(self) -> int:
+        """Width of CFG's shift: enough for every shift of an ACC value, 0 ... acc_width - 1."""
+        return max(1, (self.acc_width - 1).bit_length())
+
+    @property
     def bus_bytes(self) -> int:
         return self.bus_width // 8
 

@@ -1,6 +1,6 @@
 """The VDLA instruction set: ONE field table, and everything derived from it.
 
-VDLA executes 128-bit task instructions (LOAD, STORE, GEMM, ALU, FINISH) and 32-bit
+VDLA executes 128-bit task instructions (LOAD, STORE, GEMM, ALU, FINISH, and VDLA's CFG) and 32-bit
 micro-ops, with VTA's field order. `FORMATS` below is the only description of the
 encoding; field widths that depend on buffer depths are expressions over a
 `vdla.config.Config`. From the table this module derives, per Config:
@@ -56,6 +56,7 @@ class Op(IntEnum):
     GEMM = 2
     FINISH = 3
     ALU = 4
+    CFG = 5
 
 
 class Mem(IntEnum):
@@ -135,15 +136,18 @@ _COMMON = (
     _f("push_prev", 1, "push a token to the previous stage when done"),
     _f("push_next", 1, "push a token to the next stage when done"),
 )
-_LOOPS = (
+_LOOP_COUNTS = (
     _f("reset", 1, "GEMM: write zeros to the destination rows instead of accumulating"),
     _f("uop_bgn", "log_uop_depth", "first micro-op of the kernel"),
     _f("uop_end", "log_uop_depth", "one past the last micro-op", extra=1),
     _f("iter_out", "loop_iter_width", "outer loop trip count"),
     _f("iter_in", "loop_iter_width", "inner loop trip count"),
+)
+_DST_FACTORS = (
     _f("dst_factor_out", "log_acc_depth", "ACC index step per outer iteration"),
     _f("dst_factor_in", "log_acc_depth", "ACC index step per inner iteration"),
 )
+_LOOPS = _LOOP_COUNTS + _DST_FACTORS
 
 #: The single description of the instruction encoding, keyed by format name.
 FORMATS: dict[str, tuple[FieldSpec, ...]] = {
@@ -159,7 +163,12 @@ FORMATS: dict[str, tuple[FieldSpec, ...]] = {
         _f("x_pad_0", 4, "zero elements before each row"),
         _f("x_pad_1", 4, "zero elements after each row"),
     ),
-    "gemm": _COMMON + _LOOPS + (
+    # `init` sits in the first word's last bit, which the loop fields leave free (GEMM's second
+    # word is full on the default config)
+    "gemm": _COMMON + _LOOP_COUNTS + (
+        _f("init", 1, "start from ACC[init_base + WGT index] (CFG's init_base) instead of ACC[dst]: "
+                      "the accumulation, or with reset a copy, begins at a bias row, no reset pass needed"),
+    ) + _DST_FACTORS + (
         _f("src_factor_out", "log_inp_depth", "INP index step per outer iteration"),
         _f("src_factor_in", "log_inp_depth", "INP index step per inner iteration"),
         _f("wgt_factor_out", "log_wgt_depth", "WGT index step per outer iteration"),
@@ -173,6 +182,14 @@ FORMATS: dict[str, tuple[FieldSpec, ...]] = {
         _f("imm", "alu_imm_width", "immediate operand, sign-extended", signed=True),
     ),
     "finish": _COMMON,
+    "cfg": _COMMON + (
+        _f("init_base", "log_acc_depth", "ACC row a GEMM with init adds to its WGT index for its starting row"),
+        _f("shift", "epilogue_shift_bits", "epilogue: arithmetic right shift of the ACC value written to OUT"),
+        _f("clip_lo", "out_width", "epilogue: lower bound of the shifted value", signed=True),
+        _f("clip_hi", "out_width", "epilogue: upper bound of the shifted value", signed=True),
+        _f("epilogue", 1, "GEMM writes OUT[dst] = min(max(ACC[dst] >> shift, clip_lo), clip_hi) instead of "
+                          "the low out_width bits (0: VTA's narrowing)"),
+    ),
 }
 
 UOP_FORMAT: tuple[FieldSpec, ...] = (
@@ -181,7 +198,7 @@ UOP_FORMAT: tuple[FieldSpec, ...] = (
     _f("wgt_idx", "uop_wgt_bits", "WGT index (GEMM); unused by ALU"),
 )
 
-FORMAT_OF_OP = {Op.LOAD: "mem", Op.STORE: "mem", Op.GEMM: "gemm", Op.ALU: "alu", Op.FINISH: "finish"}
+FORMAT_OF_OP = {Op.LOAD: "mem", Op.STORE: "mem", Op.GEMM: "gemm", Op.ALU: "alu", Op.FINISH: "finish", Op.CFG: "cfg"}
 _ENUM_FIELDS: dict[str, type[IntEnum]] = {"opcode": Op, "memory_type": Mem, "alu_opcode": AluOp}
 
 
@@ -303,10 +320,12 @@ MemInsn = _make_class("MemInsn", "mem", FORMATS["mem"], "LOAD or STORE: a 2D str
 GemmInsn = _make_class("GemmInsn", "gemm", FORMATS["gemm"], "GEMM over a micro-op kernel in a 2-level loop.")
 AluInsn = _make_class("AluInsn", "alu", FORMATS["alu"], "Tensor ALU over a micro-op kernel in a 2-level loop.")
 FinishInsn = _make_class("FinishInsn", "finish", FORMATS["finish"], "FINISH: raises done once compute reaches it.")
+CfgInsn = _make_class("CfgInsn", "cfg", FORMATS["cfg"],
+                      "CFG: sets the compute module's GEMM epilogue and init base until the next CFG or FINISH.")
 Uop = _make_class("Uop", "uop", UOP_FORMAT, "A micro-op: the ACC, INP/ACC and WGT indices of one operation.")
-Insn = Any  # MemInsn | GemmInsn | AluInsn | FinishInsn (generated classes)
+Insn = Any  # MemInsn | GemmInsn | AluInsn | FinishInsn | CfgInsn (generated classes)
 
-_CLASS_OF_FORMAT = {"mem": MemInsn, "gemm": GemmInsn, "alu": AluInsn, "finish": FinishInsn}
+_CLASS_OF_FORMAT = {"mem": MemInsn, "gemm": GemmInsn, "alu": AluInsn, "finish": FinishInsn, "cfg": CfgInsn}
 
 
 def load(memory_type: Mem, **fields: int) -> Any:
@@ -328,6 +347,10 @@ def alu(alu_opcode: AluOp, **fields: int) -> Any:
 
 def finish(**fields: int) -> Any:
     return FinishInsn(opcode=Op.FINISH, **fields)
+
+
+def cfg(**fields: int) -> Any:
+    return CfgInsn(opcode=Op.CFG, **fields)
 
 
 def nop(stage: Stage, **flags: int) -> Any:
@@ -558,7 +581,7 @@ def assemble(text: str, config: Config) -> tuple[np.ndarray, np.ndarray]:
     """Read assembly text into (instruction words (n, 2) uint64, uop words uint32).
 
     Each line is `MNEMONIC field=value ... flag ...`; '#' starts a comment. Mnemonics are
-    the opcodes (LOAD, STORE, GEMM, ALU, FINISH) and UOP for micro-op words. Omitted
+    the opcodes (LOAD, STORE, GEMM, ALU, FINISH, CFG) and UOP for micro-op words. Omitted
     fields are 0. Errors name the line."""
     insns: list[Any] = []
     uops: list[Any] = []
@@ -642,6 +665,14 @@ SEMANTIC_CHOICES: tuple[tuple[str, str], ...] = (
                      "the same ACC row see each other (the hardware forwards); the runtime still rejects "
                      "a kernel whose micro-op writes a row one of the two before it wrote, as VTA's does."),
     ("GEMM reset", "reset=1 writes zeros to ACC[dst] and OUT[dst] for every iteration; INP/WGT are not read."),
+    ("CFG and the GEMM epilogue (VDLA's own)", "CFG sets init_base, shift, clip_lo, clip_hi and epilogue for the "
+     "GEMMs after it, until the next CFG; reset and FINISH restore all five to 0. With epilogue=1 every GEMM write "
+     "(reset included) puts min(max(new ACC >> shift, clip_lo), clip_hi) into OUT[dst]: a requantisation's shift and "
+     "clip cost no ALU pass. ALU writes are never affected."),
+    ("GEMM init (VDLA's own)", "init=1: each iteration starts from ACC[init_base + its WGT index] instead of "
+     "ACC[dst] (reset=1 with init=1 copies that row into ACC[dst]), so a layer's first reduction step adds "
+     "its bias, stored at the row its weights' index names, with no reset pass; a row written twice by one "
+     "init GEMM keeps its last iteration. That row must lie inside ACC; with reset, WGT is still not read."),
     ("ALU immediate", "alu_imm_width bits, sign-extended; with use_imm=1 the uop's src_idx is ignored."),
     ("ACC_8BIT", "LOAD ACC_8BIT reads batch*block_out signed bytes per element and sign-extends them into ACC "
                  "(as fsim/OpenCL); dram_base counts such 8-bit elements."),
@@ -685,7 +716,7 @@ def reference_markdown(config: Config | None = None) -> str:
     out += [
         "## Dependency flags",
         "",
-        "Stages in order: load (LOAD INP/WGT), compute (LOAD UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH), store.",
+        "Stages in order: load (LOAD INP/WGT), compute (LOAD UOP/ACC/ACC_8BIT, GEMM, ALU, CFG, FINISH), store.",
         "Four token queues: l2g (load->compute), g2l (compute->load), g2s (compute->store), s2g (store->compute).",
         "Pops happen before an instruction executes, pushes after it completes. Load's pop_prev/push_prev",
         "and store's pop_next/push_next have no queue and must be 0.",

@@ -135,6 +135,7 @@ def execute(config: Config, insns: list, dram: np.ndarray, *, machine: Machine |
     check_program(insns, config, dram.size)
     machine = machine or Machine(config)
     machine.counters = Counters()  # counters are per run; SRAM contents persist
+    machine.reset_cfg()  # so does nothing of CFG's: every run starts from its defaults
     return _Scheduler(config, insns, dram, machine).run(strict)
 
 

@@ -77,6 +77,7 @@ class Machine:
         self._inp_f = self.inp.astype(self._fdtype)
         self._wgt_f = self.wgt.astype(self._fdtype)
         self.counters = Counters()
+        self.reset_cfg()
         def le(width: int) -> np.dtype:
             return np.dtype(dtype_of(width)).newbyteorder("<")
 
@@ -91,6 +92,18 @@ class Machine:
         self._buffers = {
             mem: _Buffer(sram, elem_bytes(c, mem), dtype, counter) for mem, (sram, dtype, counter) in layout.items()
         }
+
+    def reset_cfg(self) -> None:
+        """CFG's state back to its defaults (at the start of a run and at FINISH): no epilogue, init_base 0."""
+        self.init_base = self.shift = self.clip_lo = self.clip_hi = 0
+        self.epilogue = False
+
+    def _narrow(self, values: np.ndarray) -> np.ndarray:
+        """What a GEMM writes to OUT for new ACC `values`: CFG's epilogue (shift, then clip), or
+        the low out_width bits."""
+        if self.epilogue:
+            values = np.minimum(np.maximum(values.astype(np.int64) >> self.shift, self.clip_lo), self.clip_hi)
+        return values.astype(self.out.dtype)
 
     # -- memory --------------------------------------------------------------------
     def buffer(self, mem: int) -> _Buffer:
@@ -107,7 +120,11 @@ class Machine:
             self._gemm(insn, index)
         elif op == Op.ALU:
             self._alu(insn, index)
-        # FINISH changes no state.
+        elif op == Op.CFG:
+            self.init_base, self.shift = insn.init_base, insn.shift
+            self.clip_lo, self.clip_hi, self.epilogue = insn.clip_lo, insn.clip_hi, bool(insn.epilogue)
+        elif op == Op.FINISH:
+            self.reset_cfg()
 
     @staticmethod
     def _rows(dram: np.ndarray, insn, elem_bytes: int) -> np.ndarray:
@@ -212,13 +229,23 @@ class Machine:
             return
         dst, x, w = self._indices(insn, index, (insn.src_factor_out, insn.src_factor_in), wgt=True)
         self._bounds(dst, c.acc_depth, "ACC (dst)", insn, index)
+        init = self.init_base + w if insn.init else None
+        if init is not None:
+            self._bounds(init, c.acc_depth, "ACC (init: init_base + WGT index)", insn, index)
         if insn.reset:
-            self.acc[dst] = 0
-            self.out[dst] = 0
+            if init is None:
+                self.acc[dst] = 0
+            else:  # copies in iteration order: a row written twice keeps the last
+                for d, r in zip(dst.tolist(), init.tolist()):
+                    self.acc[d] = self.acc[r]
+            self.out[dst] = self._narrow(self.acc[dst])
             return
         self._bounds(x, c.inp_depth, "INP (src)", insn, index)
         self._bounds(w, c.wgt_depth, "WGT", insn, index)
         self.counters.gemm_counter += dst.size
+        if init is not None:
+            self._gemm_init(dst, x, w, init)
+            return
         prod, dst = self._products(x, w, dst)  # (N, batch, block_out) exact floats, dst in the same order
         lanes = c.batch * c.block_out
         if dst.size * self._per_uop_bound < (1 << 53):
@@ -234,7 +261,30 @@ class Machine:
         sums = sums.reshape(c.acc_depth, c.batch, c.block_out)[rows].astype(np.int64)
         new = alu_sem.wrap(self.acc[rows].astype(np.int64) + sums, c.acc_width)
         self.acc[rows] = new
-        self.out[rows] = new.astype(self.out.dtype)
+        self.out[rows] = self._narrow(new)
+
+    def _gemm_init(self, dst: np.ndarray, x: np.ndarray, w: np.ndarray, init: np.ndarray) -> None:
+        """GEMM with init: every iteration writes ACC[dst] = ACC[init row] + its product, so of a
+        row written twice only the last iteration counts, and an init row that the instruction
+        itself writes is read as it stands at that iteration (the hardware forwards it)."""
+        c = self.config
+        sequential = bool(np.isin(init, dst).any())  # rare: a program reading rows it writes
+        if sequential:
+            order = np.arange(dst.size)
+        else:  # independent iterations: the last one of each row is the one that stays
+            last = np.full(c.acc_depth, -1, dtype=np.int64)
+            last[dst] = np.arange(dst.size)  # numpy assigns repeated indices in order: the last wins
+            order = last[last >= 0]
+        prod = np.einsum("nbc,noc->nbo", self.inp[x[order]].astype(np.int64), self.wgt[w[order]].astype(np.int64))
+        if sequential:
+            for t in range(dst.size):
+                new = alu_sem.wrap(self.acc[init[t]].astype(np.int64) + prod[t], c.acc_width)
+                self.acc[dst[t]] = new
+                self.out[dst[t]] = self._narrow(new)
+            return
+        new = alu_sem.wrap(self.acc[init[order]].astype(np.int64) + prod, c.acc_width)
+        self.acc[dst[order]] = new
+        self.out[dst[order]] = self._narrow(new)
 
     @staticmethod
     def _distinct(idx: np.ndarray, depth: int) -> int:
