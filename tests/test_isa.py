@@ -48,6 +48,7 @@ REF = {
             "uop_end": (21, 14),
             "iter_out": (35, 14),
             "iter_in": (49, 14),
+            "init": (63, 1),  # the first word's last free bit
             "dst_factor_out": (64, 11),
             "dst_factor_in": (75, 11),
             "src_factor_out": (86, 11),
@@ -71,6 +72,15 @@ REF = {
             "imm": (112, 16, True),
         },
         "finish": dict(COMMON),
+        # acc depth 2048 (11), 32-bit accumulators (shift 0..31: 5 bits), 8-bit outputs
+        "cfg": {
+            **COMMON,
+            "init_base": (7, 11),
+            "shift": (18, 5),
+            "clip_lo": (23, 8, True),
+            "clip_hi": (31, 8, True),
+            "epilogue": (39, 1),
+        },
         "uop": {"dst_idx": (0, 11), "src_idx": (11, 11), "wgt_idx": (22, 10)},
     },
     # small: uop depth 256 (8), inp/wgt/acc depth 128 (7), loop 14.
@@ -82,8 +92,9 @@ REF = {
             "uop_end": (16, 9),
             "iter_out": (25, 14),
             "iter_in": (39, 14),
-            "dst_factor_out": (53, 7),
-            "dst_factor_in": (64, 7),  # 60 + 7 > 64: starts word 1
+            "init": (53, 1),
+            "dst_factor_out": (54, 7),
+            "dst_factor_in": (64, 7),  # 61 + 7 > 64: starts word 1
             "src_factor_out": (71, 7),
             "src_factor_in": (78, 7),
             "wgt_factor_out": (85, 7),
@@ -104,6 +115,8 @@ REF = {
             "use_imm": (88, 1),
             "imm": (89, 16, True),
         },
+        "cfg": {**COMMON, "init_base": (7, 7), "shift": (14, 5), "clip_lo": (19, 8, True), "clip_hi": (27, 8, True),
+                "epilogue": (35, 1)},
         "uop": {"dst_idx": (0, 7), "src_idx": (7, 7), "wgt_idx": (14, 7)},
     },
     # batch2: uop depth 2048 (11), inp 1024 (10), wgt 512 (9), acc 1024 (10).
@@ -115,7 +128,8 @@ REF = {
             "uop_end": (19, 12),
             "iter_out": (31, 14),
             "iter_in": (45, 14),
-            "dst_factor_out": (64, 10),  # 59 + 10 > 64
+            "init": (59, 1),
+            "dst_factor_out": (64, 10),  # 60 + 10 > 64
             "dst_factor_in": (74, 10),
             "src_factor_out": (84, 10),
             "src_factor_in": (94, 10),
@@ -137,6 +151,8 @@ REF = {
             "use_imm": (107, 1),
             "imm": (108, 16, True),
         },
+        "cfg": {**COMMON, "init_base": (7, 10), "shift": (17, 5), "clip_lo": (22, 8, True), "clip_hi": (30, 8, True),
+                "epilogue": (38, 1)},
         "uop": {"dst_idx": (0, 10), "src_idx": (10, 10), "wgt_idx": (20, 9)},
     },
 }
@@ -145,7 +161,7 @@ for _p in ("small", "batch2"):
     REF[_p]["mem"] = REF["default"]["mem"]
     REF[_p]["finish"] = REF["default"]["finish"]
 
-FORMAT_NAMES = ("mem", "gemm", "alu", "finish")
+FORMAT_NAMES = ("mem", "gemm", "alu", "finish", "cfg")
 PRESET_NAMES = ("default", "small", "batch2")
 
 
@@ -166,7 +182,7 @@ def _format(cfg: Config, fmt: str):
 @pytest.mark.parametrize(
     ("enum", "values"),
     [
-        (isa.Op, {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4}),
+        (isa.Op, {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4, "CFG": 5}),
         (isa.Mem, {"UOP": 0, "WGT": 1, "INP": 2, "ACC": 3, "OUT": 4, "ACC_8BIT": 5}),
         (isa.AluOp, {"MIN": 0, "MAX": 1, "ADD": 2, "SHR": 3, "MUL": 4}),
         (isa.Stage, {"LOAD": 1, "COMPUTE": 2, "STORE": 3}),
@@ -497,7 +513,7 @@ def test_empty_streams():
 # Hypothesis round trips
 # ---------------------------------------------------------------------------------
 
-_CLASS = {"mem": isa.MemInsn, "gemm": isa.GemmInsn, "alu": isa.AluInsn, "finish": isa.FinishInsn}
+_CLASS = {"mem": isa.MemInsn, "gemm": isa.GemmInsn, "alu": isa.AluInsn, "finish": isa.FinishInsn, "cfg": isa.CfgInsn}
 
 
 def _insn_strategy(cfg: Config):
@@ -688,7 +704,7 @@ def test_non_integer_field_rejected(value):
         isa.encode([isa.gemm(iter_out=value)], DEFAULT)
 
 
-@pytest.mark.parametrize("opcode", [5, 6, 7])
+@pytest.mark.parametrize("opcode", [6, 7])
 def test_decode_unknown_opcode(opcode):
     words = isa.encode([isa.finish(), isa.gemm(), isa.finish()], DEFAULT)
     words[2, 0] = np.uint64(opcode)
@@ -892,3 +908,25 @@ def test_one_element_buffer_is_rejected_by_config():
     # Its index fields would have zero width: Config refuses it before the ISA sees it.
     with pytest.raises(ConfigError, match="acc_buff_size"):
         Config(acc_buff_size=64)
+
+
+@pytest.mark.parametrize(
+    ("text", "fields"),
+    [
+        ("CFG init_base=1568 shift=7 clip_hi=96 epilogue", dict(init_base=1568, shift=7, clip_lo=0, clip_hi=96, epilogue=1)),
+        ("CFG pop_next clip_lo=-128 clip_hi=127", dict(pop_next=1, clip_lo=-128, clip_hi=127, epilogue=0)),
+        ("GEMM uop_end=4 iter_out=7 iter_in=28 init", dict(init=1, reset=0, uop_end=4, iter_out=7, iter_in=28)),
+    ],
+)
+def test_cfg_and_gemm_init_round_trip_through_text(text, fields):
+    words, _ = isa.assemble(text, DEFAULT)
+    (insn,) = isa.decode(words, DEFAULT)
+    assert {k: getattr(insn, k) for k in fields} == fields
+    assert isa.stage_of(insn) == isa.Stage.COMPUTE
+    assert isa.disassemble(words, DEFAULT).strip() == text
+
+
+@pytest.mark.parametrize(("field", "value"), [("shift", 32), ("clip_lo", -129), ("clip_hi", 128), ("init_base", 2048)])
+def test_cfg_fields_out_of_range_are_named(field, value):
+    with pytest.raises(isa.FieldRangeError, match=field):
+        isa.encode([isa.cfg(**{field: value})], DEFAULT)

@@ -40,6 +40,10 @@ def compute_programs(draw):
     uop_base = draw(st.integers(0, 20))
     insns = []
     for _ in range(draw(st.integers(1, 3))):
+        if draw(st.integers(0, 3)) == 0:  # CFG: the epilogue and init_base for the GEMMs after it
+            insns.append(isa.cfg(init_base=draw(st.integers(0, 20)), shift=draw(st.integers(0, 31)),
+                                 clip_lo=draw(st.integers(-128, 127)), clip_hi=draw(st.integers(-128, 127)),
+                                 epilogue=int(draw(st.booleans()))))
         bgn = draw(st.integers(0, n_uops))
         end = draw(st.integers(bgn, n_uops))
         loops = dict(
@@ -49,7 +53,8 @@ def compute_programs(draw):
             src_factor_out=draw(st.integers(0, 3)), src_factor_in=draw(st.integers(0, 3)),
         )
         if draw(st.booleans()):
-            insns.append(isa.gemm(reset=int(draw(st.integers(0, 5)) == 0), wgt_factor_out=draw(st.integers(0, 3)),
+            insns.append(isa.gemm(reset=int(draw(st.integers(0, 5)) == 0), init=int(draw(st.integers(0, 2)) == 0),
+                                  wgt_factor_out=draw(st.integers(0, 3)),
                                   wgt_factor_in=draw(st.integers(0, 3)), **loops))
         else:
             use_imm = draw(st.booleans())
@@ -93,7 +98,7 @@ def test_random_compute_programs_match_reference(prog):
     note(f"preset={preset} seed={seed} uops={uops}\n" + "\n".join(map(str, p.insns)))
     report, _, m, ref, _ = p.run()
     assert_same_state(m, ref, f"preset={preset} seed={seed}")
-    n = [(i.uop_end - i.uop_bgn) * i.iter_out * i.iter_in for i in insns]
+    n = [(i.uop_end - i.uop_bgn) * i.iter_out * i.iter_in if i.opcode != Op.CFG else 0 for i in insns]
     assert report.counters["gemm_counter"] == sum(k for k, i in zip(n, insns) if i.opcode == Op.GEMM and not i.reset)
     assert report.counters["alu_counter"] == sum(k for k, i in zip(n, insns) if i.opcode == Op.ALU)
 

@@ -67,6 +67,7 @@ class Ref:
         self.wgt = np.zeros((g.wgt_depth, c.block_out, c.block_in), dtype=np.int64)
         self.acc = np.zeros((g.acc_depth, c.batch, c.block_out), dtype=np.int64)
         self.out = np.zeros((g.acc_depth, c.batch, c.block_out), dtype=np.int64)
+        self.cfg = isa.cfg()  # CFG's state: all zero until a CFG sets it (SEMANTIC_CHOICES)
 
     def run(self, insns, dram: np.ndarray) -> None:
         for insn in insns:
@@ -79,6 +80,10 @@ class Ref:
                 self.gemm(insn)
             elif op == Op.ALU:
                 self.alu(insn)
+            elif op == Op.CFG:
+                self.cfg = insn
+            elif op == Op.FINISH:
+                self.cfg = isa.cfg()
 
     def _mem(self, mem: int):
         c, g = self.c, self.g
@@ -129,19 +134,28 @@ class Ref:
                 for k in range(insn.uop_bgn, insn.uop_end):
                     yield i, j, self.decode_uop(k)
 
+    def _out_of(self, acc_row: np.ndarray) -> np.ndarray:
+        """A GEMM's OUT value: CFG's epilogue (shift, then clip to [clip_lo, clip_hi]) or the low bits."""
+        cfg = self.cfg
+        if cfg.epilogue:
+            return np.array([min(max(int(v) >> cfg.shift, cfg.clip_lo), cfg.clip_hi) for v in acc_row.ravel()],
+                            dtype=np.int64).reshape(acc_row.shape)
+        return wrap(acc_row, self.c.out_width)
+
     def gemm(self, insn) -> None:
-        aw, ow = self.c.acc_width, self.c.out_width
+        aw = self.c.acc_width
         for i, j, (d, s, w) in self._iterations(insn):
             a = d + i * insn.dst_factor_out + j * insn.dst_factor_in
-            if insn.reset:
-                self.acc[a] = 0
-                self.out[a] = 0
-                continue
-            x = s + i * insn.src_factor_out + j * insn.src_factor_in
             wi = w + i * insn.wgt_factor_out + j * insn.wgt_factor_in
-            # out[b][o] = sum_c inp[x][b][c] * wgt[w][o][c]   (exact in int64)
-            self.acc[a] = wrap(self.acc[a] + self.inp[x] @ self.wgt[wi].T, aw)
-            self.out[a] = wrap(self.acc[a], ow)
+            # init: the iteration starts from ACC[init_base + its WGT index], not ACC[a]
+            start = self.acc[self.cfg.init_base + wi].copy() if insn.init else None
+            if insn.reset:
+                self.acc[a] = 0 if start is None else start
+            else:
+                x = s + i * insn.src_factor_out + j * insn.src_factor_in
+                # out[b][o] = sum_c inp[x][b][c] * wgt[w][o][c]   (exact in int64)
+                self.acc[a] = wrap((self.acc[a] if start is None else start) + self.inp[x] @ self.wgt[wi].T, aw)
+            self.out[a] = self._out_of(self.acc[a])
 
     def alu(self, insn) -> None:
         aw, ow = self.c.acc_width, self.c.out_width
