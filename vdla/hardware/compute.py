@@ -1,4 +1,4 @@
-"""The compute stage: LOAD UOP / ACC / ACC_8BIT, GEMM, ALU and FINISH.
+"""The compute stage: LOAD UOP / ACC / ACC_8BIT, GEMM, ALU, CFG and FINISH.
 
 It owns the micro-op and accumulator buffers (as VTA's compute does) and reads INP and
 WGT and writes OUT, which the core owns. Its tokens: pop_prev waits for load's l2g
@@ -7,6 +7,9 @@ completes, push_prev sends g2l (load may overwrite INP/WGT) and push_next sends 
 (OUT holds results). Instructions run one at a time; GEMM and ALU go through the
 `TensorPipeline` at one uop-iteration per cycle. FINISH completes like any instruction
 (it may carry flags) and then pulses ``finish``. LOADs with x_size = 0 are NOPs.
+CFG completes like a NOP (it moves tokens alike) and sets the registers that the GEMMs
+after it read (`tensor.cfg_layout`: init_base, shift, clip_lo, clip_hi, epilogue), until
+the next CFG; FINISH and the core's reset at every start put them back to 0.
 
 Errors (``error``, `vdla.hardware.errors`): a GEMM/ALU whose ``uop_end`` is past the uop
 buffer or whose ``uop_bgn > uop_end`` is refused at start (UOP_RANGE); an iteration whose
@@ -29,7 +32,7 @@ from .dma import Loader2D, Target
 from .errors import ErrorCode
 from .interfaces import connect_read_port, read_master, sram_read, sram_write, token
 from .stage import run_stage, stage_status
-from .tensor import TensorPipeline
+from .tensor import TensorPipeline, cfg_layout
 from .tokens import TokenPorts
 
 __all__ = ["Compute"]
@@ -137,8 +140,18 @@ class Compute(wiring.Component):
         with m.Elif(loader.range_error):
             m.d.comb += self.error.eq(ErrorCode.SRAM_RANGE)
         retire = run_stage(m, self, raw=raw, tokens=tokens, pops=pops, pushes=pushes,
-                           nop=~is_tensor & ~is_load,  # FINISH and NOPs only move tokens
+                           nop=~is_tensor & ~is_load,  # CFG, FINISH and NOPs only move tokens
                            start=start, done=loader.done | tensor.done | refused)
         # FINISH completes like any instruction (it may carry flags), then signals the core.
         m.d.comb += self.finish.eq(retire & (opcode == isa.Op.FINISH))
+        # CFG's state (init base and epilogue), for the GEMMs after it: set when the CFG retires
+        # (the next instruction starts later), back to its defaults at FINISH and with the
+        # datapath's reset at every start.
+        cfg_insn = data.View(isa.amaranth_layout(c, "cfg"), raw)
+        cfg = Signal(cfg_layout(c), name="cfg")
+        m.d.comb += tensor.cfg.eq(cfg)
+        with m.If(retire & (opcode == isa.Op.CFG)):
+            m.d.sync += [getattr(cfg, name).eq(getattr(cfg_insn, name)) for name in cfg_layout(c).members]
+        with m.If(self.finish):
+            m.d.sync += cfg.eq(0)
         return m

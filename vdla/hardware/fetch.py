@@ -2,8 +2,8 @@
 
 After ``launch`` it reads ``insn_count`` 128-bit instructions from byte address
 ``insn_addr`` with one read command and sends each to a command queue, as VTA does:
-STORE to store, LOAD of INP/WGT to load, everything else (GEMM, ALU, FINISH, LOAD of
-UOP/ACC/ACC_8BIT) to compute. It stalls while the target queue is full.
+STORE to store, LOAD of INP/WGT to load, everything else (GEMM, ALU, CFG, FINISH, LOAD
+of UOP/ACC/ACC_8BIT) to compute. It stalls while the target queue is full.
 
 Fetch also checks what the hardware cannot execute and stops there with an error
 (`vdla.hardware.errors.ErrorCode`) naming the instruction's index: an illegal opcode, a memory type the
@@ -113,7 +113,7 @@ class Fetch(wiring.Component):
         loadable = (mt == isa.Mem.UOP) | (mt == isa.Mem.WGT) | (mt == isa.Mem.INP) | (mt == isa.Mem.ACC) | (
             mt == isa.Mem.ACC_8BIT)
         code = Signal(ERROR_BITS)
-        with m.If(op > max(isa.Op)):
+        with m.If(op > max(isa.Op)):  # (the opcodes are 0 ... CFG, with no gap)
             m.d.comb += code.eq(ErrorCode.ILLEGAL_OPCODE)
         with m.Elif((is_load & ~loadable) | (is_store & (mt != isa.Mem.OUT))):
             m.d.comb += code.eq(ErrorCode.BAD_MEMORY_TYPE)

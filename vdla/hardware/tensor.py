@@ -3,12 +3,16 @@ uop-iteration per cycle.
 
 For ``i < iter_out, j < iter_in, k in [uop_bgn, uop_end)`` the iteration uses micro-op
 ``uop[k]`` with indices ``dst + i*dst_factor_out + j*dst_factor_in`` (likewise src, wgt;
-kept as running sums, no multipliers). Stages:
+kept as running sums, no multipliers). A GEMM with ``init`` reads its ACC operand from
+the init row, CFG's ``init_base`` + the WGT index, instead of ACC[dst] (the ``cfg`` port:
+what the last CFG set, `cfg_layout`). Stages:
 
-- S0: the loop counters address the uop buffer;
+- S0: the loop counters address the uop buffer (the init row's running sum starts at
+  ``init_base``, so it needs no adder of its own later);
 - S1: the micro-op arrives and is registered;
-- S1q: the indices (micro-op + loop sums) are computed;
-- S1a: the INP[src] and WGT[wgt] addresses are registered, WGT's once per column slice of
+- S1q: the indices (micro-op + loop sums, the init row's too) are computed;
+- S1a: the row the ACC operand is read from (``rd``: dst, or the init row) is registered
+  with dst and src; the INP[src] and WGT[wgt] addresses are registered, WGT's once per column slice of
   the buffer (``wgt_slices``: each copy drives only its slice's block RAMs, which on a large
   part sit across the die from each other);
 - S1b (only with ``Config.operand_read_register``): INP/WGT arrive and are registered
@@ -20,18 +24,25 @@ kept as running sums, no multipliers). Stages:
   more in S1a, so its word arrives a cycle after INP's, as the GEMM array wants it);
 - S2: INP/WGT arrive and the GEMM array registers them (so the multipliers start from a
   register, not from a block RAM's slow output across the chip); the indices address
-  ACC[dst], ACC[src];
+  ACC[rd], ACC[src];
 - S2r: the GEMM array registers the products; the ACC rows arrive and are registered
   (the block RAMs' output registers, in flip-flops: Yosys does not use the DP16KD's own);
 - S2b: the ACC operands take the row's newest value when it is still in flight
   (forwarding: iterations that hit the same accumulator row see each other, as in
-  program order): GEMM's accumulate from S3, any result from S4 or from the registers of
-  the previous two cycles' writes; the GEMM array's adder tree sums the products;
-- S3: GEMM: reset ? 0 : ACC[dst] + dot, into a register; ALU: op(ACC[dst], imm or
-  ACC[src]) starts (`TensorAlu`'s first stage: partial products, the other operations);
+  program order; a row is compared with the row actually read, ``rd``): GEMM's
+  accumulate from S3, any result from S4 or from the registers of the previous two
+  cycles' writes; the GEMM array's adder tree sums the products;
+- S3: GEMM: reset ? (init ? ACC[rd] : 0) : ACC[rd] + dot, into a register; ALU:
+  op(ACC[dst], imm or ACC[src]) starts (`TensorAlu`'s first stage: partial products, the
+  other operations);
 - S3x (ALU only): the ALU's second stage (the partial products summed) into a register,
   so neither the multiplier nor its adders drive the far block RAMs;
-- S4: ACC[dst] := the result; OUT[dst] := the low out_width bits of each lane.
+- S4: ACC[dst] := the result; OUT's value is registered: the low out_width bits of each
+  lane, or for a GEMM under CFG's epilogue ``min(max(result >> shift, clip_lo), clip_hi)``
+  (the shift and compares start from S4's register, off the forwarding paths);
+- W: OUT[dst] := that value, a cycle after the ACC write. That is the cycle ``done``
+  pulses in (S4 empty: drained), so it costs no cycle, and OUT is written before the
+  instruction pushes its token to store (OUT's only reader).
 
 GEMM runs one iteration per cycle. An ALU iteration whose operand row is one that either
 of the two iterations just ahead writes waits until that one has reached S4 (two cycles
@@ -41,13 +52,13 @@ before it is registered.
 
 Indices past a buffer: the running sums carry one sticky bit above the index width (depths
 are powers of two, so "index >= depth" is a carry out or a high bit); S1 checks and
-``index_error`` pulses a cycle later for an iteration whose ACC (dst), INP (GEMM src), ACC
-(ALU src) or WGT index is past its buffer, checking what the golden simulator checks (no src/wgt for a GEMM
-reset, no src for an ALU immediate). The pipeline runs on with wrapped addresses; its
+``index_error`` pulses a cycle later for an iteration whose ACC (dst), ACC (GEMM init row),
+INP (GEMM src), ACC (ALU src) or WGT index is past its buffer, checking what the golden
+simulator checks (no src/wgt for a GEMM reset, no src for an ALU immediate). The pipeline runs on with wrapped addresses; its
 owner (`Compute`) drops the writes once the core has halted on the error.
 
-Pulse ``start`` with ``insn`` (a GEMM or ALU instruction, held stable); ``done`` pulses
-once the last write has happened.
+Pulse ``start`` with ``insn`` (a GEMM or ALU instruction, held stable) and ``cfg`` (held
+too); ``done`` pulses once the last ACC write has happened, with the last OUT write.
 
 Registers that carry data only (indices, operands, sums, results) have no reset: the valid
 bits, which do, say when they count, and a reset net reaching every one of them was itself
@@ -66,11 +77,20 @@ from .alu import TensorAlu
 from .gemm import GemmArray
 from .interfaces import sram_read, sram_write
 
-__all__ = ["STALL_GROUPS", "TensorPipeline"]
+__all__ = ["STALL_GROUPS", "TensorPipeline", "cfg_layout"]
 
 #: The stages each copy of the ALU hazard's `stall` register holds: S0's loop counters,
 #: S1 and S1q with the uop buffer's read enable, S1a with the WGT addresses (and S1b-S1d), S2.
 STALL_GROUPS = ("s0", "s1", "s1a", "s2")
+
+
+def cfg_layout(config: Config) -> data.StructLayout:
+    """The state a CFG instruction sets for the GEMMs after it: its fields past the common
+    ones (opcode and flags), from the ISA table (init_base, shift, clip_lo, clip_hi, epilogue)."""
+    lay = isa.layout(config)
+    common = {s.name for s in lay.formats["finish"].slots}
+    return data.StructLayout({s.name: (signed if s.signed else unsigned)(s.width)
+                              for s in lay.formats["cfg"].slots if s.name not in common})
 
 
 def data_reg(shape, name: str) -> Signal:
@@ -86,6 +106,7 @@ class TensorPipeline(wiring.Component):
         super().__init__({
             "start": In(1),
             "insn": In(unsigned(isa.INSN_BITS)),
+            "cfg": In(cfg_layout(c)),
             "busy": Out(1),
             "done": Out(1),
             "uop_rd": Out(sram_read(c.log_uop_depth, 32)),
@@ -123,36 +144,55 @@ class TensorPipeline(wiring.Component):
         dst_out, dst_cur = Signal(dw + 1), Signal(dw + 1)
         src_out, src_cur = Signal(sw + 1), Signal(sw + 1)
         wgt_out, wgt_cur = Signal(ww + 1), Signal(ww + 1)
+        # GEMM init's row, init_base + the WGT index: the same sums started at CFG's init_base,
+        # wide enough for either index (a WGT buffer deeper than ACC, or the reverse)
+        iw = max(dw, ww)
+        init_out, init_cur = Signal(iw + 1), Signal(iw + 1)
 
         def step(acc: Signal, f) -> Value:
             n = len(acc) - 1
             total = acc[:n] + f
             return Cat(total[:n], total[n] | acc[n])
 
+        formats = isa.layout(c).formats
+
+        def loop_field(name: str) -> Value:
+            """A loop field of GEMM and ALU: read where both formats have it, else by opcode
+            (GEMM's ``init`` bit moves the fields after it on some configs)."""
+            if formats["gemm"].slot(name) == formats["alu"].slot(name):
+                return getattr(g, name)
+            return Mux(is_alu, getattr(a, name), getattr(g, name))
+
+        uop_bgn, uop_end = loop_field("uop_bgn"), loop_field("uop_end")
+        iter_out, iter_in = loop_field("iter_out"), loop_field("iter_in")
+        dst_f_out, dst_f_in = loop_field("dst_factor_out"), loop_field("dst_factor_in")
         src_f_out = Mux(is_alu, a.src_factor_out, g.src_factor_out)
         src_f_in = Mux(is_alu, a.src_factor_in, g.src_factor_in)
-        empty = (g.uop_end <= g.uop_bgn) | (g.iter_out == 0) | (g.iter_in == 0)
+        empty = (uop_end <= uop_bgn) | (iter_out == 0) | (iter_in == 0)
         with m.If(self.start):
             m.d.sync += [
-                run.eq(~empty), k.eq(g.uop_bgn), i.eq(0), j.eq(0),
+                run.eq(~empty), k.eq(uop_bgn), i.eq(0), j.eq(0),
                 dst_out.eq(0), dst_cur.eq(0), src_out.eq(0), src_cur.eq(0), wgt_out.eq(0), wgt_cur.eq(0),
+                init_out.eq(self.cfg.init_base), init_cur.eq(self.cfg.init_base),
             ]
         with m.Elif(run & ~stall_q["s0"]):
-            with m.If(k == g.uop_end - 1):
-                m.d.sync += k.eq(g.uop_bgn)
-                with m.If(j == g.iter_in - 1):
+            with m.If(k == uop_end - 1):
+                m.d.sync += k.eq(uop_bgn)
+                with m.If(j == iter_in - 1):
                     m.d.sync += [
                         j.eq(0), i.eq(i + 1),
-                        dst_out.eq(step(dst_out, g.dst_factor_out)), dst_cur.eq(step(dst_out, g.dst_factor_out)),
+                        dst_out.eq(step(dst_out, dst_f_out)), dst_cur.eq(step(dst_out, dst_f_out)),
                         src_out.eq(step(src_out, src_f_out)), src_cur.eq(step(src_out, src_f_out)),
                         wgt_out.eq(step(wgt_out, g.wgt_factor_out)), wgt_cur.eq(step(wgt_out, g.wgt_factor_out)),
+                        init_out.eq(step(init_out, g.wgt_factor_out)), init_cur.eq(step(init_out, g.wgt_factor_out)),
                     ]
-                    with m.If(i == g.iter_out - 1):
+                    with m.If(i == iter_out - 1):
                         m.d.sync += run.eq(0)
                 with m.Else():
                     m.d.sync += [
-                        j.eq(j + 1), dst_cur.eq(step(dst_cur, g.dst_factor_in)),
+                        j.eq(j + 1), dst_cur.eq(step(dst_cur, dst_f_in)),
                         src_cur.eq(step(src_cur, src_f_in)), wgt_cur.eq(step(wgt_cur, g.wgt_factor_in)),
+                        init_cur.eq(step(init_cur, g.wgt_factor_in)),
                     ]
             with m.Else():
                 m.d.sync += k.eq(k + 1)
@@ -163,15 +203,17 @@ class TensorPipeline(wiring.Component):
         # (a block RAM's output is slow; the index adders and the INP/WGT addresses start
         # from flip-flops instead)
         s1_dst, s1_src, s1_wgt = data_reg(dw + 1, "s1_dst"), data_reg(sw + 1, "s1_src"), data_reg(ww + 1, "s1_wgt")
+        s1_init = data_reg(iw + 1, "s1_init")
         s1_valid = Signal()
         with m.If(~stall_q["s1"]):
-            m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur)]
+            m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur), s1_init.eq(init_cur)]
         s1q_valid = Signal()
         s1q_dst, s1q_src, s1q_wgt = data_reg(dw + 1, "s1q_dst"), data_reg(sw + 1, "s1q_src"), data_reg(ww + 1, "s1q_wgt")
+        s1q_init = data_reg(iw + 1, "s1q_init")
         uop_q = data_reg(len(self.uop_rd.data), "uop_q")
         with m.If(~stall_q["s1"]):
             m.d.sync += [s1q_valid.eq(s1_valid), s1q_dst.eq(s1_dst), s1q_src.eq(s1_src), s1q_wgt.eq(s1_wgt),
-                         uop_q.eq(self.uop_rd.data)]
+                         s1q_init.eq(s1_init), uop_q.eq(self.uop_rd.data)]
 
         # -- S1q: micro-op -> operand indices ------------------------------------------------
         uop = data.View(isa.amaranth_layout(c, "uop"), uop_q)
@@ -184,22 +226,34 @@ class TensorPipeline(wiring.Component):
         dst_past = dst_full[c.log_acc_depth:].any() | s1q_dst[dw]
         src_past = Mux(is_alu, src_full[c.log_acc_depth:].any(), src_full[c.log_inp_depth:].any()) | s1q_src[sw]
         wgt_past = wgt_full[c.log_wgt_depth:].any() | s1q_wgt[ww]
+        # GEMM init's ACC row: init_base + the WGT index (init_base is in the running sum)
+        init_full = uop.wgt_idx + s1q_init[:iw]
+        init = Signal(dw)
+        m.d.comb += init.eq(init_full)
+        init_past = init_full[c.log_acc_depth:].any() | s1q_init[iw]
+        # GEMM with init (a registered copy of the held instruction's decode, as the ones in S2b):
+        # its ACC operand is read from the init row, not from dst (with reset too: a copy)
+        init_q = data_reg(1, "init_q")
+        m.d.sync += init_q.eq(~is_alu & g.init)
         check_src = Mux(is_alu, ~a.use_imm, ~g.reset)
         # Registered: the check sits behind the uop buffer's read and the index adders, and
         # the core's error latch is far away; the iteration is still five stages from its write.
-        m.d.sync += self.index_error.eq(s1q_valid & (dst_past | (check_src & src_past) | (~is_alu & ~g.reset & wgt_past)))
+        m.d.sync += self.index_error.eq(s1q_valid & (dst_past | (check_src & src_past) | (~is_alu & ~g.reset & wgt_past)
+                                                     | (init_q & init_past)))
 
         # -- S1a: INP/WGT addresses registered ------------------------------------------------
         # One WGT address register per slice (the board build keeps the copies apart: Yosys
         # would merge them). A stall holds S1a too.
-        s1a_valid, s1a_dst, s1a_src = Signal(), data_reg(dw, "s1a_dst"), data_reg(sw, "s1a_src")
+        # `rd`: the row the ACC operand is read from, which forwarding compares (dst, or the init row)
+        s1a_valid, s1a_dst, s1a_src, s1a_rd = Signal(), data_reg(dw, "s1a_dst"), data_reg(sw, "s1a_src"), data_reg(dw, "s1a_rd")
         inp_addr = data_reg(c.log_inp_depth, "inp_addr")
         wgt_addr = [data_reg(ww, f"wgt_addr_{n}") for n in range(self.wgt_slices)]
         wgt_next = wgt
         if c.inp_fanout_register:  # WGT read a cycle after INP (see GemmArray)
             wgt_next = data_reg(ww, "s1a_wgt")
         with m.If(~stall_q["s1a"]):
-            m.d.sync += [s1a_valid.eq(s1q_valid), s1a_dst.eq(dst), s1a_src.eq(src), inp_addr.eq(src)]
+            m.d.sync += [s1a_valid.eq(s1q_valid), s1a_dst.eq(dst), s1a_src.eq(src), inp_addr.eq(src),
+                         s1a_rd.eq(Mux(init_q, init, dst))]
             m.d.sync += [copy.eq(wgt_next) for copy in wgt_addr]
             if c.inp_fanout_register:
                 m.d.sync += wgt_next.eq(wgt)
@@ -214,36 +268,38 @@ class TensorPipeline(wiring.Component):
         # cycle, under S1a's stall (the registered operands are not held: an ALU instruction,
         # the only kind that stalls, does not use them).
         # Likewise S1c, for the GEMM adder tree's partial sums (Config.gemm_sum_register).
-        pre2_valid, pre2_dst, pre2_src = s1a_valid, s1a_dst, s1a_src[:dw]
+        pre2_valid, pre2_dst, pre2_src, pre2_rd = s1a_valid, s1a_dst, s1a_src[:dw], s1a_rd
         waits = []
         for stage in ("s1b", "s1c", "s1d")[:c.tensor_stages]:
             valid, dst, src = Signal(name=f"{stage}_valid"), data_reg(dw, f"{stage}_dst"), data_reg(dw, f"{stage}_src")
+            rd = data_reg(dw, f"{stage}_rd")
             with m.If(~stall_q["s1a"]):
-                m.d.sync += [valid.eq(pre2_valid), dst.eq(pre2_dst), src.eq(pre2_src)]
-            pre2_valid, pre2_dst, pre2_src = valid, dst, src
+                m.d.sync += [valid.eq(pre2_valid), dst.eq(pre2_dst), src.eq(pre2_src), rd.eq(pre2_rd)]
+            pre2_valid, pre2_dst, pre2_src, pre2_rd = valid, dst, src, rd
             waits.append(valid)
 
         # -- S2: INP/WGT registered -----------------------------------------------------------
         # A stall holds S2 (its INP/WGT data is not used by an ALU instruction, the only kind
         # that stalls) and sends a bubble on to S2r.
-        s2_valid, s2_dst, s2_src = Signal(), data_reg(dw, "s2_dst"), data_reg(dw, "s2_src")
+        s2_valid, s2_dst, s2_src, s2_rd = Signal(), data_reg(dw, "s2_dst"), data_reg(dw, "s2_src"), data_reg(dw, "s2_rd")
         with m.If(~stall_q["s2"]):
-            m.d.sync += [s2_valid.eq(pre2_valid), s2_dst.eq(pre2_dst), s2_src.eq(pre2_src)]
+            m.d.sync += [s2_valid.eq(pre2_valid), s2_dst.eq(pre2_dst), s2_src.eq(pre2_src), s2_rd.eq(pre2_rd)]
         # With Config.acc_read_register the ACC is read from S2's registers and the data is
         # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
         # flip-flops, not from a block RAM's output; without, it is read from S2r's.
         early = c.acc_read_register
         if early:
-            m.d.comb += [self.acc_rd_dst.addr.eq(s2_dst), self.acc_rd_src.addr.eq(s2_src)]
+            m.d.comb += [self.acc_rd_dst.addr.eq(s2_rd), self.acc_rd_src.addr.eq(s2_src)]
 
         # -- S2r: products; ACC data registered ------------------------------------------------
         s2r_valid, s2r_dst, s2r_src = Signal(), data_reg(dw, "s2r_dst"), data_reg(dw, "s2r_src")
-        m.d.sync += [s2r_valid.eq(s2_valid & ~stall_q["s2"]), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src)]
+        s2r_rd = data_reg(dw, "s2r_rd")
+        m.d.sync += [s2r_valid.eq(s2_valid & ~stall_q["s2"]), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src), s2r_rd.eq(s2_rd)]
         if early:
             acc_dst_q, acc_src_q = data_reg(acc_bits, "acc_dst_q"), data_reg(acc_bits, "acc_src_q")
             m.d.sync += [acc_dst_q.eq(self.acc_rd_dst.data), acc_src_q.eq(self.acc_rd_src.data)]
         else:
-            m.d.comb += [self.acc_rd_dst.addr.eq(s2r_dst), self.acc_rd_src.addr.eq(s2r_src)]
+            m.d.comb += [self.acc_rd_dst.addr.eq(s2r_rd), self.acc_rd_src.addr.eq(s2r_src)]
             acc_dst_q, acc_src_q = self.acc_rd_dst.data, self.acc_rd_src.data
         # The ALU's result is registered twice (S3x, S4) before it is written, so an ALU
         # iteration cannot take its operand from either of the two just ahead of it: when
@@ -298,7 +354,9 @@ class TensorPipeline(wiring.Component):
                 value = Mux(flag, source, value)
             return value
 
-        dst_flags, src_flags = matches(s2r_dst, "dst"), matches(s2r_src, "src")
+        # (the ACC operand's row: dst, or GEMM init's row, so an init row that an iteration just
+        # ahead writes is forwarded as a dst would be)
+        dst_flags, src_flags = matches(s2r_rd, "dst"), matches(s2r_src, "src")
         s3_a, s3_b, s3_sum = data_reg(acc_bits, "s3_a"), data_reg(acc_bits, "s3_b"), data_reg(acc_bits, "s3_sum")
 
         # With the extra operand or fan-out register, one INP copy per WGT column slice (see GemmArray).
@@ -318,7 +376,8 @@ class TensorPipeline(wiring.Component):
         m.d.comb += [alu.op.eq(a.alu_opcode), alu.a.eq(s3_a), alu.b.eq(s3_b)]
         w = c.acc_width
         accumulated = Cat(*((s3_a.word_select(n, w) + s3_sum.word_select(n, w))[:w] for n in range(lanes)))
-        m.d.comb += gemm_result.eq(Mux(reset_q, 0, accumulated))
+        # reset: zero, or with init the init row's value (a copy; s3_a holds that row's value)
+        m.d.comb += gemm_result.eq(Mux(reset_q, Mux(init_q, s3_a, 0), accumulated))
         m.d.sync += [
             s3x_valid.eq(s3_valid & alu_q), s3x_dst.eq(s3_dst),
             s4_valid.eq(pre4_valid), s4_dst.eq(pre4_dst), s4_value.eq(Mux(alu_q, alu.out, gemm_result)),
@@ -328,13 +387,27 @@ class TensorPipeline(wiring.Component):
             self.alu_iter.eq(s3_valid & alu_q),
         ]
 
-        # -- S4: writes ------------------------------------------------------------------------------
-        m.d.comb += [
-            self.acc_wr.en.eq(s4_valid), self.acc_wr.addr.eq(s4_dst), self.acc_wr.data.eq(s4_value),
-            self.out_wr.en.eq(s4_valid), self.out_wr.addr.eq(s4_dst),
-            self.out_wr.data.eq(Cat(*(s4_value.word_select(n, w)[: c.out_width] for n in range(lanes)))),
-        ]
+        # -- S4: the ACC write; OUT's value ------------------------------------------------------------
+        # OUT gets the low out_width bits of each lane, or for a GEMM under CFG's epilogue
+        # min(max(value >> shift, clip_lo), clip_hi): computed from S4's register into one of
+        # its own and written a cycle after ACC (W), off the forwarding paths. The pipeline is
+        # drained (`done`) in that cycle: OUT is written before the instruction pushes a token.
+        epilogue_q = data_reg(1, "epilogue_q")
+        m.d.sync += epilogue_q.eq(~is_alu & self.cfg.epilogue)
+        cfg = self.cfg
+        narrowed = []
+        for n in range(lanes):
+            shifted = s4_value.word_select(n, w).as_signed() >> cfg.shift
+            low = Mux(shifted < cfg.clip_lo, cfg.clip_lo, shifted)
+            clipped = Mux(low > cfg.clip_hi, cfg.clip_hi, low)
+            narrowed.append(Mux(epilogue_q, clipped[: c.out_width], s4_value.word_select(n, w)[: c.out_width]))
+        out_value = data_reg(8 * c.out_elem_bytes, "out_value")
+        m.d.sync += out_value.eq(Cat(*narrowed))
+        m.d.comb += [self.acc_wr.en.eq(s4_valid), self.acc_wr.addr.eq(s4_dst), self.acc_wr.data.eq(s4_value)]
         m.d.sync += [w_valid.eq(s4_valid), w_dst.eq(s4_dst), w_value.eq(s4_value), w2_value.eq(w_value)]
+
+        # -- W: the OUT write ----------------------------------------------------------------------------
+        m.d.comb += [self.out_wr.en.eq(w_valid), self.out_wr.addr.eq(w_dst), self.out_wr.data.eq(out_value)]
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()

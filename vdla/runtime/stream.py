@@ -33,6 +33,7 @@ from ..isa import (
     Stage,
     Uop,
     alu,
+    cfg,
     elem_bytes,
     encode,
     encode_one,
@@ -63,7 +64,8 @@ class _Resident:
 
 class CommandStream:
     """One program for ``config``, written call by call as with VTA's runtime: `load_2d` and
-    `store_2d` (2D DMA with padding), `gemm` and `alu` over a `UopKernel`, `dep_push` and
+    `store_2d` (2D DMA with padding), `gemm` and `alu` over a `UopKernel`, `cfg` (GEMM init
+    base and epilogue), `dep_push` and
     `dep_pop` (the dependency tokens), `nop`; `finish` appends FINISH and returns the `Program`.
     The module's docstring gives the rules for dependency flags and the micro-op cache."""
 
@@ -190,11 +192,21 @@ class CommandStream:
                 f[f"wgt_factor_{suffix}"] = loop.wgt if loop else 0
         return f
 
-    def gemm(self, kernel: UopKernel, reset: bool = False) -> None:
-        """ACC[dst] += INP[src] . WGT[wgt]^T over the kernel (or zero ACC[dst] with reset)."""
+    def gemm(self, kernel: UopKernel, reset: bool = False, init: bool = False) -> None:
+        """ACC[dst] += INP[src] . WGT[wgt]^T over the kernel (or zero ACC[dst] with reset).
+        With `init` each iteration starts from ACC[init_base + its WGT index] (`cfg`'s
+        init_base) instead of ACC[dst]; with reset too, it copies that row."""
         what = f"gemm({kernel.name!r})"
         bgn, end = self._kernel_range(kernel, what)
-        self._append(gemm(reset=int(reset), uop_bgn=bgn, uop_end=end, **self._loop_fields(kernel, True)), what)
+        self._append(gemm(reset=int(reset), init=int(init), uop_bgn=bgn, uop_end=end,
+                          **self._loop_fields(kernel, True)), what)
+
+    def cfg(self, init_base: int = 0, shift: int = 0, clip_lo: int = 0, clip_hi: int = 0,
+            epilogue: bool = False) -> None:
+        """CFG: GEMM init's base row and the GEMM epilogue for the GEMMs after it (until the
+        next `cfg`, or FINISH): with `epilogue`, OUT gets min(max(ACC >> shift, clip_lo), clip_hi)."""
+        self._append(cfg(init_base=init_base, shift=shift, clip_lo=clip_lo, clip_hi=clip_hi, epilogue=int(epilogue)),
+                     f"cfg(init_base={init_base}, shift={shift}, clip=({clip_lo}, {clip_hi}), epilogue={epilogue})")
 
     def alu(self, kernel: UopKernel, op: AluOp, imm: int | None = None) -> None:
         """ACC[dst] = op(ACC[dst], imm if given else ACC[src]) over the kernel."""
