@@ -6,11 +6,13 @@ Pipeline (after the core's schedule_ops / storage_flatten / simplify)::
              inject_dma   pragma dma_copy-> 2D LOAD/STORE with padding
              inject_gemm  tensorized GEMM and accumulator init -> GEMM kernels (<= 2 folded loops)
     core     vectorize, inject_virtual_thread (cthread: buffers per thread, tasks interleaved), unroll
-    codegen  host code -> tasks -> dependency tokens (sync) -> CommandStream -> Program
+    codegen  host code -> tasks -> requant tails into the GEMMs (fuse_tail: CFG epilogue, GEMM init)
+             -> dependency tokens (sync) -> CommandStream -> Program
 
 Modules: backend (what the driver calls), env (scopes, GEMM intrinsic from a Config), passes (the phase-1 pass list),
 one module per lowering pass (dma, alu, gemm; kernel holds the micro-op kernel spec,
-util the loop helpers they share), sync (dependency tokens), codegen (tasks ->
+util the loop helpers they share), fuse_tail (ALU requantisation tails into the GEMMs), sync
+(dependency tokens), codegen (tasks ->
 CommandStream -> Program), module (the built function and its file format), packing
 (host packing of every layout), top/ (one module per operator template, their numpy
 references, and the strategy that turns a fused graph node into a kernel) and

@@ -4,7 +4,8 @@ The lowered function is host code in the IR: loops around VDLA intrinsics. It is
 translated to a Python function and run once at build time (ahead of time; VTA's
 runtime does the same at every call), calling an :class:`Emitter` that checks every
 instruction against the buffers and records it as a task with the on-chip regions it
-reads and writes. :func:`vdla.compiler.targets.vdla.sync.plan_tokens` then places the
+reads and writes (and what it does, for :mod:`.fuse_tail`, which then moves requantisation
+tails into the GEMMs). :func:`vdla.compiler.targets.vdla.sync.plan_tokens` then places the
 dependency tokens, and the tasks are written through the runtime's
 :class:`~vdla.runtime.CommandStream` (which caches micro-op kernels on chip and applies
 VTA's flag rules) into a Program. DRAM addresses of the arguments are left relative and
@@ -45,8 +46,10 @@ from ...tir.nodes import (
     Var,
 )
 from ...tir.visitor import walk
+from . import fuse_tail
 from .dma import LOAD, STORE
 from .env import SCOPE_MEM, VDLAError, get_env
+from .fuse_tail import TaskInsn
 from .kernel import GEMM, KernelSpec
 from .sync import Task, TokenPlan, plan_tokens
 
@@ -261,7 +264,7 @@ class Emitter:
             self.relocs.append((len(s.insns) - 1, arg, mem))
 
         self.tasks.append(Task(stage, emit, [], [(res, s0, s0 + rows * cols)], f"load {mem.name}", thread=self.thread,
-                               vt=self.vt, epoch=self.epoch))
+                               vt=self.vt, epoch=self.epoch, insn=TaskInsn("load", mem=mem, arg=arg)))
 
     def store(self, sram: Any, dram: Any, xn: int, yn: int, xs: int) -> None:
         what = f"store of {sram[0].name!r}"
@@ -277,7 +280,7 @@ class Emitter:
             self.relocs.append((len(s.insns) - 1, arg, Mem.OUT))
 
         self.tasks.append(Task(Stage.STORE, emit, [("OUT", s0, s0 + xn * yn)], [], "store", thread=self.thread,
-                               vt=self.vt, epoch=self.epoch))
+                               vt=self.vt, epoch=self.epoch, insn=TaskInsn("store", mem=Mem.OUT, arg=arg)))
 
     def _kernel(self, spec: KernelSpec, bases: tuple[int, int, int], what: str) -> UopKernel:
         key = (id(spec), bases)
@@ -320,7 +323,7 @@ class Emitter:
                 raise VDLAError(f"{what}: {e}") from None
 
         self.tasks.append(Task(Stage.COMPUTE, emit, reads, writes, "gemm reset" if reset else "gemm", vt=vt,
-                               epoch=self.epoch))
+                               epoch=self.epoch, insn=TaskInsn("gemm", kernel=kernel, reset=bool(reset))))
 
     def alu(self, spec: KernelSpec, op: int, use_imm: int, imm: int, dst: Any, src: Any,
             vt: int | None = None) -> None:
@@ -345,7 +348,8 @@ class Emitter:
             except StreamError as e:
                 raise VDLAError(f"{what}: {e}") from None
 
-        self.tasks.append(Task(Stage.COMPUTE, emit, reads, writes, f"alu {aop.name}", vt=vt, epoch=self.epoch))
+        self.tasks.append(Task(Stage.COMPUTE, emit, reads, writes, f"alu {aop.name}", vt=vt, epoch=self.epoch,
+                               insn=TaskInsn("alu", kernel=kernel, alu_op=aop, imm=imm if use_imm else None)))
 
 
 def allocate_sram(func: PrimFunc, config: Config) -> dict[Buffer, SramBuffer]:
@@ -507,6 +511,8 @@ def generate(func: PrimFunc, config: Config) -> Generated:
     em = Emitter(config, sram, args)
     ns["host"](em)
     em.tasks = group_thread_loads(group_threads(sink_resets(em.tasks)))
+    if fuse_tail.ENABLED:
+        em.tasks = fuse_tail.fuse_requant_tails(em.tasks, config)
     plan = plan_tokens(em.tasks, config)
     s = CommandStream(config, func.name)
     for t in em.tasks:

@@ -46,6 +46,7 @@ class Task:
     thread: int = 0
     vt: int | None = None  # the virtual thread whose copy this is; None: not in (or shared by) the threads
     epoch: int = 0  # the loop iteration of the host code it was emitted in (see codegen.group_threads)
+    insn: Any = None  # what the instruction does, for passes that prove rewrites (fuse_tail.TaskInsn); None: unknown
     seq: int = 0
     pops: list[Stage] = field(default_factory=list)
     pushes: list[Stage] = field(default_factory=list)

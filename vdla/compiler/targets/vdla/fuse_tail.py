@@ -1,0 +1,394 @@
+"""Requantisation tails into the GEMMs: CFG's epilogue and GEMM init replace the ALU passes.
+
+A layer's tile computes, per accumulator row, ``GEMM reset``, one GEMM per input-channel
+block, then the tail on the tensor ALU: ``ADD`` of the bias row (loaded by a ``LOAD ACC``
+just before), ``SHR imm``, ``MAX imm``, ``MIN imm``, one cycle per row each. With VDLA's
+CFG the GEMMs do the same work themselves: the first GEMM of the tile starts from the bias
+row (``init``: ACC[d] = ACC[init_base + wgt index] + dot) instead of zero, and every GEMM
+write puts ``min(max(ACC >> shift, lo), hi)`` into OUT (the epilogue), so the reset and the
+four ALU instructions go. A depthwise tile, whose first GEMM writes each row several
+times, keeps its reset as a ``reset + init`` (a copy of the bias row) and drops the ALU
+tail alike.
+
+:func:`fuse_requant_tails` rewrites the task list of code generation (program order, before
+the dependency tokens are planned, so the tokens, micro-op loads and relocations of what
+it writes are made as for any other task). It rewrites only a tile it proves equivalent
+on the task list as it stands, enumerating every uop-iteration's rows with numpy (as the
+golden model's ``Machine._indices``):
+
+* the tail is exactly ``ADD`` (tensor operand), ``SHR imm`` (0 <= imm < acc_width, or no
+  SHR: shift 0), ``MAX imm``, ``MIN imm``, consecutive compute tasks, each writing the
+  same row set D once per row, both immediates inside OUT's signed range (with them the
+  low bits the ALU writes are the value, as the epilogue's clip makes it); the ADD maps
+  each row d to one bias row b(d), none of them in D;
+* going back from the ADD, the first task that touches D is a reset whose rows are D,
+  and every one between is a plain GEMM writing rows of D (the members); no other task
+  between the reset and the MIN reads or writes ACC or OUT rows of D;
+* init: the first member writes each row of D exactly once and b(d) - its WGT index is
+  one constant init_base >= 0 (the reset goes, that GEMM gets init); otherwise
+  reset + init: the reset writes each row once and b(d) - its WGT index is constant;
+* the latest write of the bias rows before the ADD is a ``LOAD ACC`` covering them; when
+  it comes after the GEMM that now reads them, it moves to just before it, past tasks
+  that touch none of its rows and no store to the DRAM tensor it reads;
+* after the MIN, no task reads an ACC row of D before writing it whole: the GEMMs leave
+  ACC[d] unclipped (OUT is the same), so only OUT may be read.
+
+Sums wrap at acc_width either way, so adding the bias first gives the same ACC. Then
+:func:`place_cfg` puts a CFG before each GEMM whose state (epilogue off for every GEMM
+not rewritten, shift/clip/init_base for the rewritten) is not the current one; a program
+without a rewritten tile is returned unchanged. ``ENABLED = False`` (or the environment
+variable ``VDLA_FUSE_TAIL=0`` at import) turns the pass off, for comparison.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ....config import Config
+from ....isa import AluOp, Mem, Stage
+from ....runtime import Loop, StreamError, UopKernel
+from .env import VDLAError
+from .sync import Task
+
+__all__ = ["ENABLED", "TaskInsn", "fuse_requant_tails", "place_cfg"]
+
+#: the pass's switch (code generation runs it when True); ``VDLA_FUSE_TAIL=0`` starts it off
+ENABLED = os.environ.get("VDLA_FUSE_TAIL", "1") != "0"
+
+#: when a list: every tile the pass looked at and left alone appends why (tests, debugging)
+REJECTED: list[str] | None = None
+
+#: how many tasks back from a tail's ADD the search for its reset looks
+WINDOW = 256
+
+# a GEMM's CFG need: None (epilogue off) or (init_base or None for "any", shift, clip_lo, clip_hi)
+Need = tuple[int | None, int, int, int] | None
+
+
+@dataclass(frozen=True)
+class TaskInsn:
+    """What a task's instruction does, for passes that prove a rewrite: kind "gemm", "alu",
+    "load", "store" or "cfg"; the uop kernel (absolute indices) of a GEMM or ALU; GEMM's
+    reset/init and the CFG state it needs (`need`, see `place_cfg`); ALU's opcode and immediate
+    (None: tensor operand); a DMA's memory type and DRAM argument; a CFG's state (`need`)."""
+
+    kind: str
+    kernel: UopKernel | None = None
+    reset: bool = False
+    init: bool = False
+    alu_op: AluOp | None = None
+    imm: int | None = None
+    mem: Mem | None = None
+    arg: int | None = None
+    need: Need = None
+
+
+@lru_cache(maxsize=4096)
+def _iterations(kernel: UopKernel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dst, src, wgt) of every uop-iteration of `kernel`, in execution order (outer loop,
+    inner loop, uop), as `vdla.simulator.machine.Machine._indices` enumerates them."""
+    u = np.array(kernel.uops, dtype=np.int64)
+    loops = [(lp.extent, lp.dst, lp.src, lp.wgt) for lp in kernel.loops] + [(1, 0, 0, 0)] * (2 - len(kernel.loops))
+    (eo, *fo), (ei, *fi) = loops
+    i = np.arange(eo)[:, None, None]
+    j = np.arange(ei)[None, :, None]
+    out = tuple((u[:, k] + i * fo[k] + j * fi[k]).ravel() for k in range(3))
+    for a in out:
+        a.flags.writeable = False
+    return out  # type: ignore[return-value]
+
+
+def _span(regions: list[tuple[str, int, int]], names: tuple[str, ...]) -> np.ndarray:
+    rows = [np.arange(lo, hi) for r, lo, hi in regions if r in names and hi > lo]
+    return np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
+
+
+class _Rows:
+    """The rows a task reads of ACC (`reads`) and of OUT (`out_reads`), writes of either
+    (`writes`), and writes whole (`whole`: its value afterwards does not depend on the
+    value before): exact for GEMM, ALU and LOAD tasks, their regions (a superset) for
+    others, which write nothing whole."""
+
+    def __init__(self, t: Task, depth: int) -> None:
+        ins = t.insn
+        empty = np.zeros(0, np.int64)
+        self.out_reads = empty
+        if ins is not None and ins.kind == "gemm":
+            dst, _, wgt = _iterations(ins.kernel)
+            init = ins.need[0] + wgt if ins.init and ins.need is not None and ins.need[0] is not None else empty
+            plain = not ins.reset and not ins.init
+            self.reads, self.writes = np.concatenate([dst if plain else empty, init]), dst
+            self.whole = empty if plain else dst
+        elif ins is not None and ins.kind == "alu":
+            dst, src, _ = _iterations(ins.kernel)
+            self.reads = dst if ins.imm is not None else np.concatenate([dst, src])
+            self.writes, self.whole = dst, empty
+        elif ins is not None and ins.kind == "load" and ins.mem in (Mem.ACC, Mem.ACC_8BIT):
+            self.reads, self.writes = empty, _span(t.writes, ("ACC",))
+            self.whole = self.writes
+        elif ins is not None and ins.kind in ("load", "cfg"):  # INP/WGT/UOP loads, CFG: no ACC/OUT rows
+            self.reads = self.writes = self.whole = empty
+        else:
+            self.reads, self.out_reads = _span(t.reads, ("ACC",)), _span(t.reads, ("OUT",))
+            self.writes, self.whole = _span(t.writes, ("ACC", "OUT")), empty
+
+    def touches(self, mask: np.ndarray) -> bool:
+        return bool(mask[self.reads].any() or mask[self.out_reads].any() or mask[self.writes].any())
+
+
+def _mask(rows: np.ndarray, depth: int) -> np.ndarray:
+    m = np.zeros(depth, bool)
+    m[rows] = True
+    return m
+
+
+def _once(rows: np.ndarray) -> bool:
+    return np.unique(rows).size == rows.size
+
+
+def _is_alu(t: Task, op: AluOp, imm: bool) -> bool:
+    return t.insn is not None and t.insn.kind == "alu" and t.insn.alu_op == op and (t.insn.imm is not None) == imm
+
+
+def _is_gemm(t: Task) -> bool:
+    return t.insn is not None and t.insn.kind == "gemm"
+
+
+def _gemm_task(t: Task, label: str, reset: bool, init: bool, need: Need, reads: list) -> Task:
+    """A copy of GEMM task `t` with reset/init and the CFG state it needs."""
+    kernel = t.insn.kernel
+    what = f"GEMM {label} ({kernel.name!r})"
+
+    def emit(s: Any) -> None:
+        try:
+            s.gemm(kernel, reset=reset, init=init)
+        except StreamError as e:
+            raise VDLAError(f"{what}: {e}") from None
+
+    return replace(t, emit=emit if (init or reset != t.insn.reset) else t.emit, reads=reads, label=label,
+                   insn=replace(t.insn, reset=reset, init=init, need=need), pops=[], pushes=[])
+
+
+def _tail(tasks: list[Task], a: int, config: Config) -> tuple[list[int], int, int, int] | None:
+    """The tail starting at the ADD at `a`: (its task indices, shift, clip_lo, clip_hi), or None."""
+    comp = [k for k in range(a, min(len(tasks), a + 16)) if tasks[k].stage == Stage.COMPUTE][:4]
+    if len(comp) >= 4 and _is_alu(tasks[comp[1]], AluOp.SHR, True):
+        idx, shift = comp[:4], tasks[comp[1]].insn.imm
+    elif len(comp) >= 3:
+        idx, shift = comp[:3], 0
+    else:
+        return None
+    mx, mn = tasks[idx[-2]], tasks[idx[-1]]
+    if not (_is_alu(mx, AluOp.MAX, True) and _is_alu(mn, AluOp.MIN, True)):
+        return None
+    lo_ok, hi_ok = -(1 << (config.out_width - 1)), (1 << (config.out_width - 1)) - 1
+    lo, hi = mx.insn.imm, mn.insn.imm
+    if not (0 <= shift < min(config.acc_width, 1 << config.epilogue_shift_bits)
+            and lo_ok <= lo <= hi_ok and lo_ok <= hi <= hi_ok):
+        return None
+    return idx, shift, lo, hi
+
+
+def _copy_kernel(kernel: UopKernel, bias_of: np.ndarray, prefer: int | None,
+                 config: Config) -> tuple[UopKernel, int] | None:
+    """The reset `kernel` as a reset + init that copies bias row ``bias_of[d]`` into every row d
+    it writes, and its init_base: the same dst/src indices, WGT indices (which a reset never
+    reads) ``bias_of[d] - init_base`` when those are affine in the loops with non-negative
+    factors and below wgt_depth (as any WGT index). init_base is `prefer` where it fits (no
+    CFG needed between tiles), else the lowest bias row. None: not expressible."""
+    dst = _iterations(kernel)[0]
+    if not _once(dst) or (bias_of[dst] < 0).any():
+        return None
+    loops = list(kernel.loops) + [Loop(1)] * (2 - len(kernel.loops))
+    b = bias_of[dst].reshape(loops[0].extent, loops[1].extent, len(kernel.uops))
+    fo = int(b[1, 0, 0] - b[0, 0, 0]) if b.shape[0] > 1 else 0
+    fi = int(b[0, 1, 0] - b[0, 0, 0]) if b.shape[1] > 1 else 0
+    i, j = np.arange(b.shape[0])[:, None, None], np.arange(b.shape[1])[None, :, None]
+    if fo < 0 or fi < 0 or not (b == b[:1, :1, :] + i * fo + j * fi).all():
+        return None
+    lo, hi = int(b.min()), int(b.max())
+    base = prefer if prefer is not None and prefer <= lo and hi - prefer < config.wgt_depth else lo
+    if hi - base >= config.wgt_depth or max(fo, fi) >= config.wgt_depth or base >= 1 << config.log_acc_depth:
+        return None
+    uops = tuple((d, s_, int(c) - base) for (d, s_, _), c in zip(kernel.uops, b[0, 0], strict=True))
+    new_loops = tuple(replace(lp, wgt=f) for lp, f in zip(kernel.loops, (fo, fi)))
+    return UopKernel(uops, new_loops, kernel.name), base
+
+
+def _fuse_one(tasks: list[Task], a: int, config: Config, prefer: int | None = None) -> tuple[list[Task], int] | str:
+    """`tasks` with the tile whose tail's ADD is at index `a` rewritten and its init_base, or
+    the precondition (of the module docstring's) that fails, in words. `prefer`: the
+    init_base a reset + init takes where it can (the previous tile's)."""
+    depth = max(config.acc_depth, config.out_depth)
+    found = _tail(tasks, a, config)
+    if found is None:
+        return "tail: not ADD, [SHR imm], MAX imm, MIN imm with the epilogue's ranges"
+    idx, shift, lo, hi = found
+    add_d, add_s, _ = _iterations(tasks[a].insn.kernel)
+    if not _once(add_d):
+        return 'tail: the ADD writes a row twice'
+    D = _mask(add_d, depth)
+    if D[add_s].any():  # a bias row the tail itself writes
+        return 'tail: the ADD reads a row it writes'
+    for k in idx[1:]:
+        d = _iterations(tasks[k].insn.kernel)[0]
+        if not (_once(d) and d.size == add_d.size and D[d].all()):
+            return "tail: an instruction's rows differ from the ADD's (or repeat)"
+    bias_of = np.full(depth, -1, np.int64)
+    bias_of[add_d] = add_s
+    B = _mask(add_s, depth)
+    rows = {}
+
+    def rows_of(k: int) -> _Rows:
+        if k not in rows:
+            rows[k] = _Rows(tasks[k], depth)
+        return rows[k]
+
+    # the tile: back from the ADD to its reset, collecting the GEMMs that accumulate on D
+    members: list[int] = []
+    reset = None
+    for k in range(a - 1, max(-1, a - 1 - WINDOW), -1):
+        t = tasks[k]
+        if not rows_of(k).touches(D):
+            continue
+        if not _is_gemm(t) or t.insn.init:
+            return "tile: a task other than a plain GEMM or the reset writes the tail's rows"
+        dst = rows_of(k).writes
+        if t.insn.reset:
+            if _mask(dst, depth).tolist() != D.tolist():
+                return "tile: the reset's rows are not the tail's"
+            reset = k
+            break
+        if not D[dst].all():
+            return "tile: a GEMM writes rows outside the tail's"
+        members.insert(0, k)
+    if reset is None or not members:
+        return 'tile: no reset (in the window) or no GEMM after it'
+    inside = set(idx) | set(members) | {reset}
+    if any(rows_of(k).touches(D) for k in range(reset, idx[-1] + 1) if k not in inside):
+        return "tile: another task touches the tail's rows"
+    # init: the first GEMM starts from the bias row; else the reset copies it
+    g_dst, _, g_w = _iterations(tasks[members[0]].insn.kernel)
+    base, reset_kernel = None, None
+    if _once(g_dst) and g_dst.size == add_d.size:
+        b = bias_of[g_dst] - g_w
+        if (b == b[0]).all() and 0 <= b[0] < 1 << config.log_acc_depth:
+            base, reader = int(b[0]), members[0]
+    if base is None:
+        found_reset = _copy_kernel(tasks[reset].insn.kernel, bias_of, prefer, config)
+        if found_reset is None:
+            return 'init: no constant init_base for the first GEMM, no WGT indices for the reset'
+        reset_kernel, base = found_reset
+        reader = reset
+    # the bias rows' load: the latest write of them before the ADD
+    load = next((k for k in range(a - 1, max(-1, a - 1 - WINDOW), -1) if B[rows_of(k).writes].any()), None)
+    if load is None:
+        return 'bias: no write of the bias rows before the ADD'
+    li = tasks[load].insn
+    if li is None or li.kind != "load" or li.mem != Mem.ACC or not _mask(rows_of(load).whole, depth)[B].all():
+        return 'bias: not loaded whole by one LOAD ACC'
+    if load > reader:
+        L = _mask(rows_of(load).writes, depth)
+        for k in range(reader + 1, load):
+            t = tasks[k]
+            if rows_of(k).touches(L) or (t.stage == Stage.STORE and (t.insn is None or t.insn.arg == li.arg)):
+                return 'bias: the load cannot move before the GEMM that reads it'
+    # after the tail, ACC rows of D are read only after being written whole
+    dirty = D.copy()
+    for k in range(idx[-1] + 1, len(tasks)):
+        r = _Rows(tasks[k], depth)
+        if dirty[r.reads].any():
+            return "after: the tail's ACC rows are read before being rewritten"
+        dirty[r.whole] = False
+        if not dirty.any():
+            break
+    # the rewrite
+    bias_lo, bias_hi = int(add_s.min()), int(add_s.max()) + 1
+    out = list(tasks)
+    epi = (None, shift, lo, hi)
+    for k in members:
+        out[k] = _gemm_task(tasks[k], tasks[k].label, False, False, epi, tasks[k].reads)
+    if reader == reset:
+        t = tasks[reset]
+        out[reset] = _gemm_task(replace(t, insn=replace(t.insn, kernel=reset_kernel)), "gemm reset init", True, True,
+                                (base, shift, lo, hi), [("ACC", bias_lo, bias_hi)])
+    else:
+        t = tasks[reader]
+        out[reader] = _gemm_task(t, "gemm init", False, True, (base, shift, lo, hi),
+                                 [*t.reads, ("ACC", bias_lo, bias_hi)])
+    drop = set(idx) | ({reset} if reader != reset else set())
+    if load > reader:
+        drop.add(load)
+    result = []
+    for k, t in enumerate(out):
+        if k == reader and load > reader:
+            result.append(tasks[load])
+        if k not in drop:
+            result.append(t)
+    return result, base
+
+
+def fuse_requant_tails(tasks: list[Task], config: Config) -> list[Task]:
+    """Rewrite every tile whose requantisation tail the GEMMs can do (the module docstring
+    says when); then place the CFGs (`place_cfg`). Unchanged when no tile qualifies."""
+    out = list(tasks)
+    fused, base = 0, None
+    k = 0
+    while k < len(out):
+        t = out[k]
+        if _is_alu(t, AluOp.ADD, False):
+            got = _fuse_one(out, k, config, base)
+            if REJECTED is not None and isinstance(got, str):
+                REJECTED.append(f"{t.insn.kernel.name}: {got}")
+            if not isinstance(got, str):
+                new, base = got
+                ids = {id(x) for x in new}
+                after = next((x for x in out[k:] if id(x) in ids), None)  # the first task of the old list kept
+                out, fused = new, fused + 1
+                k = next(i for i, x in enumerate(out) if x is after) if after is not None else len(out)
+                continue
+        k += 1
+    return place_cfg(out) if fused else out
+
+
+def place_cfg(tasks: list[Task]) -> list[Task]:
+    """Put a CFG task before every GEMM whose need (its `TaskInsn.need`) the CFG state there does
+    not meet, starting from the state every run starts in (all 0): need None, a GEMM not
+    rewritten (or any task not known to be no GEMM), runs with the epilogue off; (init_base,
+    shift, lo, hi) with it on and those values (init_base None: any). A CFG changes only what
+    it must (the other fields keep their values)."""
+    state = (0, 0, 0, 0, False)  # init_base, shift, clip_lo, clip_hi, epilogue
+    out: list[Task] = []
+    for t in tasks:
+        ins = t.insn
+        if t.stage == Stage.COMPUTE and (ins is None or ins.kind == "gemm"):
+            need = ins.need if ins is not None else None
+            base, sh, lo, hi, epi = state
+            if need is None:
+                want = (base, sh, lo, hi, False)
+            else:
+                want = (base if need[0] is None else need[0], need[1], need[2], need[3], True)
+            if want != state and (need is not None or epi):
+                out.append(_cfg_task(want, t))
+                state = want
+        out.append(t)
+    return out
+
+
+def _cfg_task(state: tuple[int, int, int, int, bool], before: Task) -> Task:
+    base, sh, lo, hi, epi = state
+
+    def emit(s: Any) -> None:
+        try:
+            s.cfg(init_base=base, shift=sh, clip_lo=lo, clip_hi=hi, epilogue=epi)
+        except StreamError as e:
+            raise VDLAError(f"CFG before {before.label!r}: {e}") from None
+
+    need = (base, sh, lo, hi) if epi else None
+    return Task(Stage.COMPUTE, emit, [], [], "cfg", vt=before.vt, epoch=before.epoch,
+                insn=TaskInsn("cfg", need=need))
