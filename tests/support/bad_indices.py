@@ -3,7 +3,8 @@
 `cases(config)` maps a name to a `BadIndex`: a short program whose instruction ``index`` has
 an SRAM row, a uop range or a uop-loop index past its buffer, with the `ErrorCode` the core
 must raise for it (None for the look-alikes the golden simulator accepts: a GEMM reset and
-an ALU immediate do not read their src/wgt indices). Tests run each with
+an ALU immediate do not read their src/wgt indices). GEMM init's row (CFG's init_base + the
+WGT index) is checked against ACC, with reset too. Tests run each with
 ``Device.run(..., validate=False)`` on an RTL device and compare with the golden verdict.
 Depths come from the Config, so the cases fit any preset.
 """
@@ -87,11 +88,31 @@ def cases(c: Config, data: int) -> dict[str, BadIndex]:
                           iter_out=2, iter_in=1, dst_factor_out=acc - 1), 1, ErrorCode.UOP_INDEX),
         "alu_src": (*loop(lambda **kw: isa.alu(AluOp.MAX, **kw), one, uop_end=1, iter_out=3, iter_in=1,
                           src_factor_out=acc - 1), 1, ErrorCode.UOP_INDEX),
+        # GEMM init: the row CFG's init_base + the WGT index past ACC (instruction 2, after the CFG),
+        # accumulating or copying (reset); a WGT loop sum past WGT's width, unread with reset.
+        "gemm_init": ([load_uops(1), isa.cfg(init_base=acc - 2), isa.gemm(init=1, uop_end=1, iter_out=3, iter_in=1,
+                                                                         dst_factor_out=1, wgt_factor_out=1), fin()],
+                      one, 2, ErrorCode.UOP_INDEX),
+        "gemm_init_reset": ([load_uops(1), isa.cfg(init_base=acc - 2), isa.gemm(init=1, reset=1, uop_end=1, iter_out=3,
+                                                                               iter_in=1, wgt_factor_out=1), fin()],
+                            one, 2, ErrorCode.UOP_INDEX),
+        "gemm_init_wide_wgt": ([load_uops(1), isa.cfg(init_base=2), isa.gemm(init=1, reset=1, uop_end=1, iter_out=3,
+                                                                            iter_in=1, wgt_factor_out=wgt - 1), fin()],
+                               one, 2, ErrorCode.UOP_INDEX),
         # Look-alikes the golden simulator accepts: the indices past the end are never read.
         "gemm_reset_src_wgt": (*loop(isa.gemm, one, reset=1, uop_end=1, iter_out=3, iter_in=1,
                                      src_factor_out=inp - 1, wgt_factor_out=wgt - 1), 1, None),
         "alu_imm_src": (*loop(lambda **kw: isa.alu(AluOp.ADD, use_imm=1, imm=1, **kw), one, uop_end=1, iter_out=3,
                               iter_in=1, src_factor_out=acc - 1), 1, None),
+        # a reset + init GEMM's WGT index past WGT (unread) whose init row is inside ACC: on a
+        # Config whose ACC is deeper than WGT (with ACC no deeper, the row is past ACC too)
+        "gemm_init_reset_wgt": ([load_uops(1), isa.cfg(init_base=0),
+                                 isa.gemm(init=1, reset=1, uop_end=1, iter_out=2, iter_in=1, wgt_factor_out=wgt - 1),
+                                 fin()], [isa.Uop(0, 0, 1)], 2, None if acc > wgt else ErrorCode.UOP_INDEX),
+        # and one inside ACC, whose src past INP is not read either
+        "gemm_init_reset_inside": ([load_uops(1), isa.cfg(init_base=acc - 3),
+                                    isa.gemm(init=1, reset=1, uop_end=1, iter_out=3, iter_in=1, dst_factor_out=1,
+                                             wgt_factor_out=1, src_factor_out=inp - 1), fin()], one, 2, None),
     }
     return {name: BadIndex(prog(name, insns, uops), index, code) for name, (insns, uops, index, code) in table.items()}
 

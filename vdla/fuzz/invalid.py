@@ -2,7 +2,8 @@
 
 `invalid_program(config, seed)` builds `random_program(config, seed)` and breaks it in
 one of the ways the golden simulator rejects (`MUTATIONS`): an SRAM range past a buffer,
-``uop_end`` past the uop buffer, ``uop_bgn > uop_end``, a uop index past ACC/INP/WGT, a
+``uop_end`` past the uop buffer, ``uop_bgn > uop_end``, a uop index past ACC/INP/WGT (a
+GEMM init row past ACC among them), a
 FINISH (or any instruction) popping what no one pushed, a push removed, a flag naming a
 queue the module does not have, padding on a STORE or a uop load, an unknown memory type
 or ALU opcode, a DRAM range past the end, a FINISH in the middle. Every field stays
@@ -84,13 +85,18 @@ def _uop_bgn_after_end(c, rng, insns):
 
 
 def _loop_past(c, rng, insns):
-    """A loop factor large enough to index past ACC (or INP/WGT for a GEMM)."""
+    """A loop factor large enough to index past ACC (or INP/WGT for a GEMM), or a GEMM made
+    an init GEMM whose WGT loop takes its init row (CFG's init_base + the WGT index) past ACC."""
     i = _loop(rng, insns)
     if i is None:
         return None
     x = insns[i]
     names = ["dst_factor_out"] + (["src_factor_out", "wgt_factor_out"] if x.opcode == Op.GEMM and not x.reset else [])
+    names += ["init"] if x.opcode == Op.GEMM else []
     name = names[int(rng.integers(len(names)))]
+    if name == "init":  # the last outer iteration's WGT index alone reaches past ACC
+        high = _high(c, x, "wgt_factor_out")
+        return i, x.replace(init=1, wgt_factor_out=high, iter_out=max(x.iter_out, 2 + c.acc_depth // high))
     return i, x.replace(iter_out=max(2, x.iter_out), **{name: _high(c, x, name)})
 
 

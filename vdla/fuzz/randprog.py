@@ -3,7 +3,10 @@
 `random_program(config, seed)` builds a program with the `CommandStream` from a
 sequence of tasks. Each task loads random INP/WGT tiles (2D, strided, padded), runs
 compute (LOAD ACC / ACC_8BIT, GEMM reset and accumulate over random 2-level uop
-loops, ALU ops with random immediates or tensor operands) and stores random OUT rows.
+loops, ALU ops with random immediates or tensor operands, CFG with random epilogues and
+init bases, GEMMs with init) and stores random OUT rows. CFG and GEMM init are drawn from
+a second random stream of the seed, so the rest of a seed's program (every load, kernel,
+ALU op and store) is what it was before CFG existed.
 Tokens follow VTA's protocol (RAW forward, WAR backward, every push before its pop in
 program order), so a correct executor neither deadlocks nor leaves tokens, and the
 final DRAM contents do not depend on timing or queue depths.
@@ -58,8 +61,11 @@ class RandomCase:
 
 
 class _Gen:
-    def __init__(self, config: Config, rng: np.random.Generator, dram_size: int) -> None:
+    def __init__(self, config: Config, rng: np.random.Generator, dram_size: int,
+                 cfg_rng: np.random.Generator | None = None) -> None:
         self.c, self.rng = config, rng
+        self.cfg_rng = cfg_rng  # CFG and GEMM init (None: neither)
+        self.init_base = 0  # what the last CFG set (CFG's state starts at 0 every run)
         # DRAM: [inputs | outputs]; inputs random, outputs zero. Element sizes divide 4096.
         self.in_base, self.in_bytes = 4096, dram_size // 2 - 4096
         self.out_base, self.out_bytes = dram_size // 2, dram_size // 2
@@ -105,6 +111,37 @@ class _Gen:
             loops.append(Loop(ext, **f))
         return tuple(loops)
 
+    def x(self, lo: int, hi: int) -> int:
+        """Uniform integer in [lo, hi], from the CFG stream."""
+        return int(self.cfg_rng.integers(lo, hi + 1))
+
+    def cfg(self, s: CommandStream, init_base: int | None = None) -> None:
+        """A CFG: a random epilogue (often on; shifts mostly small; clip bounds now and then
+        crossed) and `init_base` (or the current one)."""
+        c = self.c
+        if init_base is not None:
+            self.init_base = init_base
+        half = 1 << (c.out_width - 1)
+        lo, hi = sorted((self.x(-half, half - 1), self.x(-half, half - 1)))
+        if self.x(0, 7) == 0:
+            lo, hi = hi, lo
+        shift = self.x(0, 12) if self.x(0, 3) else self.x(0, c.acc_width - 1)
+        s.cfg(init_base=self.init_base, shift=shift, clip_lo=lo, clip_hi=hi, epilogue=self.x(0, 4) < 3)
+
+    def gemm(self, s: CommandStream, k: UopKernel, reset: bool) -> None:
+        """GEMM over `k`; with the CFG stream, a third of them with init, after a CFG that sets
+        an init base keeping every init row inside ACC when the current one does not (or at random)."""
+        init = False
+        if self.cfg_rng is not None and self.x(0, 2) == 0:
+            c = self.c
+            top = max(w for _, _, w in k.uops) + sum((lp.extent - 1) * lp.wgt for lp in k.loops)
+            if top < c.acc_depth:
+                init = True
+                if self.init_base + top >= c.acc_depth or self.x(0, 1):
+                    seen = [r for r in self.loaded[Mem.ACC] if r + top < c.acc_depth]  # bias rows that hold data
+                    self.cfg(s, seen[self.x(0, len(seen) - 1)] if seen and self.x(0, 3) else self.x(0, c.acc_depth - 1 - top))
+        s.gemm(k, reset=reset, init=init)
+
     def pick(self, mem: Mem, high: int) -> int:
         """An index in [0, high], usually one that was loaded."""
         seen = self.loaded[mem]
@@ -132,6 +169,8 @@ class _Gen:
     def compute(self, s: CommandStream) -> None:
         c = self.c
         for _ in range(self.r(1, 4)):
+            if self.cfg_rng is not None and self.x(0, 5) == 0:
+                self.cfg(s)
             kind = self.r(0, 9)
             if kind == 0:
                 self.load(s, Mem.ACC)
@@ -139,7 +178,7 @@ class _Gen:
                 self.load(s, Mem.ACC_8BIT)
             elif kind <= 5:
                 k = self.kernel("gemm", c.inp_depth, c.wgt_depth, ("dst", "src", "wgt"))
-                s.gemm(k, reset=self.r(0, 4) == 0)
+                self.gemm(s, k, reset=self.r(0, 4) == 0)
             else:
                 use_imm = self.r(0, 1) == 1
                 op = AluOp(self.r(0, len(AluOp) - 1))
@@ -165,11 +204,13 @@ class _Gen:
         s.store_2d(sram, self.out_base, x_size=x, y_size=y, x_stride=stride, offset=offset)
 
 
-def random_program(config: Config, seed: int, tasks: int | None = None, dram_size: int = 1 << 16) -> RandomCase:
+def random_program(config: Config, seed: int, tasks: int | None = None, dram_size: int = 1 << 16,
+                   cfg: bool = True) -> RandomCase:
     """A random valid program over a DRAM of `dram_size` bytes (inputs below the middle,
-    outputs above)."""
+    outputs above). ``cfg=False``: no CFG and no GEMM init (the seed's program as it was
+    before them)."""
     rng = np.random.default_rng(seed)
-    g = _Gen(config, rng, dram_size)
+    g = _Gen(config, rng, dram_size, np.random.default_rng((seed, 5)) if cfg else None)
     n = tasks if tasks is not None else g.r(1, 5)
     s = CommandStream(config, f"random-{seed}")
     for t in range(n):

@@ -8,7 +8,8 @@
   Device("verilator") runs then trace into ``sim_build/<config>-waves/verilator.fst`` (or .vcd).
 - ``Device("verilator")`` (the same Verilator build, driven by a C++ harness): a
   differential fuzz of random programs against ``Device("fsim")`` (final DRAM and golden
-  counters bit-exact; a mismatch names the seed and the first differing address), the
+  counters bit-exact; a mismatch names the seed and the first differing address), CFG's
+  epilogue and GEMM init (support/cfg_cases.py), the
   examples, rejected instructions (ProgramError), a deadlocking program (watchdog:
   DeadlockError), memory faults, restarts.
 
@@ -30,7 +31,7 @@ import pytest
 pytest.importorskip("cocotb")
 pytest.importorskip("cocotbext.axi")
 
-from support import REPO  # noqa: E402
+from support import REPO, cfg_cases  # noqa: E402
 
 from vdla import isa  # noqa: E402
 from vdla.cocotb_kit import run_tests  # noqa: E402
@@ -153,6 +154,18 @@ def test_random_programs_agree_with_fsim(devices, name, chunk):
             fsim, rtl = Device("fsim", config=PRESETS[name], dram_size=DRAM), Device("verilator", config=PRESETS[name],
                                                                                        dram_size=DRAM)
     assert not bad, f"{len(bad)} of {len(seeds)} programs differ from fsim:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_cfg_epilogue_and_init_agree_with_fsim(devices, name):
+    """support/cfg_cases.py's programs (CFG's epilogue at every shift and clip, GEMM init, its
+    copies and forwarded init rows) on Verilator: fsim's stored OUT rows and counters."""
+    fsim, rtl = devices(name)
+    for case, build in cfg_cases.CASES.items():
+        want, gold = cfg_cases.run(fsim, build, seed=len(case))
+        got, report = cfg_cases.run(rtl, build, seed=len(case))
+        assert np.array_equal(want, got), f"{name} {case}: stored OUT differs at byte {int(np.argmax(want != got))}"
+        assert report.counters == gold.counters, f"{name} {case}"
 
 
 def _example(name: str):
