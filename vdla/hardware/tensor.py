@@ -392,14 +392,16 @@ class TensorPipeline(wiring.Component):
         # min(max(value >> shift, clip_lo), clip_hi): computed from S4's register into one of
         # its own and written a cycle after ACC (W), off the forwarding paths. The pipeline is
         # drained (`done`) in that cycle: OUT is written before the instruction pushes a token.
-        epilogue_q = data_reg(1, "epilogue_q")
-        m.d.sync += epilogue_q.eq(~is_alu & self.cfg.epilogue)
+        # The two compares run side by side: below clip_lo, the result is min(clip_lo, clip_hi),
+        # which comes from a register (the CFG state is held while the instruction runs).
         cfg = self.cfg
+        epilogue_q, floor_q = data_reg(1, "epilogue_q"), data_reg(signed(c.out_width), "clip_floor_q")
+        m.d.sync += [epilogue_q.eq(~is_alu & cfg.epilogue),
+                     floor_q.eq(Mux(cfg.clip_lo > cfg.clip_hi, cfg.clip_hi, cfg.clip_lo))]
         narrowed = []
         for n in range(lanes):
             shifted = s4_value.word_select(n, w).as_signed() >> cfg.shift
-            low = Mux(shifted < cfg.clip_lo, cfg.clip_lo, shifted)
-            clipped = Mux(low > cfg.clip_hi, cfg.clip_hi, low)
+            clipped = Mux(shifted < cfg.clip_lo, floor_q, Mux(shifted > cfg.clip_hi, cfg.clip_hi, shifted))
             narrowed.append(Mux(epilogue_q, clipped[: c.out_width], s4_value.word_select(n, w)[: c.out_width]))
         out_value = data_reg(8 * c.out_elem_bytes, "out_value")
         m.d.sync += out_value.eq(Cat(*narrowed))
