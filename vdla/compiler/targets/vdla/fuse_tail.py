@@ -105,25 +105,30 @@ def _iterations(kernel: UopKernel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _span(regions: list[tuple[str, int, int]], names: tuple[str, ...]) -> np.ndarray:
     rows = [np.arange(lo, hi) for r, lo, hi in regions if r in names and hi > lo]
-    return np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
+    if len(rows) == 1:
+        return rows[0]
+    return np.unique(np.concatenate(rows)) if rows else _EMPTY
+
+
+_EMPTY = np.zeros(0, np.int64)
 
 
 class _Rows:
     """The rows a task reads of ACC (`reads`) and of OUT (`out_reads`), writes of either
     (`writes`), and writes whole (`whole`: its value afterwards does not depend on the
     value before): exact for GEMM, ALU and LOAD tasks, their regions (a superset) for
-    others, which write nothing whole."""
+    others, which write nothing whole. `lo`..`hi` bound them all (a quick test first)."""
 
-    def __init__(self, t: Task, depth: int) -> None:
+    def __init__(self, t: Task) -> None:
         ins = t.insn
-        empty = np.zeros(0, np.int64)
+        empty = _EMPTY
         self.out_reads = empty
         if ins is not None and ins.kind == "gemm":
             dst, _, wgt = _iterations(ins.kernel)
             init = ins.need[0] + wgt if ins.init and ins.need is not None and ins.need[0] is not None else empty
             plain = not ins.reset and not ins.init
-            self.reads, self.writes = np.concatenate([dst if plain else empty, init]), dst
-            self.whole = empty if plain else dst
+            self.reads = dst if plain and not init.size else np.concatenate([dst if plain else empty, init])
+            self.writes, self.whole = dst, empty if plain else dst
         elif ins is not None and ins.kind == "alu":
             dst, src, _ = _iterations(ins.kernel)
             self.reads = dst if ins.imm is not None else np.concatenate([dst, src])
@@ -136,9 +141,45 @@ class _Rows:
         else:
             self.reads, self.out_reads = _span(t.reads, ("ACC",)), _span(t.reads, ("OUT",))
             self.writes, self.whole = _span(t.writes, ("ACC", "OUT")), empty
+        parts = [a for a in (self.reads, self.out_reads, self.writes) if a.size]
+        self.lo = min(int(a.min()) for a in parts) if parts else 1
+        self.hi = max(int(a.max()) for a in parts) if parts else 0
+        self.reads_lo = int(self.reads.min()) if self.reads.size else 1
+        self.reads_hi = int(self.reads.max()) if self.reads.size else 0
 
-    def touches(self, mask: np.ndarray) -> bool:
-        return bool(mask[self.reads].any() or mask[self.out_reads].any() or mask[self.writes].any())
+    def touches(self, rows: _Set) -> bool:
+        if self.hi < rows.lo or self.lo > rows.hi:
+            return False
+        m = rows.mask
+        return bool(m[self.reads].any() or m[self.out_reads].any() or m[self.writes].any())
+
+    def reads_any(self, rows: _Set) -> bool:
+        if self.reads_hi < rows.lo or self.reads_lo > rows.hi:
+            return False
+        return bool(rows.mask[self.reads].any())
+
+
+@lru_cache(maxsize=4096)
+def _cached_rows(ins: TaskInsn | None, reads: tuple, writes: tuple) -> _Rows:
+    """`_Rows` of a task, by what they depend on: a GEMM's or ALU's instruction, or (other
+    tasks) its kind and regions."""
+    return _Rows(Task(Stage.COMPUTE, None, list(reads), list(writes), insn=ins))
+
+
+def _rows(t: Task) -> _Rows:
+    if t.insn is not None and t.insn.kind in ("gemm", "alu"):
+        return _cached_rows(t.insn, (), ())
+    kind = None if t.insn is None else TaskInsn(t.insn.kind, mem=t.insn.mem)
+    return _cached_rows(kind, tuple(t.reads), tuple(t.writes))
+
+
+class _Set:
+    """A set of rows: its mask over the buffer and its bounds."""
+
+    def __init__(self, rows: np.ndarray, depth: int) -> None:
+        self.mask = np.zeros(depth, bool)
+        self.mask[rows] = True
+        self.lo, self.hi = (int(rows.min()), int(rows.max())) if rows.size else (1, 0)
 
 
 def _mask(rows: np.ndarray, depth: int) -> np.ndarray:
@@ -147,8 +188,9 @@ def _mask(rows: np.ndarray, depth: int) -> np.ndarray:
     return m
 
 
-def _once(rows: np.ndarray) -> bool:
-    return np.unique(rows).size == rows.size
+def _once(rows: np.ndarray, depth: int) -> bool:
+    """Whether no row repeats."""
+    return int(np.count_nonzero(_mask(rows, depth))) == rows.size
 
 
 def _is_alu(t: Task, op: AluOp, imm: bool) -> bool:
@@ -202,7 +244,7 @@ def _copy_kernel(kernel: UopKernel, bias_of: np.ndarray, prefer: int | None,
     factors and below wgt_depth (as any WGT index). init_base is `prefer` where it fits (no
     CFG needed between tiles), else the lowest bias row. None: not expressible."""
     dst = _iterations(kernel)[0]
-    if not _once(dst) or (bias_of[dst] < 0).any():
+    if not _once(dst, bias_of.size) or (bias_of[dst] < 0).any():
         return None
     loops = list(kernel.loops) + [Loop(1)] * (2 - len(kernel.loops))
     b = bias_of[dst].reshape(loops[0].extent, loops[1].extent, len(kernel.uops))
@@ -220,41 +262,48 @@ def _copy_kernel(kernel: UopKernel, bias_of: np.ndarray, prefer: int | None,
     return UopKernel(uops, new_loops, kernel.name), base
 
 
-def _fuse_one(tasks: list[Task], a: int, config: Config, prefer: int | None = None) -> tuple[list[Task], int] | str:
-    """`tasks` with the tile whose tail's ADD is at index `a` rewritten and its init_base, or
-    the precondition (of the module docstring's) that fails, in words. `prefer`: the
-    init_base a reset + init takes where it can (the previous tile's)."""
+def _fuse_one(tasks: list[Task], a: int, config: Config, prefer: int | None = None,
+              cache: dict[int, tuple[Task, _Rows]] | None = None) -> tuple[list[Task], int, int] | str:
+    """`tasks` with the tile whose tail's ADD is at index `a` rewritten, its init_base and the
+    index of the first task after it there, or the precondition (of the module docstring's)
+    that fails, in words. `prefer`: the
+    init_base a reset + init takes where it can (the previous tile's); `cache`: the tasks'
+    rows, by task (kept across calls)."""
     depth = max(config.acc_depth, config.out_depth)
     found = _tail(tasks, a, config)
     if found is None:
         return "tail: not ADD, [SHR imm], MAX imm, MIN imm with the epilogue's ranges"
     idx, shift, lo, hi = found
     add_d, add_s, _ = _iterations(tasks[a].insn.kernel)
-    if not _once(add_d):
+    if not _once(add_d, depth):
         return 'tail: the ADD writes a row twice'
-    D = _mask(add_d, depth)
+    Ds = _Set(add_d, depth)
+    D = Ds.mask
     if D[add_s].any():  # a bias row the tail itself writes
         return 'tail: the ADD reads a row it writes'
     for k in idx[1:]:
         d = _iterations(tasks[k].insn.kernel)[0]
-        if not (_once(d) and d.size == add_d.size and D[d].all()):
+        if not (d.size == add_d.size and _once(d, depth) and D[d].all()):
             return "tail: an instruction's rows differ from the ADD's (or repeat)"
     bias_of = np.full(depth, -1, np.int64)
     bias_of[add_d] = add_s
-    B = _mask(add_s, depth)
-    rows = {}
+    Bs = _Set(add_s, depth)
+    B = Bs.mask
+    cache = {} if cache is None else cache
 
     def rows_of(k: int) -> _Rows:
-        if k not in rows:
-            rows[k] = _Rows(tasks[k], depth)
-        return rows[k]
+        t = tasks[k]
+        hit = cache.get(id(t))
+        if hit is None or hit[0] is not t:
+            hit = cache[id(t)] = (t, _rows(t))
+        return hit[1]
 
     # the tile: back from the ADD to its reset, collecting the GEMMs that accumulate on D
     members: list[int] = []
     reset = None
     for k in range(a - 1, max(-1, a - 1 - WINDOW), -1):
         t = tasks[k]
-        if not rows_of(k).touches(D):
+        if not rows_of(k).touches(Ds):
             continue
         if not _is_gemm(t) or t.insn.init:
             return "tile: a task other than a plain GEMM or the reset writes the tail's rows"
@@ -270,12 +319,12 @@ def _fuse_one(tasks: list[Task], a: int, config: Config, prefer: int | None = No
     if reset is None or not members:
         return 'tile: no reset (in the window) or no GEMM after it'
     inside = set(idx) | set(members) | {reset}
-    if any(rows_of(k).touches(D) for k in range(reset, idx[-1] + 1) if k not in inside):
+    if any(rows_of(k).touches(Ds) for k in range(reset, idx[-1] + 1) if k not in inside):
         return "tile: another task touches the tail's rows"
     # init: the first GEMM starts from the bias row; else the reset copies it
     g_dst, _, g_w = _iterations(tasks[members[0]].insn.kernel)
     base, reset_kernel = None, None
-    if _once(g_dst) and g_dst.size == add_d.size:
+    if g_dst.size == add_d.size and _once(g_dst, depth):
         b = bias_of[g_dst] - g_w
         if (b == b[0]).all() and 0 <= b[0] < 1 << config.log_acc_depth:
             base, reader = int(b[0]), members[0]
@@ -286,30 +335,34 @@ def _fuse_one(tasks: list[Task], a: int, config: Config, prefer: int | None = No
         reset_kernel, base = found_reset
         reader = reset
     # the bias rows' load: the latest write of them before the ADD
-    load = next((k for k in range(a - 1, max(-1, a - 1 - WINDOW), -1) if B[rows_of(k).writes].any()), None)
+    load = next((k for k in range(a - 1, max(-1, a - 1 - WINDOW), -1)
+                 if rows_of(k).hi >= Bs.lo and rows_of(k).lo <= Bs.hi and B[rows_of(k).writes].any()), None)
     if load is None:
         return 'bias: no write of the bias rows before the ADD'
     li = tasks[load].insn
     if li is None or li.kind != "load" or li.mem != Mem.ACC or not _mask(rows_of(load).whole, depth)[B].all():
         return 'bias: not loaded whole by one LOAD ACC'
     if load > reader:
-        L = _mask(rows_of(load).writes, depth)
+        L = _Set(rows_of(load).writes, depth)
         for k in range(reader + 1, load):
             t = tasks[k]
             if rows_of(k).touches(L) or (t.stage == Stage.STORE and (t.insn is None or t.insn.arg == li.arg)):
                 return 'bias: the load cannot move before the GEMM that reads it'
     # after the tail, ACC rows of D are read only after being written whole
-    dirty = D.copy()
+    dirty = _Set(add_d, depth)
+    left = add_d.size
     for k in range(idx[-1] + 1, len(tasks)):
-        r = _Rows(tasks[k], depth)
-        if dirty[r.reads].any():
+        r = rows_of(k)
+        if r.reads_any(dirty):
             return "after: the tail's ACC rows are read before being rewritten"
-        dirty[r.whole] = False
-        if not dirty.any():
-            break
-    # the rewrite
+        if r.whole.size and r.hi >= dirty.lo and r.lo <= dirty.hi and dirty.mask[r.whole].any():
+            dirty.mask[r.whole] = False
+            left = int(np.count_nonzero(dirty.mask))
+            if not left:
+                break
+    # the rewrite, of tasks[reset .. the MIN]
     bias_lo, bias_hi = int(add_s.min()), int(add_s.max()) + 1
-    out = list(tasks)
+    out = {}
     epi = (None, shift, lo, hi)
     for k in members:
         out[k] = _gemm_task(tasks[k], tasks[k].label, False, False, epi, tasks[k].reads)
@@ -324,13 +377,13 @@ def _fuse_one(tasks: list[Task], a: int, config: Config, prefer: int | None = No
     drop = set(idx) | ({reset} if reader != reset else set())
     if load > reader:
         drop.add(load)
-    result = []
-    for k, t in enumerate(out):
+    middle = []
+    for k in range(reset, idx[-1] + 1):
         if k == reader and load > reader:
-            result.append(tasks[load])
+            middle.append(tasks[load])
         if k not in drop:
-            result.append(t)
-    return result, base
+            middle.append(out.get(k, tasks[k]))
+    return [*tasks[:reset], *middle, *tasks[idx[-1] + 1:]], base, reset + len(middle)
 
 
 def fuse_requant_tails(tasks: list[Task], config: Config) -> list[Task]:
@@ -338,19 +391,17 @@ def fuse_requant_tails(tasks: list[Task], config: Config) -> list[Task]:
     says when); then place the CFGs (`place_cfg`). Unchanged when no tile qualifies."""
     out = list(tasks)
     fused, base = 0, None
+    cache: dict[int, tuple[Task, _Rows]] = {}
     k = 0
     while k < len(out):
         t = out[k]
         if _is_alu(t, AluOp.ADD, False):
-            got = _fuse_one(out, k, config, base)
+            got = _fuse_one(out, k, config, base, cache)
             if REJECTED is not None and isinstance(got, str):
                 REJECTED.append(f"{t.insn.kernel.name}: {got}")
             if not isinstance(got, str):
-                new, base = got
-                ids = {id(x) for x in new}
-                after = next((x for x in out[k:] if id(x) in ids), None)  # the first task of the old list kept
-                out, fused = new, fused + 1
-                k = next(i for i, x in enumerate(out) if x is after) if after is not None else len(out)
+                out, base, k = got  # k: the first task after the tile's tail
+                fused += 1
                 continue
         k += 1
     return place_cfg(out) if fused else out
