@@ -26,7 +26,10 @@ golden model's ``Machine._indices``):
   between the reset and the MIN reads or writes ACC or OUT rows of D;
 * init: the first member writes each row of D exactly once and b(d) - its WGT index is
   one constant init_base >= 0 (the reset goes, that GEMM gets init); otherwise
-  reset + init: the reset writes each row once and b(d) - its WGT index is constant;
+  reset + init: the reset writes each row once, and its WGT indices (a reset reads no
+  weights) become b(d) - init_base where that is affine in its loops with non-negative
+  factors and below wgt_depth (init_base the previous tile's where it fits: one CFG for
+  the layer);
 * the latest write of the bias rows before the ADD is a ``LOAD ACC`` covering them; when
   it comes after the GEMM that now reads them, it moves to just before it, past tasks
   that touch none of its rows and no store to the DRAM tensor it reads;
