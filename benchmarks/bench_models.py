@@ -109,7 +109,7 @@ def _roofline(r: Any, m: Any, cfg: Any) -> dict:
             "written": r.bytes_written, "intensity": intensity, "util": util, "bound": bound,
             "of_bound": util / bound if bound else 0.0,
             "compute_busy": busy / r.cycles if r.cycles else 0.0, "stream_bound": stream,
-            "alu_iters": r.alu_iters}
+            "alu_iters": r.alu_iters, "compute_read": r.compute_read}
 
 
 def main(argv: list[str] | None = None) -> int:

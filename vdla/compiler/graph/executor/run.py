@@ -82,6 +82,9 @@ class LayerRecord:
     compute_busy: int = 0
     #: ALU uop-iterations the kernel executed (VTA's ``alu_counter``; ``gemm_util`` counts GEMM ones)
     alu_iters: int = 0
+    #: of the bytes read, those the compute module's own loads read (micro-ops, accumulators such as
+    #: a bias): the golden cycle model gives each module its own DRAM port, the hardware one AXI master
+    compute_read: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -238,7 +241,9 @@ class CompiledModel:
                                   rep.gemm_utilisation, moved, k.macs, wall_s=wall,
                                   bytes_written=int(rep.counters.get("out_store_nbytes", 0)),
                                   compute_busy=int(rep.modules["compute"].busy) if "compute" in rep.modules else 0,
-                                  alu_iters=int(rep.counters.get("alu_counter", 0)))
+                                  alu_iters=int(rep.counters.get("alu_counter", 0)),
+                                  compute_read=int(rep.counters.get("acc_load_nbytes", 0)
+                                                   + rep.counters.get("uop_load_nbytes", 0)))
                 if getattr(rep, "trace", None):
                     traces[n.name] = rep.trace
             else:
