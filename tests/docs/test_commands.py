@@ -140,13 +140,24 @@ PROGRAMS = DOCS / "guide" / "programs.md"
 
 
 def test_python_snippet_runs_and_shifts_right() -> None:
-    (code,) = [b for b in _blocks(PROGRAMS, "python") if "CommandStream" in b]
+    (code,) = [b for b in _blocks(PROGRAMS, "python") if "CommandStream" in b and "AluOp.SHR" in b]
     env: dict = {}
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(code, str(PROGRAMS), "exec"), env)
     x = np.arange(4 * env["c"].block_out, dtype=np.int32)
     assert np.array_equal(env["y"].read(np.int8), (x >> 2).astype(np.int8))
     assert env["report"].cycles > 0
+
+
+def test_epilogue_snippet_requantises_in_its_gemms() -> None:
+    """The CFG / GEMM init snippet: bias, shift and clip without an ALU instruction, against numpy."""
+    (code,) = [b for b in _blocks(PROGRAMS, "python") if "s.cfg(" in b]
+    env: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code, str(PROGRAMS), "exec"), env)
+    x, w, bias = (env[k].astype(np.int64) for k in ("x", "w", "bias"))
+    assert np.array_equal(env["got"], np.clip((x @ w.T + bias) >> 7, -128, 127))
+    assert env["report"].counters["alu_counter"] == 0 and env["report"].counters["gemm_counter"] == 16
 
 
 def test_assembly_snippet_assembles_and_adds_five() -> None:
