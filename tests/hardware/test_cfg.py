@@ -196,3 +196,29 @@ def test_epilogue_and_init_cost_no_cycle(same_row):
             busy[mode, dev.name] = dev.run(s.finish()).modules["compute"].busy
     for backend in ("fsim", "pysim"):
         assert busy["plain", backend] == busy["cfg-nop", backend] == busy["epilogue-init", backend], busy
+
+
+def test_a_core_without_gemm_cfg_refuses_cfg_and_init():
+    """`Core(gemm_cfg=False)` (a board with no room, the iCEBreaker): fetch refuses CFG and a
+    GEMM with init as ILLEGAL_OPCODE, naming the instruction; a plain GEMM still runs."""
+    from vdla.hardware.errors import ErrorCode
+    from vdla.hardware.testbench import CoreSim
+
+    c = PRESETS["small"]
+    sim = CoreSim(c, latency=4, watchdog=500, gemm_cfg=False)
+    plain = isa.gemm(reset=1, uop_end=1, iter_out=1, iter_in=1)
+    for bad in (isa.cfg(epilogue=1), isa.gemm(reset=1, init=1, uop_end=1, iter_out=1, iter_in=1)):
+        dram, n = _raw_image(c, [isa.nop(Stage.COMPUTE), plain, bad, isa.finish()])
+        res = sim.run(dram, 0x1000, n)
+        assert res.done and res.error == ErrorCode.ILLEGAL_OPCODE and res.error_index == 2, res
+    dram, n = _raw_image(c, [plain, isa.finish()])
+    res = sim.run(dram, 0x1000, n)
+    assert res.done and res.error == ErrorCode.NONE and res.counters["compute_insns"] == 2
+
+
+def _raw_image(c: Config, insns: list) -> tuple[np.ndarray, int]:
+    dram = np.zeros(1 << 16, np.uint8)
+    for i, insn in enumerate(insns):
+        word = isa.encode_one(insn, c)
+        dram[0x1000 + 16 * i : 0x1000 + 16 * (i + 1)] = np.frombuffer(word.to_bytes(16, "little"), np.uint8)
+    return dram, len(insns)

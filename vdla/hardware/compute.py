@@ -9,7 +9,8 @@ completes, push_prev sends g2l (load may overwrite INP/WGT) and push_next sends 
 (it may carry flags) and then pulses ``finish``. LOADs with x_size = 0 are NOPs.
 CFG completes like a NOP (it moves tokens alike) and sets the registers that the GEMMs
 after it read (`tensor.cfg_layout`: init_base, shift, clip_lo, clip_hi, epilogue), until
-the next CFG; FINISH and the core's reset at every start put them back to 0.
+the next CFG; FINISH and the core's reset at every start put them back to 0. Built with
+``gemm_cfg=False`` (`vdla.hardware.core.Core`'s option) it has no such registers.
 
 Errors (``error``, `vdla.hardware.errors`): a GEMM/ALU whose ``uop_end`` is past the uop
 buffer or whose ``uop_bgn > uop_end`` is refused at start (UOP_RANGE); an iteration whose
@@ -39,14 +40,15 @@ __all__ = ["Compute"]
 
 
 class Compute(wiring.Component):
-    def __init__(self, config: Config, *, io_registers: bool = True, wgt_slices: int = 1) -> None:
+    def __init__(self, config: Config, *, io_registers: bool = True, wgt_slices: int = 1, gemm_cfg: bool = True) -> None:
         self.config = c = config
         self.loader = Loader2D(c, [
             Target("uop", isa.Mem.UOP, c.uop_elem_bytes, c.log_uop_depth),
             Target("acc", isa.Mem.ACC, c.acc_elem_bytes, c.log_acc_depth),
             Target("acc8", isa.Mem.ACC_8BIT, c.acc8_elem_bytes, c.log_acc_depth, widen=c.acc_width),
         ], io_registers=io_registers)
-        self.tensor = TensorPipeline(c, wgt_slices=wgt_slices)
+        self.gemm_cfg = gemm_cfg
+        self.tensor = TensorPipeline(c, wgt_slices=wgt_slices, gemm_cfg=gemm_cfg)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),
             "l2g": In(token()),
@@ -147,11 +149,12 @@ class Compute(wiring.Component):
         # CFG's state (init base and epilogue), for the GEMMs after it: set when the CFG retires
         # (the next instruction starts later), back to its defaults at FINISH and with the
         # datapath's reset at every start.
-        cfg_insn = data.View(isa.amaranth_layout(c, "cfg"), raw)
-        cfg = Signal(cfg_layout(c), name="cfg")
-        m.d.comb += tensor.cfg.eq(cfg)
-        with m.If(retire & (opcode == isa.Op.CFG)):
-            m.d.sync += [getattr(cfg, name).eq(getattr(cfg_insn, name)) for name in cfg_layout(c).members]
-        with m.If(self.finish):
-            m.d.sync += cfg.eq(0)
+        if self.gemm_cfg:  # (without, fetch refuses CFG, and the tensor pipeline reads no `cfg`)
+            cfg_insn = data.View(isa.amaranth_layout(c, "cfg"), raw)
+            cfg = Signal(cfg_layout(c), name="cfg")
+            m.d.comb += tensor.cfg.eq(cfg)
+            with m.If(retire & (opcode == isa.Op.CFG)):
+                m.d.sync += [getattr(cfg, name).eq(getattr(cfg_insn, name)) for name in cfg_layout(c).members]
+            with m.If(self.finish):
+                m.d.sync += cfg.eq(0)
         return m

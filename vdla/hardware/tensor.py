@@ -59,6 +59,8 @@ owner (`Compute`) drops the writes once the core has halted on the error.
 
 Pulse ``start`` with ``insn`` (a GEMM or ALU instruction, held stable) and ``cfg`` (held
 too); ``done`` pulses once the last ACC write has happened, with the last OUT write.
+Built with ``gemm_cfg=False`` (a part with no room for them) it has neither init nor the
+epilogue: the logic is constant and optimised away, and its owner refuses what would use it.
 
 Registers that carry data only (indices, operands, sums, results) have no reset: the valid
 bits, which do, say when they count, and a reset net reaching every one of them was itself
@@ -99,9 +101,10 @@ def data_reg(shape, name: str) -> Signal:
 
 
 class TensorPipeline(wiring.Component):
-    def __init__(self, config: Config, *, wgt_slices: int = 1) -> None:
+    def __init__(self, config: Config, *, wgt_slices: int = 1, gemm_cfg: bool = True) -> None:
         self.config = c = config
         self.wgt_slices = wgt_slices
+        self.gemm_cfg = gemm_cfg  # GEMM init and the epilogue (off: neither; `cfg` is not read)
         acc_bits = 8 * c.acc_elem_bytes
         super().__init__({
             "start": In(1),
@@ -234,7 +237,7 @@ class TensorPipeline(wiring.Component):
         # GEMM with init (a registered copy of the held instruction's decode, as the ones in S2b):
         # its ACC operand is read from the init row, not from dst (with reset too: a copy)
         init_q = data_reg(1, "init_q")
-        m.d.sync += init_q.eq(~is_alu & g.init)
+        m.d.sync += init_q.eq(~is_alu & g.init if self.gemm_cfg else 0)
         check_src = Mux(is_alu, ~a.use_imm, ~g.reset)
         # Registered: the check sits behind the uop buffer's read and the index adders, and
         # the core's error latch is far away; the iteration is still five stages from its write.
@@ -245,15 +248,21 @@ class TensorPipeline(wiring.Component):
         # One WGT address register per slice (the board build keeps the copies apart: Yosys
         # would merge them). A stall holds S1a too.
         # `rd`: the row the ACC operand is read from, which forwarding compares (dst, or the init row)
-        s1a_valid, s1a_dst, s1a_src, s1a_rd = Signal(), data_reg(dw, "s1a_dst"), data_reg(sw, "s1a_src"), data_reg(dw, "s1a_rd")
+        # (without GEMM init, `rd` is dst: its registers are dst's)
+        def rd_reg(name: str, dst_reg: Signal) -> Signal:
+            return data_reg(dw, name) if self.gemm_cfg else dst_reg
+
+        s1a_valid, s1a_dst, s1a_src = Signal(), data_reg(dw, "s1a_dst"), data_reg(sw, "s1a_src")
+        s1a_rd = rd_reg("s1a_rd", s1a_dst)
         inp_addr = data_reg(c.log_inp_depth, "inp_addr")
         wgt_addr = [data_reg(ww, f"wgt_addr_{n}") for n in range(self.wgt_slices)]
         wgt_next = wgt
         if c.inp_fanout_register:  # WGT read a cycle after INP (see GemmArray)
             wgt_next = data_reg(ww, "s1a_wgt")
         with m.If(~stall_q["s1a"]):
-            m.d.sync += [s1a_valid.eq(s1q_valid), s1a_dst.eq(dst), s1a_src.eq(src), inp_addr.eq(src),
-                         s1a_rd.eq(Mux(init_q, init, dst))]
+            m.d.sync += [s1a_valid.eq(s1q_valid), s1a_dst.eq(dst), s1a_src.eq(src), inp_addr.eq(src)]
+            if self.gemm_cfg:
+                m.d.sync += s1a_rd.eq(Mux(init_q, init, dst))
             m.d.sync += [copy.eq(wgt_next) for copy in wgt_addr]
             if c.inp_fanout_register:
                 m.d.sync += wgt_next.eq(wgt)
@@ -272,7 +281,7 @@ class TensorPipeline(wiring.Component):
         waits = []
         for stage in ("s1b", "s1c", "s1d")[:c.tensor_stages]:
             valid, dst, src = Signal(name=f"{stage}_valid"), data_reg(dw, f"{stage}_dst"), data_reg(dw, f"{stage}_src")
-            rd = data_reg(dw, f"{stage}_rd")
+            rd = rd_reg(f"{stage}_rd", dst)
             with m.If(~stall_q["s1a"]):
                 m.d.sync += [valid.eq(pre2_valid), dst.eq(pre2_dst), src.eq(pre2_src), rd.eq(pre2_rd)]
             pre2_valid, pre2_dst, pre2_src, pre2_rd = valid, dst, src, rd
@@ -281,7 +290,8 @@ class TensorPipeline(wiring.Component):
         # -- S2: INP/WGT registered -----------------------------------------------------------
         # A stall holds S2 (its INP/WGT data is not used by an ALU instruction, the only kind
         # that stalls) and sends a bubble on to S2r.
-        s2_valid, s2_dst, s2_src, s2_rd = Signal(), data_reg(dw, "s2_dst"), data_reg(dw, "s2_src"), data_reg(dw, "s2_rd")
+        s2_valid, s2_dst, s2_src = Signal(), data_reg(dw, "s2_dst"), data_reg(dw, "s2_src")
+        s2_rd = rd_reg("s2_rd", s2_dst)
         with m.If(~stall_q["s2"]):
             m.d.sync += [s2_valid.eq(pre2_valid), s2_dst.eq(pre2_dst), s2_src.eq(pre2_src), s2_rd.eq(pre2_rd)]
         # With Config.acc_read_register the ACC is read from S2's registers and the data is
@@ -293,7 +303,7 @@ class TensorPipeline(wiring.Component):
 
         # -- S2r: products; ACC data registered ------------------------------------------------
         s2r_valid, s2r_dst, s2r_src = Signal(), data_reg(dw, "s2r_dst"), data_reg(dw, "s2r_src")
-        s2r_rd = data_reg(dw, "s2r_rd")
+        s2r_rd = rd_reg("s2r_rd", s2r_dst)
         m.d.sync += [s2r_valid.eq(s2_valid & ~stall_q["s2"]), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src), s2r_rd.eq(s2_rd)]
         if early:
             acc_dst_q, acc_src_q = data_reg(acc_bits, "acc_dst_q"), data_reg(acc_bits, "acc_src_q")
@@ -394,22 +404,27 @@ class TensorPipeline(wiring.Component):
         # drained (`done`) in that cycle: OUT is written before the instruction pushes a token.
         # The two compares run side by side: below clip_lo, the result is min(clip_lo, clip_hi),
         # which comes from a register (the CFG state is held while the instruction runs).
-        cfg = self.cfg
-        epilogue_q, floor_q = data_reg(1, "epilogue_q"), data_reg(signed(c.out_width), "clip_floor_q")
-        m.d.sync += [epilogue_q.eq(~is_alu & cfg.epilogue),
-                     floor_q.eq(Mux(cfg.clip_lo > cfg.clip_hi, cfg.clip_hi, cfg.clip_lo))]
-        narrowed = []
-        for n in range(lanes):
-            shifted = s4_value.word_select(n, w).as_signed() >> cfg.shift
-            clipped = Mux(shifted < cfg.clip_lo, floor_q, Mux(shifted > cfg.clip_hi, cfg.clip_hi, shifted))
-            narrowed.append(Mux(epilogue_q, clipped[: c.out_width], s4_value.word_select(n, w)[: c.out_width]))
-        out_value = data_reg(8 * c.out_elem_bytes, "out_value")
-        m.d.sync += out_value.eq(Cat(*narrowed))
+        # Without `gemm_cfg`, OUT is written with ACC, its low bits, as VTA does.
+        low = [s4_value.word_select(n, w)[: c.out_width] for n in range(lanes)]
         m.d.comb += [self.acc_wr.en.eq(s4_valid), self.acc_wr.addr.eq(s4_dst), self.acc_wr.data.eq(s4_value)]
         m.d.sync += [w_valid.eq(s4_valid), w_dst.eq(s4_dst), w_value.eq(s4_value), w2_value.eq(w_value)]
+        if self.gemm_cfg:
+            cfg = self.cfg
+            epilogue_q, floor_q = data_reg(1, "epilogue_q"), data_reg(signed(c.out_width), "clip_floor_q")
+            m.d.sync += [epilogue_q.eq(~is_alu & cfg.epilogue),
+                         floor_q.eq(Mux(cfg.clip_lo > cfg.clip_hi, cfg.clip_hi, cfg.clip_lo))]
+            narrowed = []
+            for n in range(lanes):
+                shifted = s4_value.word_select(n, w).as_signed() >> cfg.shift
+                clipped = Mux(shifted < cfg.clip_lo, floor_q, Mux(shifted > cfg.clip_hi, cfg.clip_hi, shifted))
+                narrowed.append(Mux(epilogue_q, clipped[: c.out_width], low[n]))
+            out_value = data_reg(8 * c.out_elem_bytes, "out_value")
+            m.d.sync += out_value.eq(Cat(*narrowed))
 
-        # -- W: the OUT write ----------------------------------------------------------------------------
-        m.d.comb += [self.out_wr.en.eq(w_valid), self.out_wr.addr.eq(w_dst), self.out_wr.data.eq(out_value)]
+            # -- W: the OUT write ------------------------------------------------------------------------
+            m.d.comb += [self.out_wr.en.eq(w_valid), self.out_wr.addr.eq(w_dst), self.out_wr.data.eq(out_value)]
+        else:
+            m.d.comb += [self.out_wr.en.eq(s4_valid), self.out_wr.addr.eq(s4_dst), self.out_wr.data.eq(Cat(*low))]
 
         # -- completion ---------------------------------------------------------------------------
         active = Signal()

@@ -16,7 +16,8 @@ The model, with parameters from `Config.timing` (all in core clock cycles):
   (`pipeline_latency`); an iteration that reads a row an earlier one writes
   issues no sooner than `alu_raw_distance` cycles after it (the ALU's result is registered
   twice before write-back), and the iterations after it wait with it (`alu_stall_cycles`).
-- Every instruction pays `insn_overhead` for decode and issue; a NOP or FINISH only that.
+- Every instruction pays `insn_overhead` for decode and issue; a NOP, CFG or FINISH only that
+  (the GEMM epilogue and GEMM init cost no cycle: OUT is written as the pipeline drains).
 - Fetch starts `launch_latency` after start and reads the whole stream as one DMA:
   instruction k has arrived once the `dram_latency` and its bus beats (and burst gaps)
   have passed; it dispatches at most
