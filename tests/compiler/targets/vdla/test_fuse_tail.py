@@ -9,12 +9,12 @@ failing precondition). The reduced MobileNetV2 and ResNet-18 stay bit-exact, wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
 from support.graph import int8
-from support.templates import conv_case
+from support.templates import conv_case, conv_operands
 
 from vdla import Device
 from vdla.compiler import te
@@ -30,6 +30,7 @@ from vdla.compiler.targets.vdla.sync import Task
 from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,
+    conv2d_packed,
     dense_packed,
     dense_reference,
     pack_bias,
@@ -38,6 +39,7 @@ from vdla.compiler.targets.vdla.top import (
     schedule_dense_packed,
     unpack_dense_data,
 )
+from vdla.compiler.targets.vdla.top.tiling import fused_tail
 from vdla.config import preset
 from vdla.isa import AluOp, Mem, Op, Stage
 from vdla.runtime import Loop, UopKernel
@@ -146,12 +148,26 @@ def test_pass_on_and_off_bit_identical(c: Layer, switch) -> None:  # type: ignor
     assert cycles_on < cycles_off
 
 
-@pytest.mark.parametrize("ic, knobs", [(16, Knobs()), (32, Knobs(tile_ci=1)), (48, Knobs(tile_ci=1)),
-                                       (32, Knobs(tile_ci=1, oc_nthread=2)), (64, Knobs(tile_ci=2, h_nthread=2))],
-                         ids=["ci1", "ci2-per-block", "ci3-per-block", "ci2-oc-threads", "ci3-chunks-row-threads"])
+TEMPLATE_1X1 = [
+    ("ci1", 16, Knobs()),
+    ("ci2-per-block", 32, Knobs(tile_ci=1)),
+    ("ci3-per-block", 48, Knobs(tile_ci=1)),
+    ("ci2-oc-threads", 32, Knobs(tile_ci=1, oc_nthread=2)),
+    ("ci4-chunks-of-2-row-threads", 64, Knobs(tile_ci=2, h_nthread=2)),
+    # the first GEMM covers every input-channel block (2 or 3) of the tile: split, its first part the init GEMM
+    ("ci2-one-gemm", 32, Knobs(tile_ci=2)),
+    ("ci3-one-gemm", 48, Knobs(tile_ci=3)),
+    ("ci2-one-gemm-oc-threads", 32, Knobs(tile_co=2, tile_ci=2, oc_nthread=2)),
+    ("ci3-one-gemm-row-threads", 48, Knobs(tile_ci=3, tile_h=3, h_nthread=2)),
+    ("ci3-one-gemm-one-block-out", 48, Knobs(tile_co=1, tile_h=3, tile_w=6, tile_ci=3)),
+]
+
+
+@pytest.mark.parametrize("ic, knobs", [c[1:] for c in TEMPLATE_1X1], ids=[c[0] for c in TEMPLATE_1X1])
 def test_1x1_template_one_gemm_per_input_block(ic: int, knobs: Knobs, switch) -> None:  # type: ignore[no-untyped-def]
-    """The 1x1 conv template with one GEMM per input-channel block (or chunk): on, the first GEMM
-    of each tile starts from the bias (no reset), the others accumulate, and the ALU has no work."""
+    """The 1x1 conv template with one GEMM per input-channel block, chunk or tile: on, the first
+    GEMM of each tile (or its first part) starts from the bias (no reset), the others
+    accumulate, and the ALU has no work."""
     args = (DEFAULT, ic, 64, 6, 1, 1, 0, Tail(bias=True, shift=8, clip=(0, 96)), knobs)
     switch(False)
     off = conv_case(*args)
@@ -161,8 +177,28 @@ def test_1x1_template_one_gemm_per_input_block(ic: int, knobs: Knobs, switch) ->
     np.testing.assert_array_equal(off["got"], on["got"])
     insns = on["f"].program.instructions()
     assert _count(insns, Op.ALU) == 0 and _count(insns, Op.GEMM, init=1) > 0
-    if knobs.tile_ci == 1 or ic == 16:
-        assert _count(insns, Op.GEMM, reset=1) == 0
+    assert _count(insns, Op.GEMM, reset=1) == 0
+    assert on["report"].cycles < off["report"].cycles
+
+
+@pytest.mark.parametrize("tile_ci, nthread", [(1, 1), (2, 1), (2, 2)])
+def test_3x3_template_padded_bias(tile_ci: int, nthread: int, switch) -> None:  # type: ignore[no-untyped-def]
+    """3x3: the first GEMM of a tile sums 9 taps of each input-channel block into each row; its
+    first tap of the first block splits off as the init GEMM, whose WGT index steps by 9 * tile_ci
+    per output-channel block: the bias load pads its rows that far apart (18: zeros before each
+    row too, past the pad field's 15). No reset, no ALU; bit-exact, and fewer cycles."""
+    args = (DEFAULT, 32, 64, 8, 3, 1, 1, Tail(bias=True, shift=9, clip=(0, 96)),
+            Knobs(tile_co=2, tile_h=4, tile_w=8, tile_ci=tile_ci, oc_nthread=nthread))
+    switch(False)
+    off = conv_case(*args)
+    switch(True)
+    on = conv_case(*args)
+    np.testing.assert_array_equal(on["got"], on["ref"])
+    np.testing.assert_array_equal(off["got"], on["got"])
+    insns = on["f"].program.instructions()
+    assert _count(insns, Op.ALU) == 0 and _count(insns, Op.GEMM, reset=1) == 0 and _count(insns, Op.GEMM, init=1) > 0
+    pads = {(i.x_pad_0, i.x_pad_1) for i in insns if i.opcode == Op.LOAD and i.memory_type == Mem.ACC}
+    assert pads == {(0, 8)} if tile_ci == 1 else pads == {(2, 15)}
     assert on["report"].cycles < off["report"].cycles
 
 
@@ -195,10 +231,12 @@ def test_dense_template(nthread: int, switch) -> None:  # type: ignore[no-untype
     assert cycles_on < cycles_off
 
 
-def test_depthwise_keeps_its_reset_as_a_copy(switch) -> None:  # type: ignore[no-untyped-def]
+def test_depthwise_first_tap_starts_from_the_bias(switch) -> None:  # type: ignore[no-untyped-def]
+    """Depthwise: the GEMM sums the taps into each row (a loop over them, uops over the rest):
+    its first tap splits off as the init GEMM, so no reset is left."""
     switch(True)
     _, _, dw = _run(Layer("dw", 32, 32, k=3, groups=32, clip=6 << 9))
-    assert _count(dw, Op.GEMM, reset=1) == _count(dw, Op.GEMM, reset=1, init=1) > 0
+    assert _count(dw, Op.GEMM, reset=1) == 0 and _count(dw, Op.GEMM, init=1) > 0 and _count(dw, Op.ALU) == 0
 
 
 def test_tail_without_clip_is_left_alone(switch) -> None:  # type: ignore[no-untyped-def]
@@ -281,19 +319,104 @@ def test_synthetic_tile_is_rewritten(monkeypatch: pytest.MonkeyPatch) -> None:
     assert init.init and not init.reset and init.need == (100, 7, 0, 96)  # row d: bias 100 + d // 4 = 100 + weight
 
 
-def test_depthwise_like_tile_copies_the_bias_with_the_reset(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the GEMM writes every row twice (two taps): no init GEMM; the reset copies, its WGT indices chosen
-    two_taps = _k([(0, 0, 0), (4, 0, 1)], [(2, 0, 0, 2), (4, 1, 1, 0)])
+#: a GEMM over rows 0..7 that no split makes write each row once: uop u writes rows d_u, d_u + 1
+#: (0, 1; 1, 2; 3, 4; 5, 6; 6, 7): the uops that write only new rows miss rows 2 and 7
+UNSPLIT = _k([(0, 0, 0), (1, 0, 1), (3, 0, 0), (5, 0, 1), (6, 0, 0)], [(2, 1, 1, 0)])
+
+
+def test_unsplittable_tile_copies_the_bias_with_the_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the GEMM writes rows twice and splits into no init GEMM: the reset copies, its WGT indices chosen
     blocks = _k([(0, 0, 0), (4, 0, 0)], [(4, 1, 0, 0)])  # one uop per output-channel block
-    why, out = _why(_tile(gemm=two_taps, reset=blocks), monkeypatch)
+    why, out = _why(_tile(gemm=UNSPLIT, reset=blocks), monkeypatch)
     assert why == []
     assert [t.label for t in out] == ["load ACC", "cfg", "gemm reset init", "gemm", "store"]
     k = out[2].insn.kernel
     assert out[2].insn.need == (100, 7, 0, 96) and k.uops == ((0, 0, 0), (4, 0, 1)) and k.loops == (Loop(4, 1),)
     assert out[3].insn.need == (None, 7, 0, 96)  # the epilogue on, any init base
     # one uop over all rows: its WGT index cannot follow the bias row (100, 100, 100, 100, 101, ...)
-    why, out = _why(_tile(gemm=two_taps), monkeypatch)
+    why, out = _why(_tile(gemm=UNSPLIT), monkeypatch)
     assert why == ["init: no constant init_base for the first GEMM, no WGT indices for the reset"]
+
+
+def _gemm_iterations(kernels: list[UopKernel]) -> list[tuple[int, int, int]]:
+    return sorted(t for k in kernels for t in zip(*(a.tolist() for a in fuse_tail._iterations(k)), strict=True))
+
+
+# (first GEMM, its parts' uops and loops): rows d = 4 * o-block + 2 * half + (0, 1) (a loop over the rows
+# of a half); a uop per (input-channel block or tap, o-block, half) when the uops cover several
+SPLITS = [
+    # two taps in a loop that moves no row (depthwise): the loop's first iteration, then the rest
+    ("taps-loop", _k([(0, 0, 0), (4, 0, 1)], [(2, 0, 0, 2), (4, 1, 1, 0)]),
+     [(((0, 0, 0), (4, 0, 1)), (Loop(1, 0, 0, 2), Loop(4, 1, 1, 0))),
+      (((0, 0, 2), (4, 0, 3)), (Loop(1, 0, 0, 2), Loop(4, 1, 1, 0)))]),
+    # uops over (input-channel block, o-block, half), 2 and 3 blocks (WGT 2 or 3 * o-block + block):
+    # the first block's uops, then the rest
+    ("uops-ci2", _k([(0, 0, 0), (2, 2, 0), (4, 0, 2), (6, 2, 2), (0, 4, 1), (2, 6, 1), (4, 4, 3), (6, 6, 3)],
+                    [(2, 1, 1, 0)]),
+     [(((0, 0, 0), (2, 2, 0), (4, 0, 2), (6, 2, 2)), (Loop(2, 1, 1, 0),)),
+      (((0, 4, 1), (2, 6, 1), (4, 4, 3), (6, 6, 3)), (Loop(2, 1, 1, 0),))]),
+    ("uops-ci3", _k([(0, 0, 0), (2, 2, 0), (4, 0, 3), (6, 2, 3), (0, 4, 1), (2, 6, 1), (4, 4, 4), (6, 6, 4),
+                     (0, 8, 2), (2, 10, 2), (4, 8, 5), (6, 10, 5)], [(2, 1, 1, 0)]),
+     [(((0, 0, 0), (2, 2, 0), (4, 0, 3), (6, 2, 3)), (Loop(2, 1, 1, 0),)),
+      (((0, 4, 1), (2, 6, 1), (4, 4, 4), (6, 6, 4), (0, 8, 2), (2, 10, 2), (4, 8, 5), (6, 10, 5)),
+       (Loop(2, 1, 1, 0),))]),
+    # both: a loop over two input-channel blocks, uops over (tap, o-block, half): three GEMMs
+    ("loop-and-uops", _k([(0, 0, 0), (2, 2, 0), (4, 0, 4), (6, 2, 4), (0, 1, 1), (2, 3, 1), (4, 1, 5), (6, 3, 5)],
+                         [(2, 0, 8, 2), (2, 1, 1, 0)]),
+     [(((0, 0, 0), (2, 2, 0), (4, 0, 4), (6, 2, 4)), (Loop(1, 0, 8, 2), Loop(2, 1, 1, 0))),
+      (((0, 1, 1), (2, 3, 1), (4, 1, 5), (6, 3, 5)), (Loop(1, 0, 8, 2), Loop(2, 1, 1, 0))),
+      (((0, 8, 2), (2, 10, 2), (4, 8, 6), (6, 10, 6), (0, 9, 3), (2, 11, 3), (4, 9, 7), (6, 11, 7)),
+       (Loop(1, 0, 8, 2), Loop(2, 1, 1, 0)))]),
+]
+
+
+@pytest.mark.parametrize("gemm, parts", [c[1:] for c in SPLITS], ids=[c[0] for c in SPLITS])
+def test_split_first_gemm(gemm: UopKernel, parts: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first GEMM that writes rows more than once splits into an init GEMM writing each row once
+    and plain GEMMs with the rest of its iterations (the same multiset); the bias load pads its
+    rows apart where K1's WGT index steps by more than one per output-channel block."""
+    monkeypatch.setattr(fuse_tail, "WEIGH", False)  # an 8-row tile: the split costs more than the reset
+    got = fuse_tail._split_first(gemm, 256)
+    assert got is not None and [(k.uops, k.loops) for k in got] == parts
+    assert _gemm_iterations(got) == _gemm_iterations([gemm])
+    d1 = fuse_tail._iterations(got[0])[0]
+    assert sorted(d1.tolist()) == list(range(ROWS))
+    tasks = _tile(gemm=gemm)
+    tasks[2].insn = replace(tasks[2].insn, load=(100, 2, 1, 2, 0, 0, 0, 0),
+                            remake=lambda *a: ("padded", a))  # LOAD ACC of rows 100, 101: one row of 2
+    why, out = _why(tasks, monkeypatch)
+    assert why == []
+    labels = [t.label for t in out]
+    step = next(w for d, _, w in got[0].uops if d == 4)  # K1's WGT index of o-block 1 (block 0's is 0)
+    if step == 1:  # bias row 100 + o = init_base + WGT index: the load as it is
+        assert labels == ["load ACC", "cfg", "gemm init", *["gemm"] * (len(parts) - 1), "store"]
+        assert out[2].insn.need == (100, 7, 0, 96)
+    else:  # the load pads each bias row to `step` rows, above every row the tile uses (102: past the bias)
+        assert labels == ["load ACC bias padded", "cfg", "gemm init", *["gemm"] * (len(parts) - 1), "store"]
+        assert out[0].emit == ("padded", (102, 1, 2, 1, (0, step - 1), (0, 0)))
+        assert out[0].writes == [("ACC", 102, 102 + 2 * step)] and out[2].insn.need == (102, 7, 0, 96)
+    assert [t.insn.kernel for t in out if t.label in ("gemm init", "gemm")] == got
+    assert all(t.insn.need[1:] == (7, 0, 96) for t in out if t.label in ("gemm init", "gemm"))
+
+
+def test_padded_bias_load_past_the_pad_field() -> None:
+    """K1's WGT index steps by more than the pad field holds + 1: zeros before each row too."""
+    step = fuse_tail._PAD_MAX + 5
+    bias_of = np.full(256, -1, np.int64)
+    bias_of[:ROWS] = 100 + np.arange(ROWS) // 4
+    dst = np.arange(ROWS)
+    li = TaskInsn("load", mem=Mem.ACC, arg=2, load=(100, 2, 1, 2, 0, 0, 0, 0), remake=lambda *a: a)
+    got = fuse_tail._relayout(li, bias_of, dst, step * (dst // 4), 102, None, DEFAULT)
+    assert got == (106, step, 2, 106)  # rows 102..105 before the first bias row: its leading zeros
+    t = fuse_tail._padded_load(Task(Stage.COMPUTE, None, [], [("ACC", 100, 102)], "load ACC", insn=li), li, *got[:3])
+    assert t.emit == (102, 1, 2, 1, (4, fuse_tail._PAD_MAX), (0, 0)) and t.writes == [("ACC", 102, 102 + 2 * step)]
+    assert fuse_tail._relayout(li, bias_of, dst, (2 * fuse_tail._PAD_MAX + 2) * (dst // 4), 102, None, DEFAULT) is None
+
+
+def test_unsplittable_kernels() -> None:
+    assert fuse_tail._split_first(UNSPLIT, 256) is None
+    once = _k([(0, 0, 0), (4, 0, 1)], [(4, 1, 1, 0)])  # writes each row once already: nothing to split
+    assert fuse_tail._split_first(once, 256) is None
 
 
 @pytest.mark.parametrize("case, reason", [
@@ -336,3 +459,24 @@ def test_cfg_only_where_the_state_changes() -> None:
     tasks = [gemm(None), gemm(a), gemm((None, 7, 0, 96)), gemm(a), gemm(b), gemm(None), gemm(None), gemm(b)]
     labels = [t.label for t in place_cfg(tasks)]
     assert labels == ["gemm", "cfg", "gemm", "gemm", "gemm", "cfg", "gemm", "cfg", "gemm", "gemm", "cfg", "gemm"]
+
+
+# -- the tile picker's view of the pass ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tail, fused", [
+    (Tail(bias=True, shift=8, clip=(0, 96)), True),
+    (Tail(bias=True, clip=(-128, 127)), True),  # no shift
+    (Tail(bias=True, shift=8, clip=None), False),  # no clip: the ALU keeps the low bits
+    (Tail(bias=True, shift=8, residual=True, clip=(0, 96)), False),
+    (Tail(shift=8, clip=(0, 96)), False),  # no bias
+], ids=["bias-shift-clip", "bias-clip", "no-clip", "residual", "no-bias"])
+def test_picker_knows_which_tails_fuse(tail: Tail, fused: bool, switch) -> None:  # type: ignore[no-untyped-def]
+    """The conv tile picker models a fused tail (no ALU, no reset) exactly where the pass can fuse
+    it, and only with the pass on (off: the old model, the same tiles as before the pass)."""
+    op = conv_operands(DEFAULT, 32, 32, 4, 1, 1, 0, tail)
+    out = conv2d_packed(op.D, op.K, 1, 0, tail, bias=op.Bt, residual=op.Rt, config=DEFAULT)
+    switch(True)
+    assert fused_tail(out, DEFAULT) == fused
+    switch(False)
+    assert not fused_tail(out, DEFAULT)

@@ -256,15 +256,23 @@ class Emitter:
         stage = Stage.LOAD if mem in (Mem.INP, Mem.WGT) else Stage.COMPUTE
         res = {Mem.INP: "INP", Mem.WGT: "WGT"}.get(mem, "ACC")
 
-        def emit(s: CommandStream) -> None:
-            try:
-                s.load_2d(mem, s0, 0, x_size=xn, y_size=yn, x_stride=xs, offset=d0, x_pad=(xp0, xp1), y_pad=(yp0, yp1))
-            except StreamError as e:
-                raise VDLAError(f"stage {sb.buffer.name!r}: {e}") from None
-            self.relocs.append((len(s.insns) - 1, arg, mem))
+        def remake(s0: int, xn: int, yn: int, xs: int, x_pad: tuple[int, int], y_pad: tuple[int, int]) -> Any:
+            """The emit of this load with another SRAM start and shape (the same DRAM start)."""
 
+            def emit(s: CommandStream) -> None:
+                try:
+                    s.load_2d(mem, s0, 0, x_size=xn, y_size=yn, x_stride=xs, offset=d0, x_pad=x_pad, y_pad=y_pad)
+                except StreamError as e:
+                    raise VDLAError(f"stage {sb.buffer.name!r}: {e}") from None
+                self.relocs.append((len(s.insns) - 1, arg, mem))
+
+            return emit
+
+        emit = remake(s0, xn, yn, xs, (xp0, xp1), (yp0, yp1))
+        shape = (s0, xn, yn, xs, xp0, yp0, xp1, yp1)
         self.tasks.append(Task(stage, emit, [], [(res, s0, s0 + rows * cols)], f"load {mem.name}", thread=self.thread,
-                               vt=self.vt, epoch=self.epoch, insn=TaskInsn("load", mem=mem, arg=arg)))
+                               vt=self.vt, epoch=self.epoch,
+                               insn=TaskInsn("load", mem=mem, arg=arg, load=shape, remake=remake)))
 
     def store(self, sram: Any, dram: Any, xn: int, yn: int, xs: int) -> None:
         what = f"store of {sram[0].name!r}"

@@ -28,7 +28,7 @@ from .common import (
     _stages,
     _tail_inputs,
 )
-from .tiling import _choose_threads, _pick_conv_tiles, _pick_outer_tiles, conv_cost
+from .tiling import _choose_threads, _pick_conv_tiles, _pick_outer_tiles, conv_cost, fused_tail
 from .tuning import define_conv_space, record_fallback, resolve
 
 __all__ = ["conv2d_packed", "schedule_conv2d_packed"]
@@ -89,10 +89,11 @@ def schedule_conv2d_packed(out: te.Tensor, knobs: Knobs | None = None, config: A
     has_bias, has_res = _tail_inputs(extra, out)
     ob, oh, ow, cb = shape[1], shape[2], shape[3], kshape[1]
     cfg, tuned = resolve(acc_op, knobs, lambda cfg: define_conv_space(cfg, ob, oh, ow, cb))
+    fused = fused_tail(out, env.config)
     k = _choose_threads(
         tuned or knobs or Knobs(),
-        lambda kk: _pick_conv_tiles(env, shape, kshape, stride, kk, has_bias, has_res),
-        lambda kk: conv_cost(env, shape, kshape, stride, kk),
+        lambda kk: _pick_conv_tiles(env, shape, kshape, stride, kk, has_bias, has_res, fused),
+        lambda kk: conv_cost(env, shape, kshape, stride, kk, fused),
         f"conv2d {shape}",
     )
     record_fallback(cfg, k, {"tile_co": ob, "tile_h": oh, "tile_w": ow, "tile_ci": cb})

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .....simulator.timing import pipeline_latency
+from .....simulator.timing import dma_cycles, pipeline_latency
+from ....tir.nodes import BinOp, Call, IntImm, TensorRead
 from ..env import Env, VDLAError
+from ..fuse_tail import _PAD_MAX
 from .common import Knobs
 
-__all__ = ["conv_cost"]
+__all__ = ["conv_cost", "fused_tail"]
 
 
 def _divisor_at_most(n: int, cap: int) -> int:
@@ -31,10 +33,43 @@ def _dma_cycles(c: Any, rows: int, row_bytes: int) -> float:
     return t.insn_overhead + rows * (t.dram_latency + beats + bursts * t.burst_gap)
 
 
-def conv_cost(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], stride: tuple[int, int], k: Knobs) -> float:
+def fused_tail(out: Any, config: Any) -> bool:
+    """Whether :mod:`..fuse_tail` will move the requantisation tail behind ``out`` into the GEMMs
+    (the pass on, and the tail one ALU stage ``min(max([acc + bias] >> shift, lo), hi)`` with
+    the bias a per-channel vector): then the tile pays no ALU cycles and no reset."""
+    from .. import fuse_tail
+    from .common import _alu_ops
+
+    if not fuse_tail.ENABLED:
+        return False
+    alu = out.op.input_tensors()[0].op
+    if len(_alu_ops(alu)) != 1:
+        return False
+    e = alu.body
+    lo, hi = -(1 << (config.out_width - 1)), (1 << (config.out_width - 1)) - 1
+    for op in ("min", "max"):  # the clip's bounds inside OUT's range, as the epilogue's
+        if not (isinstance(e, BinOp) and e.op == op and isinstance(e.b, IntImm) and lo <= e.b.value <= hi):
+            return False
+        e = e.a
+    if isinstance(e, Call) and e.name == "shift_right" and isinstance(e.args[1], IntImm):
+        e = e.args[0]
+    if not (isinstance(e, BinOp) and e.op == "add" and isinstance(e.a, TensorRead) and isinstance(e.b, TensorRead)):
+        return False
+    return len(e.a.tensor.shape) != 3 and len(e.b.tensor.shape) == 3
+
+
+def conv_cost(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], stride: tuple[int, int], k: Knobs,
+              fused: bool = False) -> float:
     """Estimated cycles of a conv2d schedule (the tile picker's model): per input-channel chunk
     the loads and the GEMM; one thread serialises them, two overlap them (each thread loading
-    what it needs: shared data for output-channel threads, shared weights for row threads)."""
+    what it needs: shared data for output-channel threads, shared weights for row threads).
+
+    ``fused`` (:func:`fused_tail`): the tail is in the GEMMs, so a tile's compute is its GEMMs,
+    its bias load and (when the first chunk's GEMM cannot start from the bias) the padding of
+    the bias load or a reset; with threads, a tile's store runs under the other threads' compute,
+    and the next tile of its thread (whose first GEMM writes the rows the store reads) waits
+    for it: the threads interleave chunk by chunk, so only one chunk's GEMM of another thread
+    covers the store. A tile then takes the longest of that compute, its loads and its store."""
     c = env.config
     nb, ob, oh, ow, _, _ = shape
     _, cb, kh, kw, _, _ = kshape
@@ -45,8 +80,20 @@ def conv_cost(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], stride:
     gemm = tco * th * tw * tci * kh * kw + pipeline_latency(c, "gemm") + 2 * c.timing.insn_overhead
     chunks = cb // tci
     tiles = nb * (ob // tco) * (oh // th) * (ow // tw)
-    tail = tco * th * tw * 5 + _dma_cycles(c, tco, th * tw * c.out_elem_bytes)
     nt = k.oc_nthread * k.h_nthread
+    if fused:
+        rows, step = k.tile_b * tco * th * tw, tci * kh * kw
+        # the first chunk's GEMM starts from the bias where it reads row d's at init_base + its
+        # WGT index: the bias load pads its rows apart (above every thread's tiles), else a reset
+        padded = step - 1 <= 2 * _PAD_MAX and tco * (step - 1) < rows and nt * (rows + k.tile_b * tco) + tco * step <= c.acc_depth
+        start = 0 if step == 1 else tco * step if padded else rows
+        bias = dma_cycles(c, tco, c.acc_elem_bytes, pad_elems=start)
+        store = dma_cycles(c, k.tile_b * tco, th * tw * c.out_elem_bytes, write=True)
+        if nt == 1:
+            return tiles * (chunks * (load + gemm) + bias + store)
+        compute = chunks * gemm + bias + max(0, store - (nt - 1) * gemm)
+        return tiles * (max(compute, chunks * load, store) + min(load, gemm) / nt)
+    tail = tco * th * tw * 5 + _dma_cycles(c, tco, th * tw * c.out_elem_bytes)
     if nt == 1:
         per_tile = chunks * (load + gemm) + tail
     else:
@@ -55,7 +102,7 @@ def conv_cost(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], stride:
 
 
 def _pick_conv_tiles(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], stride: tuple[int, int],
-                     k: Knobs, has_bias: int, has_res: bool) -> Knobs:
+                     k: Knobs, has_bias: int, has_res: bool, fused: bool = False) -> Knobs:
     """The tiles (that fit the buffers, one copy per virtual thread) with the lowest modelled cost."""
     c = env.config
     nb, ob, oh, ow, _, _ = shape
@@ -81,7 +128,7 @@ def _pick_conv_tiles(env: Env, shape: tuple[int, ...], kshape: tuple[int, ...], 
                     if inp * nt > c.inp_depth or wgt * nt > c.wgt_depth:
                         continue
                     cand = k.replace(tile_co=tco, tile_h=th, tile_w=tw, tile_ci=tci)
-                    cost = conv_cost(env, shape, kshape, stride, cand)
+                    cost = conv_cost(env, shape, kshape, stride, cand, fused)
                     if best is None or cost < best[0]:
                         best = (cost, cand)
     if best is None:
