@@ -28,6 +28,7 @@ from vdla.compiler.targets.vdla.top import (
 )
 from vdla.compiler.topi.workloads import OFFLOADED
 from vdla.config import PRESETS
+from vdla.isa import Mem, Op
 from vdla.runtime.device import BUILTIN_BACKENDS
 
 CFG = PRESETS["default"]
@@ -78,3 +79,32 @@ def test_two_virtual_threads_take_fewer_rtl_cycles(case):
         f, shape = _build(Knobs(vthreads=threads))
         cycles[threads] = f(Device("verilator", config=CFG), *arrays, np.zeros(shape, np.int8)).cycles
     assert cycles[2] < cycles[1], f"RTL cycles: 2 threads {cycles[2]}, 1 thread {cycles[1]}"
+
+
+@pytest.mark.parametrize("tile_ci, pads", [(1, (0, 8)), (2, (2, 15))], ids=["step9", "step18"])
+def test_padded_bias_load_and_split_gemm_on_verilator(tile_ci: int, pads: tuple[int, int]) -> None:
+    """A 3x3 layer whose tail the GEMMs do (fuse_tail): the first GEMM of a tile split into an
+    init GEMM and the rest, the bias loaded with each row padded to the init GEMM's WGT step
+    (9 or 18 rows: zeros after each row, or before and after), no reset, no ALU: the same output
+    on the RTL as on fsim and numpy."""
+    tail = Tail(bias=True, shift=9, clip=(0, 96))
+    rng = np.random.default_rng(5)
+    b, ci, co = CFG.batch, CFG.block_in, CFG.block_out
+    x = rng.integers(-128, 128, (b, 32, 8, 8), dtype=np.int8)
+    w = rng.integers(-128, 128, (64, 32, 3, 3), dtype=np.int8)
+    bias = rng.integers(-4000, 4000, (64,), dtype=np.int32)
+    D = te.placeholder((1, 32 // ci, 8, 8, b, ci), "int8", name="data")
+    K = te.placeholder((64 // co, 32 // ci, 3, 3, co, ci), "int8", name="kernel")
+    B = te.placeholder((64 // co, b, co), "int32", name="bias")
+    out = conv2d_packed(D, K, 1, 1, tail, bias=B, config=CFG)
+    knobs = Knobs(tile_co=2, tile_h=4, tile_w=8, tile_ci=tile_ci, oc_nthread=2)
+    f = build(schedule_conv2d_packed(out, knobs, config=CFG), [D, K, B, out], config=CFG)
+    insns = f.program.instructions()
+    assert {(i.x_pad_0, i.x_pad_1) for i in insns if i.opcode == Op.LOAD and i.memory_type == Mem.ACC} == {pads}
+    assert not any(i.opcode == Op.GEMM and i.reset for i in insns) and not any(i.opcode == Op.ALU for i in insns)
+    ref = conv2d_reference(x, w, 1, 1, tail, bias=bias)
+    arrays = [pack_data(x, b, ci), pack_weight(w, co, ci), pack_bias(bias, b, co)]
+    for backend in ("fsim", "verilator"):
+        got = np.zeros(tuple(int(v.value) for v in out.shape), np.int8)
+        f(Device(backend, config=CFG), *arrays, got)
+        np.testing.assert_array_equal(unpack_data(got), ref, err_msg=backend)
