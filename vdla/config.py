@@ -149,6 +149,11 @@ class Config:
     #: and its fan-out to every result bit did not fit in a period). No cycle is added; costs
     #: an accumulator row of flip-flops.
     alu_compare_register: bool = False
+    #: VDLA's CFG instruction and GEMM init: the GEMM requantises (shift, clip) what it writes to
+    #: OUT and starts from a bias row, so a layer needs no reset or ALU tail. Off (a part with no
+    #: room for the logic, such as the iCE40 UP5K): CFG and a GEMM with init are illegal, and the
+    #: compiler keeps the tail on the ALU.
+    gemm_epilogue: bool = True
     timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
@@ -337,7 +342,7 @@ class Config:
     ARCHITECTURAL = (
         "batch", "block_in", "block_out", "inp_width", "wgt_width", "acc_width", "out_width",
         "uop_buff_size", "inp_buff_size", "wgt_buff_size", "acc_buff_size",
-        "dram_addr_width", "loop_iter_width", "alu_imm_width",
+        "dram_addr_width", "loop_iter_width", "alu_imm_width", "gemm_epilogue",
     )
 
     def architecture_differences(self, other: Config) -> list[str]:

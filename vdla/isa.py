@@ -111,6 +111,11 @@ class FieldSpec:
     extra: int = 0
     signed: bool = False
     doc: str = ""
+    #: a Config flag the field exists under (absent, the format is as if it were not in the table)
+    when: str = ""
+
+    def present(self, config: Config) -> bool:
+        return not self.when or bool(getattr(config, self.when))
 
     def bits(self, config: Config) -> int:
         if self.width_of:
@@ -123,10 +128,10 @@ class FieldSpec:
         return self.width_of + (f" + {self.extra}" if self.extra else "")
 
 
-def _f(name: str, width: int | str, doc: str, *, extra: int = 0, signed: bool = False) -> FieldSpec:
+def _f(name: str, width: int | str, doc: str, *, extra: int = 0, signed: bool = False, when: str = "") -> FieldSpec:
     if isinstance(width, str):
-        return FieldSpec(name, width_of=width, extra=extra, signed=signed, doc=doc)
-    return FieldSpec(name, width=width, signed=signed, doc=doc)
+        return FieldSpec(name, width_of=width, extra=extra, signed=signed, doc=doc, when=when)
+    return FieldSpec(name, width=width, signed=signed, doc=doc, when=when)
 
 
 _COMMON = (
@@ -136,18 +141,22 @@ _COMMON = (
     _f("push_prev", 1, "push a token to the previous stage when done"),
     _f("push_next", 1, "push a token to the next stage when done"),
 )
-_LOOP_COUNTS = (
+_LOOPS = (
     _f("reset", 1, "GEMM: write zeros to the destination rows instead of accumulating"),
     _f("uop_bgn", "log_uop_depth", "first micro-op of the kernel"),
     _f("uop_end", "log_uop_depth", "one past the last micro-op", extra=1),
     _f("iter_out", "loop_iter_width", "outer loop trip count"),
     _f("iter_in", "loop_iter_width", "inner loop trip count"),
-)
-_DST_FACTORS = (
+    # init sits in the first word's last bit, which the loop counts leave free on the default
+    # config (both formats' second words are full there); ALU has it too, as it has reset, so
+    # the two formats keep every loop field at the same bits. A Config without the epilogue
+    # has VTA's layout exactly.
+    _f("init", 1, "GEMM: start from ACC[init_base + WGT index] (CFG's init_base) instead of ACC[dst]: "
+                  "the accumulation, or with reset a copy, begins at a bias row, no reset pass needed "
+                  "(only where Config.gemm_epilogue is on)", when="gemm_epilogue"),
     _f("dst_factor_out", "log_acc_depth", "ACC index step per outer iteration"),
     _f("dst_factor_in", "log_acc_depth", "ACC index step per inner iteration"),
 )
-_LOOPS = _LOOP_COUNTS + _DST_FACTORS
 
 #: The single description of the instruction encoding, keyed by format name.
 FORMATS: dict[str, tuple[FieldSpec, ...]] = {
@@ -163,12 +172,7 @@ FORMATS: dict[str, tuple[FieldSpec, ...]] = {
         _f("x_pad_0", 4, "zero elements before each row"),
         _f("x_pad_1", 4, "zero elements after each row"),
     ),
-    # `init` sits in the first word's last bit, which the loop fields leave free (GEMM's second
-    # word is full on the default config)
-    "gemm": _COMMON + _LOOP_COUNTS + (
-        _f("init", 1, "start from ACC[init_base + WGT index] (CFG's init_base) instead of ACC[dst]: "
-                      "the accumulation, or with reset a copy, begins at a bias row, no reset pass needed"),
-    ) + _DST_FACTORS + (
+    "gemm": _COMMON + _LOOPS + (
         _f("src_factor_out", "log_inp_depth", "INP index step per outer iteration"),
         _f("src_factor_in", "log_inp_depth", "INP index step per inner iteration"),
         _f("wgt_factor_out", "log_wgt_depth", "WGT index step per outer iteration"),
@@ -236,6 +240,8 @@ class Format:
     name: str
     slots: tuple[Slot, ...]
     total_bits: int
+    #: fields of the table this Config does not have (`FieldSpec.when`), and the flag each needs
+    absent: tuple[tuple[str, str], ...] = ()
 
     def slot(self, name: str) -> Slot:
         for s in self.slots:
@@ -247,7 +253,10 @@ class Format:
 def _place(name: str, specs: Sequence[FieldSpec], config: Config, total_bits: int) -> Format:
     word_bits = min(WORD_BITS, total_bits)
     slots, word, lsb = [], 0, 0
+    absent = tuple((spec.name, spec.when) for spec in specs if not spec.present(config))
     for spec in specs:
+        if not spec.present(config):
+            continue
         width = spec.bits(config)
         if width < 1:
             raise ISAError(f"{name} field {spec.name!r} has width {width} for config {config.name!r}")
@@ -261,7 +270,7 @@ def _place(name: str, specs: Sequence[FieldSpec], config: Config, total_bits: in
             )
         slots.append(Slot(spec.name, word, lsb, width, spec.signed))
         lsb += width
-    return Format(name, tuple(slots), total_bits)
+    return Format(name, tuple(slots), total_bits, absent)
 
 
 @dataclass(frozen=True)
@@ -407,6 +416,10 @@ def _pack(fmt: Format, values: dict[str, int], what: str) -> int:
                 f"{'signed ' if s.signed else ''}bits (allowed {s.low}..{s.high})"
             )
         word |= (v & ((1 << s.width) - 1)) << s.bit
+    for name, flag in fmt.absent:
+        if values.get(name, 0):
+            raise FieldRangeError(f"{what}: field '{name}' = {values[name]} does not exist on this config "
+                                  f"(Config.{flag} is off)")
     return word
 
 
@@ -708,7 +721,7 @@ def reference_markdown(config: Config | None = None) -> str:
         f = lay.uop if fmt_name == "uop" else lay.formats[fmt_name]
         ops = [o.name for o, n in FORMAT_OF_OP.items() if n == fmt_name] or ["micro-op"]
         out += [f"## {fmt_name} ({', '.join(ops)})", "", "| bits | field | width | meaning |", "|---|---|---|---|"]
-        for spec, s in zip(specs, f.slots):
+        for spec, s in zip([sp for sp in specs if sp.present(config)], f.slots):
             bits = f"{s.bit + s.width - 1}:{s.bit}" if s.width > 1 else f"{s.bit}"
             sign = ", signed" if s.signed else ""
             out.append(f"| {bits} | {s.name} | {spec.width_text()} = {s.width}{sign} | {spec.doc} |")

@@ -14,6 +14,7 @@ epilogue and init costing no cycle.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -37,6 +38,7 @@ from vdla import isa
 from vdla.config import PRESETS, Config
 from vdla.runtime import CommandStream, Device, Loop, Mem, Program, Stage, UopKernel
 from vdla.simulator import ExecutionError, ProgramError
+from vdla.simulator.golden import execute
 
 DRAM = 1 << 18
 
@@ -198,19 +200,26 @@ def test_epilogue_and_init_cost_no_cycle(same_row):
         assert busy["plain", backend] == busy["cfg-nop", backend] == busy["epilogue-init", backend], busy
 
 
-def test_a_core_without_gemm_cfg_refuses_cfg_and_init():
-    """`Core(gemm_cfg=False)` (a board with no room, the iCEBreaker): fetch refuses CFG and a
-    GEMM with init as ILLEGAL_OPCODE, naming the instruction; a plain GEMM still runs."""
+def test_a_core_without_the_epilogue_refuses_cfg_and_init():
+    """A Config with ``gemm_epilogue`` off (a board with no room, the iCEBreaker) has VTA's layout:
+    its GEMM has no init bit (encoding one is an error naming the field), and fetch refuses CFG
+    as ILLEGAL_OPCODE, naming the instruction, as the golden simulator's check does; a plain
+    GEMM still runs."""
     from vdla.hardware.errors import ErrorCode
     from vdla.hardware.testbench import CoreSim
 
-    c = PRESETS["small"]
-    sim = CoreSim(c, latency=4, watchdog=500, gemm_cfg=False)
+    c = dataclasses.replace(PRESETS["small"], name="small-no-epilogue", gemm_epilogue=False)
+    assert "init" not in {s.name for s in isa.layout(c).formats["gemm"].slots}
+    with pytest.raises(isa.FieldRangeError, match=r"field 'init' = 1 does not exist on this config \(Config.gemm_epilogue"):
+        isa.encode([isa.gemm(reset=1, init=1, uop_end=1, iter_out=1, iter_in=1)], c)
+    sim = CoreSim(c, latency=4, watchdog=500)
     plain = isa.gemm(reset=1, uop_end=1, iter_out=1, iter_in=1)
-    for bad in (isa.cfg(epilogue=1), isa.gemm(reset=1, init=1, uop_end=1, iter_out=1, iter_in=1)):
-        dram, n = _raw_image(c, [isa.nop(Stage.COMPUTE), plain, bad, isa.finish()])
-        res = sim.run(dram, 0x1000, n)
-        assert res.done and res.error == ErrorCode.ILLEGAL_OPCODE and res.error_index == 2, res
+    program = [isa.nop(Stage.COMPUTE), plain, isa.cfg(epilogue=1), isa.finish()]
+    dram, n = _raw_image(c, program)
+    res = sim.run(dram, 0x1000, n)
+    assert res.done and res.error == ErrorCode.ILLEGAL_OPCODE and res.error_index == 2, res
+    with pytest.raises(ProgramError, match=r"instruction 2 .*has no GEMM epilogue"):
+        execute(c, program, np.zeros(1 << 12, np.uint8))
     dram, n = _raw_image(c, [plain, isa.finish()])
     res = sim.run(dram, 0x1000, n)
     assert res.done and res.error == ErrorCode.NONE and res.counters["compute_insns"] == 2

@@ -3,6 +3,8 @@ and argument errors."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from support.sim import flag_table
@@ -250,3 +252,15 @@ def test_field_overflow_names_the_call(call, what, field):
     with pytest.raises(StreamError, match=what) as ei:
         call(s)
     assert f"'{field}'" in str(ei.value)
+
+
+@pytest.mark.parametrize("call", ["cfg", "init"])
+def test_cfg_and_init_refused_on_a_config_without_the_epilogue(call: str) -> None:
+    c = dataclasses.replace(PRESETS["small"], name="small-no-epilogue", gemm_epilogue=False)
+    s = CommandStream(c)
+    with pytest.raises(StreamError, match="has no GEMM epilogue"):
+        if call == "cfg":
+            s.cfg(shift=1, epilogue=True)
+        else:
+            s.gemm(UopKernel.single(0, 0, 0), init=True)
+    s.gemm(UopKernel.single(0, 0, 0))  # a plain GEMM is fine

@@ -210,6 +210,7 @@ def random_program(config: Config, seed: int, tasks: int | None = None, dram_siz
     outputs above). ``cfg=False``: no CFG and no GEMM init (the seed's program as it was
     before them)."""
     rng = np.random.default_rng(seed)
+    cfg = cfg and config.gemm_epilogue  # a Config without the epilogue refuses CFG and init
     g = _Gen(config, rng, dram_size, np.random.default_rng((seed, 5)) if cfg else None)
     n = tasks if tasks is not None else g.r(1, 5)
     s = CommandStream(config, f"random-{seed}")

@@ -10,7 +10,7 @@ completes, push_prev sends g2l (load may overwrite INP/WGT) and push_next sends 
 CFG completes like a NOP (it moves tokens alike) and sets the registers that the GEMMs
 after it read (`tensor.cfg_layout`: init_base, shift, clip_lo, clip_hi, epilogue), until
 the next CFG; FINISH and the core's reset at every start put them back to 0. Built with
-``gemm_cfg=False`` (`vdla.hardware.core.Core`'s option) it has no such registers.
+``Config.gemm_epilogue`` off it has no such registers.
 
 Errors (``error``, `vdla.hardware.errors`): a GEMM/ALU whose ``uop_end`` is past the uop
 buffer or whose ``uop_bgn > uop_end`` is refused at start (UOP_RANGE); an iteration whose
@@ -40,15 +40,15 @@ __all__ = ["Compute"]
 
 
 class Compute(wiring.Component):
-    def __init__(self, config: Config, *, io_registers: bool = True, wgt_slices: int = 1, gemm_cfg: bool = True) -> None:
+    def __init__(self, config: Config, *, io_registers: bool = True, wgt_slices: int = 1) -> None:
         self.config = c = config
         self.loader = Loader2D(c, [
             Target("uop", isa.Mem.UOP, c.uop_elem_bytes, c.log_uop_depth),
             Target("acc", isa.Mem.ACC, c.acc_elem_bytes, c.log_acc_depth),
             Target("acc8", isa.Mem.ACC_8BIT, c.acc8_elem_bytes, c.log_acc_depth, widen=c.acc_width),
         ], io_registers=io_registers)
-        self.gemm_cfg = gemm_cfg
-        self.tensor = TensorPipeline(c, wgt_slices=wgt_slices, gemm_cfg=gemm_cfg)
+        self.gemm_cfg = c.gemm_epilogue
+        self.tensor = TensorPipeline(c, wgt_slices=wgt_slices)
         super().__init__({
             "cmd": In(stream.Signature(isa.INSN_BITS)),
             "l2g": In(token()),

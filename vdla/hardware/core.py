@@ -76,16 +76,16 @@ class Core(wiring.Component):
     no room for it turns it off (its host validates every program before it runs,
     `vdla.runtime.Device.run`): fetch's checks stay, and the stages still drop rows past a
     buffer and skip a GEMM/ALU whose uop range is out of bounds, but report none of it.
-    ``gemm_cfg``: CFG's GEMM epilogue and GEMM init (on by default); a board with no room for
-    them turns it off, and fetch then refuses CFG and a GEMM with init as ILLEGAL_OPCODE."""
+    CFG's GEMM epilogue and GEMM init are built where ``Config.gemm_epilogue`` says (a part
+    with no room for them turns it off, and fetch then refuses CFG and a GEMM with init as
+    ILLEGAL_OPCODE)."""
 
     def __init__(self, config: Config, *, count_width: int = 32, range_checks: bool = True,
-                 io_registers: bool = True, wgt_slices: int = 1, gemm_cfg: bool = True) -> None:
+                 io_registers: bool = True, wgt_slices: int = 1) -> None:
         self.config = c = config
         self.count_width = count_width
         self.range_checks = range_checks
         self.io_registers = io_registers
-        self.gemm_cfg = gemm_cfg
         check_slices(c, "wgt", wgt_slices)
         self.wgt_slices = wgt_slices
         super().__init__({
@@ -121,11 +121,9 @@ class Core(wiring.Component):
         dp = Module()  # the datapath, under `clear` reset
         m.submodules.datapath = ResetInserter(clear)(dp)
 
-        dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width, io_registers=self.io_registers,
-                                            gemm_cfg=self.gemm_cfg)
+        dp.submodules.fetch = fetch = Fetch(c, count_width=self.count_width, io_registers=self.io_registers)
         dp.submodules.load = load = Load(c, io_registers=self.io_registers, wgt_slices=self.wgt_slices)
-        dp.submodules.compute = compute = Compute(c, io_registers=self.io_registers, wgt_slices=self.wgt_slices,
-                                                  gemm_cfg=self.gemm_cfg)
+        dp.submodules.compute = compute = Compute(c, io_registers=self.io_registers, wgt_slices=self.wgt_slices)
         dp.submodules.store = store = Store(c)
         stages = {"load": load, "compute": compute, "store": store}
 

@@ -7,7 +7,7 @@ of UOP/ACC/ACC_8BIT) to compute. It stalls while the target queue is full.
 
 Fetch also checks what the hardware cannot execute and stops there with an error
 (`vdla.hardware.errors.ErrorCode`) naming the instruction's index: an illegal opcode (on a
-core built with ``gemm_cfg=False`` also CFG and a GEMM with init), a memory type the
+Config with ``gemm_epilogue`` off also CFG and a GEMM with init), a memory type the
 instruction cannot use (LOAD of OUT or of an unknown type, STORE of anything but OUT),
 an unknown ALU opcode, or a stream that ends without FINISH (or is empty). It stops
 dispatching after FINISH, and when ``halt`` says a stage's error stopped the core. Once
@@ -31,10 +31,9 @@ __all__ = ["Fetch", "ErrorCode"]
 
 
 class Fetch(wiring.Component):
-    def __init__(self, config: Config, *, count_width: int = 32, io_registers: bool = True,
-                 gemm_cfg: bool = True) -> None:
+    def __init__(self, config: Config, *, count_width: int = 32, io_registers: bool = True) -> None:
         self.config = config
-        self.gemm_cfg = gemm_cfg  # off: CFG and GEMM init are refused as illegal opcodes
+        self.gemm_cfg = config.gemm_epilogue  # off: CFG and GEMM init are refused as illegal opcodes
         self.io_registers = io_registers  # the holding register `cur` (below); off: decode from the read data
         self.count_width = count_width  # bits of insn_count (and of the indices counted against it)
         self.reader = ElementReader(isa.INSN_BYTES, config.bus_width)
@@ -110,7 +109,6 @@ class Fetch(wiring.Component):
         # -- decode, check, route ----------------------------------------------------------------
         mem = data.View(isa.amaranth_layout(c, "mem"), cur)
         alu = data.View(isa.amaranth_layout(c, "alu"), cur)
-        gemm = data.View(isa.amaranth_layout(c, "gemm"), cur)
         op, mt = mem.opcode, mem.memory_type
         is_load, is_store = op == isa.Op.LOAD, op == isa.Op.STORE
         to_load = is_load & ((mt == isa.Mem.INP) | (mt == isa.Mem.WGT))
@@ -118,8 +116,8 @@ class Fetch(wiring.Component):
             mt == isa.Mem.ACC_8BIT)
         code = Signal(ERROR_BITS)
         illegal = op > max(isa.Op)  # (the opcodes are 0 ... CFG, with no gap)
-        if not self.gemm_cfg:  # a core built without them
-            illegal |= (op == isa.Op.CFG) | ((op == isa.Op.GEMM) & gemm.init)
+        if not self.gemm_cfg:  # a Config without them (its GEMM has no init bit: VTA's layout)
+            illegal |= op == isa.Op.CFG
         with m.If(illegal):
             m.d.comb += code.eq(ErrorCode.ILLEGAL_OPCODE)
         with m.Elif((is_load & ~loadable) | (is_store & (mt != isa.Mem.OUT))):

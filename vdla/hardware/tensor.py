@@ -59,7 +59,7 @@ owner (`Compute`) drops the writes once the core has halted on the error.
 
 Pulse ``start`` with ``insn`` (a GEMM or ALU instruction, held stable) and ``cfg`` (held
 too); ``done`` pulses once the last ACC write has happened, with the last OUT write.
-Built with ``gemm_cfg=False`` (a part with no room for them) it has neither init nor the
+Built for a Config with ``gemm_epilogue`` off (a part with no room for them) it has neither init nor the
 epilogue: the logic is constant and optimised away, and its owner refuses what would use it.
 
 Registers that carry data only (indices, operands, sums, results) have no reset: the valid
@@ -101,10 +101,10 @@ def data_reg(shape, name: str) -> Signal:
 
 
 class TensorPipeline(wiring.Component):
-    def __init__(self, config: Config, *, wgt_slices: int = 1, gemm_cfg: bool = True) -> None:
+    def __init__(self, config: Config, *, wgt_slices: int = 1) -> None:
         self.config = c = config
         self.wgt_slices = wgt_slices
-        self.gemm_cfg = gemm_cfg  # GEMM init and the epilogue (off: neither; `cfg` is not read)
+        self.gemm_cfg = config.gemm_epilogue  # GEMM init and the epilogue (off: neither; `cfg` is not read)
         acc_bits = 8 * c.acc_elem_bytes
         super().__init__({
             "start": In(1),
@@ -404,7 +404,7 @@ class TensorPipeline(wiring.Component):
         # drained (`done`) in that cycle: OUT is written before the instruction pushes a token.
         # The two compares run side by side: below clip_lo, the result is min(clip_lo, clip_hi),
         # which comes from a register (the CFG state is held while the instruction runs).
-        # Without `gemm_cfg`, OUT is written with ACC, its low bits, as VTA does.
+        # Without the epilogue (Config.gemm_epilogue off), OUT is written with ACC, its low bits, as VTA does.
         low = [s4_value.word_select(n, w)[: c.out_width] for n in range(lanes)]
         m.d.comb += [self.acc_wr.en.eq(s4_valid), self.acc_wr.addr.eq(s4_dst), self.acc_wr.data.eq(s4_value)]
         m.d.sync += [w_valid.eq(s4_valid), w_dst.eq(s4_dst), w_value.eq(s4_value), w2_value.eq(w_value)]

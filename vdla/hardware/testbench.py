@@ -101,12 +101,12 @@ class CoreSim:
     """A persistent simulation of one Core for `config`."""
 
     def __init__(self, config: Config, *, latency: int | None = None, watchdog: int = 20000,
-                 vcd: str | None = None, trace: bool = False, wgt_slices: int = 1, gemm_cfg: bool = True) -> None:
+                 vcd: str | None = None, trace: bool = False, wgt_slices: int = 1) -> None:
         self.config = config
         self.trace = trace
         self.latency = config.timing.dram_latency if latency is None else latency
         self.watchdog = watchdog
-        self.core = Core(config, wgt_slices=wgt_slices, gemm_cfg=gemm_cfg)
+        self.core = Core(config, wgt_slices=wgt_slices)
         self.sim = Simulator(self.core)
         self.sim.add_clock(1e-8)
         self.sim.add_testbench(self._bench, background=True)

@@ -197,6 +197,8 @@ class CommandStream:
         With `init` each iteration starts from ACC[init_base + its WGT index] (`cfg`'s
         init_base) instead of ACC[dst]; with reset too, it copies that row."""
         what = f"gemm({kernel.name!r})"
+        if init:
+            self._need_epilogue(f"{what} with init")
         bgn, end = self._kernel_range(kernel, what)
         self._append(gemm(reset=int(reset), init=int(init), uop_bgn=bgn, uop_end=end,
                           **self._loop_fields(kernel, True)), what)
@@ -205,8 +207,14 @@ class CommandStream:
             epilogue: bool = False) -> None:
         """CFG: GEMM init's base row and the GEMM epilogue for the GEMMs after it (until the
         next `cfg`, or FINISH): with `epilogue`, OUT gets min(max(ACC >> shift, clip_lo), clip_hi)."""
+        self._need_epilogue("cfg()")
         self._append(cfg(init_base=init_base, shift=shift, clip_lo=clip_lo, clip_hi=clip_hi, epilogue=int(epilogue)),
                      f"cfg(init_base={init_base}, shift={shift}, clip=({clip_lo}, {clip_hi}), epilogue={epilogue})")
+
+    def _need_epilogue(self, what: str) -> None:
+        if not self.config.gemm_epilogue:
+            raise StreamError(f"{what}: config {self.config.name!r} has no GEMM epilogue (Config.gemm_epilogue is "
+                              "off): CFG and GEMM init are illegal there")
 
     def alu(self, kernel: UopKernel, op: AluOp, imm: int | None = None) -> None:
         """ACC[dst] = op(ACC[dst], imm if given else ACC[src]) over the kernel."""

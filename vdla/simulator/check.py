@@ -55,6 +55,10 @@ def _check_one(insn, i: int, config: Config, dram_size: int) -> None:
     for flag in _UNUSED_FLAGS.get(stage, ()):
         if getattr(insn, flag):
             raise ProgramError(f"{where}: the {stage.name.lower()} module has no queue for {flag}", i)
+    if (op == Op.CFG or (op == Op.GEMM and insn.init)) and not config.gemm_epilogue:
+        what = "CFG" if op == Op.CFG else "a GEMM with init"
+        raise ProgramError(f"{where}: config {config.name!r} has no GEMM epilogue (Config.gemm_epilogue is off): "
+                           f"{what} is an illegal instruction there", i)
     if op in (Op.LOAD, Op.STORE):
         _check_mem(insn, i, where, op, config, dram_size)
     elif op in (Op.GEMM, Op.ALU):

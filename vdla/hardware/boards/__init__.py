@@ -49,8 +49,6 @@ class Board:
     leds: tuple[str, ...] = LEDS
     #: The stages' run-time index checks (`vdla.hardware.core.Core`'s ``range_checks``).
     range_checks: bool = True
-    #: CFG's GEMM epilogue and GEMM init (`Core`'s ``gemm_cfg``; off: refused as illegal opcodes).
-    gemm_cfg: bool = True
     #: Fetch's instruction register and the DMA engines' SRAM write registers (`Core`'s
     #: ``io_registers``): shorter paths from the memory, at a few hundred flip-flops.
     io_registers: bool = True
@@ -102,7 +100,7 @@ class Board:
 
         args = dict(mem_size=self.mem_size, memory=self.memory, spram_blocks=self.spram_blocks,
                     clk_hz=self.clk_mhz * 1e6, baud=self.baud, counters=self.counters, leds=self.leds, range_checks=self.range_checks,
-                    gemm_cfg=self.gemm_cfg, io_registers=self.io_registers, wgt_slices=self.wgt_slices,
+                    io_registers=self.io_registers, wgt_slices=self.wgt_slices,
                     clock=None if simulate else clock_for(self), simulate=simulate)
         args.update(kw)
         return BoardTop(self.config, **args)

@@ -32,6 +32,9 @@ CONFIG = Config(
     bus_width=32, cmd_queue_depth=1, dep_queue_depth=4,
     dram_addr_width=16, loop_iter_width=8, alu_imm_width=8, clock_mhz=18.0,
     acc_read_register=False,  # the UP5K's logic cells are all used
+    # CFG's GEMM epilogue and GEMM init took the core to 5707 of the 5280 LCs: illegal here
+    # (ILLEGAL_OPCODE), and the compiler requantises on the ALU for this Config, as VTA does
+    gemm_epilogue=False,
 )
 
 ICEBREAKER = Board(
@@ -45,11 +48,6 @@ ICEBREAKER = Board(
     # its 5280 with them, 5144 without); the host validates every program first (Device.run).
     range_checks=False,
     io_registers=False,  # fetch's instruction register and the DMA write registers: about 350 LCs
-    # CFG's GEMM epilogue and GEMM init took the core to 5707 of the 5280 LCs: refused here
-    # (ILLEGAL_OPCODE) instead; programs for this board requantise with the ALU, as VTA's do.
-    # Even so it needs 5308 (5248 before CFG; 16 LUTs of it pick the loop factors by opcode, as
-    # GEMM's init bit moves them on this Config): not yet small enough to place.
-    gemm_cfg=False,
 )
 
 BOARDS = (ICEBREAKER,)

@@ -160,8 +160,8 @@ class BoardTop(Elaboratable):
     a reset request, from which each unit (core, bridge, arbiter) gets a reset register of
     its own (``unit_reset_<name>``, kept apart by the build), so no one reset net spans the die; ``leds``: what the board's LEDs
     show, in order (of `LEDS`: a heartbeat, running, done, error; as many as it has). ``simulate`` models SPRAM with `Memory` for the simulator.
-    ``range_checks``, ``io_registers``, ``wgt_slices`` and ``gemm_cfg`` go to `Core` (off: no room on the part
-    for the stages' index checks, for the registers on the memory's paths, or for CFG's epilogue and init; slices: the WGT
+    ``range_checks``, ``io_registers`` and ``wgt_slices`` go to `Core` (off: no room on the part
+    for the stages' index checks or for the registers on the memory's paths; slices: the WGT
     buffer cut in columns, each with its own read address register); ``io_registers`` also
     picks the `PipelinedArbiter` over the compact `MemoryArbiter`.
     """
@@ -170,7 +170,7 @@ class BoardTop(Elaboratable):
                  clk_hz: float = 25e6, baud: int = 115200, divisor: int | None = None, max_block: int = 256,
                  counters: tuple[str, ...] | None = None, clock=None, leds: tuple[str, ...] = LEDS, simulate: bool = False,
                  idle_cycles: int | None = None, range_checks: bool = True,
-                 io_registers: bool = True, wgt_slices: int = 1, gemm_cfg: bool = True) -> None:
+                 io_registers: bool = True, wgt_slices: int = 1) -> None:
         if memory not in ("bram", "spram"):
             raise ValueError(f"memory must be 'bram' or 'spram', not {memory!r}")
         self.config = config
@@ -194,7 +194,7 @@ class BoardTop(Elaboratable):
         self.ram_bits = ceil_log2(self.mem_size)
         # 16-byte instructions fill the memory at most
         self.core = Core(config, count_width=self.ram_bits - 3, range_checks=range_checks, io_registers=io_registers,
-                         wgt_slices=wgt_slices, gemm_cfg=gemm_cfg)
+                         wgt_slices=wgt_slices)
         self.bridge = SerialBridge(divisor=self.divisor, mem_size=self.mem_size, data_width=config.bus_width,
                                    max_block=max_block, reg_addr_width=REG_ADDR_WIDTH, clk_hz=clk_hz,
                                    idle_cycles=idle_cycles)
