@@ -519,7 +519,7 @@ def generate(func: PrimFunc, config: Config) -> Generated:
     em = Emitter(config, sram, args)
     ns["host"](em)
     em.tasks = group_thread_loads(group_threads(sink_resets(em.tasks)))
-    if fuse_tail.ENABLED:
+    if fuse_tail.ENABLED and config.gemm_epilogue:  # a core without CFG keeps the tail on the ALU
         em.tasks = fuse_tail.fuse_requant_tails(em.tasks, config)
     plan = plan_tokens(em.tasks, config)
     s = CommandStream(config, func.name)

@@ -40,7 +40,7 @@ def fused_tail(out: Any, config: Any) -> bool:
     from .. import fuse_tail
     from .common import _alu_ops
 
-    if not fuse_tail.ENABLED:
+    if not (fuse_tail.ENABLED and config.gemm_epilogue):
         return False
     alu = out.op.input_tensors()[0].op
     if len(_alu_ops(alu)) != 1:
