@@ -84,7 +84,7 @@ LUT_COEFFS: dict[str, tuple[float, float, float, float]] = {
 #: f0 solved from the iCEBreaker.
 FMAX_COEFFS: dict[str, tuple[float, float]] = {
     "ecp5": (88.6, 3.23),
-    "ice40": (22.59, 0.824),
+    "ice40": (21.63, 0.824),
 }
 
 
