@@ -235,9 +235,13 @@ class Machine:
         if insn.reset:
             if init is None:
                 self.acc[dst] = 0
-            else:  # copies in iteration order: a row written twice keeps the last
-                for d, r in zip(dst.tolist(), init.tolist()):
-                    self.acc[d] = self.acc[r]
+            else:  # a copy; a row written twice keeps the last
+                order = self._init_order(dst, init)
+                if order is not None:
+                    self.acc[dst[order]] = self.acc[init[order]]
+                else:
+                    for d, r in zip(dst.tolist(), init.tolist()):
+                        self.acc[d] = self.acc[r]
             self.out[dst] = self._narrow(self.acc[dst])
             return
         self._bounds(x, c.inp_depth, "INP (src)", insn, index)
@@ -263,25 +267,30 @@ class Machine:
         self.acc[rows] = new
         self.out[rows] = self._narrow(new)
 
+    def _init_order(self, dst: np.ndarray, init: np.ndarray) -> np.ndarray | None:
+        """For a GEMM with init: the iterations that stay, the last one of each row written, when
+        no init row is one the instruction itself writes (then the iterations are independent);
+        None when one is (rare: the iterations must then run in order, each reading the row as
+        it stands, as the hardware's forwarding does)."""
+        if np.isin(init, dst).any():
+            return None
+        last = np.full(self.config.acc_depth, -1, dtype=np.int64)
+        last[dst] = np.arange(dst.size)  # numpy assigns repeated indices in order: the last wins
+        return last[last >= 0]
+
     def _gemm_init(self, dst: np.ndarray, x: np.ndarray, w: np.ndarray, init: np.ndarray) -> None:
         """GEMM with init: every iteration writes ACC[dst] = ACC[init row] + its product, so of a
-        row written twice only the last iteration counts, and an init row that the instruction
-        itself writes is read as it stands at that iteration (the hardware forwards it)."""
+        row written twice only the last iteration counts (`_init_order`)."""
         c = self.config
-        sequential = bool(np.isin(init, dst).any())  # rare: a program reading rows it writes
-        if sequential:
-            order = np.arange(dst.size)
-        else:  # independent iterations: the last one of each row is the one that stays
-            last = np.full(c.acc_depth, -1, dtype=np.int64)
-            last[dst] = np.arange(dst.size)  # numpy assigns repeated indices in order: the last wins
-            order = last[last >= 0]
-        prod = np.einsum("nbc,noc->nbo", self.inp[x[order]].astype(np.int64), self.wgt[w[order]].astype(np.int64))
-        if sequential:
+        order = self._init_order(dst, init)
+        if order is None:
+            prod = np.einsum("nbc,noc->nbo", self.inp[x].astype(np.int64), self.wgt[w].astype(np.int64))
             for t in range(dst.size):
                 new = alu_sem.wrap(self.acc[init[t]].astype(np.int64) + prod[t], c.acc_width)
                 self.acc[dst[t]] = new
                 self.out[dst[t]] = self._narrow(new)
             return
+        prod = np.einsum("nbc,noc->nbo", self.inp[x[order]].astype(np.int64), self.wgt[w[order]].astype(np.int64))
         new = alu_sem.wrap(self.acc[init[order]].astype(np.int64) + prod, c.acc_width)
         self.acc[dst[order]] = new
         self.out[dst[order]] = self._narrow(new)
