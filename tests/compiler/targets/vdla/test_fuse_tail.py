@@ -163,18 +163,24 @@ TEMPLATE_1X1 = [
 ]
 
 
-@pytest.mark.parametrize("ic, knobs", [c[1:] for c in TEMPLATE_1X1], ids=[c[0] for c in TEMPLATE_1X1])
-def test_1x1_template_one_gemm_per_input_block(ic: int, knobs: Knobs, switch) -> None:  # type: ignore[no-untyped-def]
-    """The 1x1 conv template with one GEMM per input-channel block, chunk or tile: on, the first
-    GEMM of each tile (or its first part) starts from the bias (no reset), the others
-    accumulate, and the ALU has no work."""
-    args = (DEFAULT, ic, 64, 6, 1, 1, 0, Tail(bias=True, shift=8, clip=(0, 96)), knobs)
+def _conv_off_on(args: tuple, switch) -> tuple[dict, dict]:  # type: ignore[no-untyped-def]
+    """`conv_case(*args)` built with the pass off, then on: both equal, and equal to numpy."""
     switch(False)
     off = conv_case(*args)
     switch(True)
     on = conv_case(*args)
     np.testing.assert_array_equal(on["got"], on["ref"])
     np.testing.assert_array_equal(off["got"], on["got"])
+    return off, on
+
+
+@pytest.mark.parametrize("ic, knobs", [c[1:] for c in TEMPLATE_1X1], ids=[c[0] for c in TEMPLATE_1X1])
+def test_1x1_template_one_gemm_per_input_block(ic: int, knobs: Knobs, switch) -> None:  # type: ignore[no-untyped-def]
+    """The 1x1 conv template with one GEMM per input-channel block, chunk or tile: on, the first
+    GEMM of each tile (or its first part) starts from the bias (no reset), the others
+    accumulate, and the ALU has no work."""
+    args = (DEFAULT, ic, 64, 6, 1, 1, 0, Tail(bias=True, shift=8, clip=(0, 96)), knobs)
+    off, on = _conv_off_on(args, switch)
     insns = on["f"].program.instructions()
     assert _count(insns, Op.ALU) == 0 and _count(insns, Op.GEMM, init=1) > 0
     assert _count(insns, Op.GEMM, reset=1) == 0
@@ -189,12 +195,7 @@ def test_3x3_template_padded_bias(tile_ci: int, nthread: int, switch) -> None:  
     row too, past the pad field's 15). No reset, no ALU; bit-exact, and fewer cycles."""
     args = (DEFAULT, 32, 64, 8, 3, 1, 1, Tail(bias=True, shift=9, clip=(0, 96)),
             Knobs(tile_co=2, tile_h=4, tile_w=8, tile_ci=tile_ci, oc_nthread=nthread))
-    switch(False)
-    off = conv_case(*args)
-    switch(True)
-    on = conv_case(*args)
-    np.testing.assert_array_equal(on["got"], on["ref"])
-    np.testing.assert_array_equal(off["got"], on["got"])
+    off, on = _conv_off_on(args, switch)
     insns = on["f"].program.instructions()
     assert _count(insns, Op.ALU) == 0 and _count(insns, Op.GEMM, reset=1) == 0 and _count(insns, Op.GEMM, init=1) > 0
     pads = {(i.x_pad_0, i.x_pad_1) for i in insns if i.opcode == Op.LOAD and i.memory_type == Mem.ACC}
