@@ -8,6 +8,8 @@ packing rule (fields in order; one that would straddle bit 64 starts word 1).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -933,3 +935,13 @@ def test_cfg_and_gemm_init_round_trip_through_text(text, fields):
 def test_cfg_fields_out_of_range_are_named(field, value):
     with pytest.raises(isa.FieldRangeError, match=field):
         isa.encode([isa.cfg(**{field: value})], DEFAULT)
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+@pytest.mark.parametrize("epilogue", [True, False])
+def test_gemm_and_alu_share_the_loop_fields_bits(preset, epilogue):
+    """The tensor pipeline reads the loop fields through GEMM's layout for ALU instructions too."""
+    lay = isa.layout(dataclasses.replace(PRESETS[preset], gemm_epilogue=epilogue))
+    for spec in isa._LOOPS:
+        if spec.present(lay.config):
+            assert lay.formats["gemm"].slot(spec.name) == lay.formats["alu"].slot(spec.name), spec.name

@@ -157,18 +157,9 @@ class TensorPipeline(wiring.Component):
             total = acc[:n] + f
             return Cat(total[:n], total[n] | acc[n])
 
-        formats = isa.layout(c).formats
-
-        def loop_field(name: str) -> Value:
-            """A loop field of GEMM and ALU: read where both formats have it, else by opcode
-            (GEMM's ``init`` bit moves the fields after it on some configs)."""
-            if formats["gemm"].slot(name) == formats["alu"].slot(name):
-                return getattr(g, name)
-            return Mux(is_alu, getattr(a, name), getattr(g, name))
-
-        uop_bgn, uop_end = loop_field("uop_bgn"), loop_field("uop_end")
-        iter_out, iter_in = loop_field("iter_out"), loop_field("iter_in")
-        dst_f_out, dst_f_in = loop_field("dst_factor_out"), loop_field("dst_factor_in")
+        # GEMM and ALU share the loop fields at the same bits (`isa._LOOPS`): read them as GEMM's
+        uop_bgn, uop_end, iter_out, iter_in = g.uop_bgn, g.uop_end, g.iter_out, g.iter_in
+        dst_f_out, dst_f_in = g.dst_factor_out, g.dst_factor_in
         src_f_out = Mux(is_alu, a.src_factor_out, g.src_factor_out)
         src_f_in = Mux(is_alu, a.src_factor_in, g.src_factor_in)
         empty = (uop_end <= uop_bgn) | (iter_out == 0) | (iter_in == 0)
