@@ -8,8 +8,6 @@ packing rule (fields in order; one that would straddle bit 64 starts word 1).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -83,6 +81,8 @@ REF = {
             "clip_lo": (23, 8, True),
             "clip_hi": (31, 8, True),
             "epilogue": (39, 1),
+            "window": (40, 1),
+            "warmup": (41, 4),  # block_in 16: 0 ... 15
         },
         "uop": {"dst_idx": (0, 11), "src_idx": (11, 11), "wgt_idx": (22, 10)},
     },
@@ -120,7 +120,7 @@ REF = {
             "imm": (89, 16, True),
         },
         "cfg": {**COMMON, "init_base": (7, 7), "shift": (14, 5), "clip_lo": (19, 8, True), "clip_hi": (27, 8, True),
-                "epilogue": (35, 1)},
+                "epilogue": (35, 1), "window": (36, 1), "warmup": (37, 2)},
         "uop": {"dst_idx": (0, 7), "src_idx": (7, 7), "wgt_idx": (14, 7)},
     },
     # batch2: uop depth 2048 (11), inp 1024 (10), wgt 512 (9), acc 1024 (10).
@@ -157,7 +157,7 @@ REF = {
             "imm": (108, 16, True),
         },
         "cfg": {**COMMON, "init_base": (7, 10), "shift": (17, 5), "clip_lo": (22, 8, True), "clip_hi": (30, 8, True),
-                "epilogue": (38, 1)},
+                "epilogue": (38, 1), "window": (39, 1), "warmup": (40, 3)},
         "uop": {"dst_idx": (0, 10), "src_idx": (10, 10), "wgt_idx": (20, 9)},
     },
 }
@@ -941,7 +941,7 @@ def test_cfg_fields_out_of_range_are_named(field, value):
 @pytest.mark.parametrize("epilogue", [True, False])
 def test_gemm_and_alu_share_the_loop_fields_bits(preset, epilogue):
     """The tensor pipeline reads the loop fields through GEMM's layout for ALU instructions too."""
-    lay = isa.layout(dataclasses.replace(PRESETS[preset], gemm_epilogue=epilogue))
+    lay = isa.layout(PRESETS[preset].replace(gemm_epilogue=epilogue))
     for spec in isa._LOOPS:
         if spec.present(lay.config):
             assert lay.formats["gemm"].slot(spec.name) == lay.formats["alu"].slot(spec.name), spec.name

@@ -154,6 +154,13 @@ class Config:
     #: room for the logic, such as the iCE40 UP5K): CFG and a GEMM with init are illegal, and the
     #: compiler keeps the tail on the ALU.
     gemm_epilogue: bool = True
+    #: CFG's window mode: lane o of the GEMM array multiplies channel o's last block_in input rows
+    #: (its taps, newest first) by a weight row holding channel o's taps on the reduction axis, so
+    #: a depthwise conv does K*block_in useful MACs a cycle instead of block_in. Costs block_in - 1
+    #: INP words of flip-flops and a multiplexer on every multiplier input. Needs the CFG
+    #: instruction (`gemm_epilogue`) and block_in == block_out (lane o's channel is input element
+    #: o). None (the default): on wherever those hold.
+    gemm_window: bool | None = None
     timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
@@ -187,6 +194,15 @@ class Config:
                 f"a micro-op needs {self.uop_dst_bits}+{self.uop_src_bits}+{self.uop_wgt_bits} index bits "
                 f"(acc/inp/wgt depths), more than {UOP_BITS}: reduce acc_buff_size, inp_buff_size or wgt_buff_size"
             )
+        if self.gemm_window is None:  # the default: wherever the core can have it
+            object.__setattr__(self, "gemm_window", self.gemm_epilogue is True and self.block_in == self.block_out)
+        elif not isinstance(self.gemm_window, bool):
+            raise ConfigError(f"gemm_window must be true, false or null, got {self.gemm_window!r}")
+        elif self.gemm_window is True and not self.gemm_epilogue:
+            raise ConfigError("gemm_window needs the CFG instruction: gemm_epilogue is off (set gemm_window false)")
+        elif self.gemm_window is True and self.block_in != self.block_out:
+            raise ConfigError(f"gemm_window needs block_in == block_out (lane o takes input element o): "
+                              f"block_in {self.block_in}, block_out {self.block_out}")
         self._check_range("cmd_queue_depth", 1, 1 << 16)
         self._check_range("dep_queue_depth", 1, 1 << 16)
         self._check_range("dram_addr_width", 16, 32)
@@ -309,6 +325,11 @@ class Config:
         return max(1, (self.acc_width - 1).bit_length())
 
     @property
+    def window_warmup_bits(self) -> int:
+        """Width of CFG's warmup: 0 ... block_in - 1 (the window holds block_in rows)."""
+        return max(1, (self.block_in - 1).bit_length())
+
+    @property
     def bus_bytes(self) -> int:
         return self.bus_width // 8
 
@@ -343,6 +364,7 @@ class Config:
         "batch", "block_in", "block_out", "inp_width", "wgt_width", "acc_width", "out_width",
         "uop_buff_size", "inp_buff_size", "wgt_buff_size", "acc_buff_size",
         "dram_addr_width", "loop_iter_width", "alu_imm_width", "gemm_epilogue",
+        "gemm_window",
     )
 
     def architecture_differences(self, other: Config) -> list[str]:
@@ -429,6 +451,8 @@ class Config:
         )
 
     def replace(self, **changes: Any) -> Config:
+        if "gemm_window" not in changes and {"gemm_epilogue", "block_in", "block_out"} & set(changes):
+            changes["gemm_window"] = None  # derived again from what it depends on, unless given
         return dataclasses.replace(self, **changes)
 
     def summary(self) -> list[tuple[str, str]]:

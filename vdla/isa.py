@@ -193,6 +193,11 @@ FORMATS: dict[str, tuple[FieldSpec, ...]] = {
         _f("clip_hi", "out_width", "epilogue: upper bound of the shifted value", signed=True),
         _f("epilogue", 1, "GEMM writes OUT[dst] = min(max(ACC[dst] >> shift, clip_lo), clip_hi) instead of "
                           "the low out_width bits (0: VTA's narrowing)"),
+        _f("window", 1, "window mode: a GEMM's lane (b, o) multiplies WGT[wgt][o][t] by INP element (b, o) of the "
+                        "row read t iterations before, within the inner-loop pass (earlier rows count as zero): "
+                        "a depthwise conv's taps (only where Config.gemm_window is on)", when="gemm_window"),
+        _f("warmup", "window_warmup_bits", "window mode: the first warmup uop-iterations of every inner-loop pass "
+                                           "only feed the window (no ACC or OUT write)", when="gemm_window"),
     ),
 }
 
@@ -678,14 +683,22 @@ SEMANTIC_CHOICES: tuple[tuple[str, str], ...] = (
                      "the same ACC row see each other (the hardware forwards); the runtime still rejects "
                      "a kernel whose micro-op writes a row one of the two before it wrote, as VTA's does."),
     ("GEMM reset", "reset=1 writes zeros to ACC[dst] and OUT[dst] for every iteration; INP/WGT are not read."),
-    ("CFG and the GEMM epilogue (VDLA's own)", "CFG sets init_base, shift, clip_lo, clip_hi and epilogue for the "
-     "GEMMs after it, until the next CFG; reset and FINISH restore all five to 0. With epilogue=1 every GEMM write "
+    ("CFG and the GEMM epilogue (VDLA's own)", "CFG sets init_base, shift, clip_lo, clip_hi and epilogue (and, "
+     "where Config.gemm_window, window and warmup) for the GEMMs after it, until the next CFG; reset and FINISH "
+     "restore them all to 0. With epilogue=1 every GEMM write "
      "(reset included) puts min(max(new ACC >> shift, clip_lo), clip_hi) into OUT[dst]: a requantisation's shift and "
      "clip cost no ALU pass. ALU writes are never affected."),
     ("GEMM init (VDLA's own)", "init=1: each iteration starts from ACC[init_base + its WGT index] instead of "
      "ACC[dst] (reset=1 with init=1 copies that row into ACC[dst]), so a layer's first reduction step adds "
      "its bias, stored at the row its weights' index names, with no reset pass; a row written twice by one "
      "init GEMM keeps its last iteration. That row must lie inside ACC; with reset, WGT is still not read."),
+    ("GEMM window (VDLA's own)", "CFG's window=1 (only where Config.gemm_window): a non-reset GEMM's lane (b, o) "
+     "computes sum_t WGT[wgt][o][t] * h[p - t][b][o], where p counts the uop-iterations of the current inner-loop "
+     "pass (0 at its first, again for every outer iteration and every GEMM), h[q] is the INP row the iteration at "
+     "position q read, and h[q < 0] is zero: channel o's last block_in input rows are its taps, newest first. The "
+     "iterations with p < warmup write nothing (they only feed the window); every index is still checked. "
+     "Reset GEMMs and the ALU are unaffected; one iteration a cycle as ever. window and warmup are 0 after reset "
+     "and FINISH, as CFG's other fields."),
     ("ALU immediate", "alu_imm_width bits, sign-extended; with use_imm=1 the uop's src_idx is ignored."),
     ("ACC_8BIT", "LOAD ACC_8BIT reads batch*block_out signed bytes per element and sign-extends them into ACC "
                  "(as fsim/OpenCL); dram_base counts such 8-bit elements."),

@@ -3,8 +3,6 @@ and argument errors."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from support.sim import flag_table
@@ -256,7 +254,7 @@ def test_field_overflow_names_the_call(call, what, field):
 
 @pytest.mark.parametrize("call", ["cfg", "init"])
 def test_cfg_and_init_refused_on_a_config_without_the_epilogue(call: str) -> None:
-    c = dataclasses.replace(PRESETS["small"], name="small-no-epilogue", gemm_epilogue=False)
+    c = PRESETS["small"].replace(name="small-no-epilogue", gemm_epilogue=False)
     s = CommandStream(c)
     with pytest.raises(StreamError, match="has no GEMM epilogue"):
         if call == "cfg":

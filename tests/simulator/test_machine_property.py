@@ -40,10 +40,11 @@ def compute_programs(draw):
     uop_base = draw(st.integers(0, 20))
     insns = []
     for _ in range(draw(st.integers(1, 3))):
-        if draw(st.integers(0, 3)) == 0:  # CFG: the epilogue and init_base for the GEMMs after it
+        if draw(st.integers(0, 3)) == 0:  # CFG: the epilogue, init_base and window for the GEMMs after it
             insns.append(isa.cfg(init_base=draw(st.integers(0, 20)), shift=draw(st.integers(0, 31)),
                                  clip_lo=draw(st.integers(-128, 127)), clip_hi=draw(st.integers(-128, 127)),
-                                 epilogue=int(draw(st.booleans()))))
+                                 epilogue=int(draw(st.booleans())), window=int(draw(st.booleans())),
+                                 warmup=draw(st.integers(0, 3))))
         bgn = draw(st.integers(0, n_uops))
         end = draw(st.integers(bgn, n_uops))
         loops = dict(

@@ -144,7 +144,11 @@ class Ref:
 
     def gemm(self, insn) -> None:
         aw = self.c.acc_width
-        for i, j, (d, s, w) in self._iterations(insn):
+        window = bool(self.cfg.window) and not insn.reset
+        seen: list[np.ndarray] = []  # window mode: the INP rows this inner-loop pass has read, oldest first
+        for n, (i, j, (d, s, w)) in enumerate(self._iterations(insn)):
+            if window and n % (insn.iter_in * (insn.uop_end - insn.uop_bgn)) == 0:
+                seen = []  # a new pass: rows before it count as zero
             a = d + i * insn.dst_factor_out + j * insn.dst_factor_in
             wi = w + i * insn.wgt_factor_out + j * insn.wgt_factor_in
             # init: the iteration starts from ACC[init_base + its WGT index], not ACC[a]
@@ -153,8 +157,20 @@ class Ref:
                 self.acc[a] = 0 if start is None else start
             else:
                 x = s + i * insn.src_factor_out + j * insn.src_factor_in
-                # out[b][o] = sum_c inp[x][b][c] * wgt[w][o][c]   (exact in int64)
-                self.acc[a] = wrap((self.acc[a] if start is None else start) + self.inp[x] @ self.wgt[wi].T, aw)
+                if window:
+                    seen.append(self.inp[x])
+                    if len(seen) <= self.cfg.warmup:
+                        continue  # a warm-up position: it only feeds the window
+                    # out[b][o] = sum_t wgt[w][o][t] * (the row read t positions back)[b][o]
+                    dot = np.zeros((self.c.batch, self.c.block_out), dtype=np.int64)
+                    for t in range(min(len(seen), self.c.block_in)):
+                        for b in range(self.c.batch):
+                            for o in range(self.c.block_out):
+                                dot[b, o] += int(self.wgt[wi][o, t]) * int(seen[-1 - t][b, o])
+                else:
+                    # out[b][o] = sum_c inp[x][b][c] * wgt[w][o][c]   (exact in int64)
+                    dot = self.inp[x] @ self.wgt[wi].T
+                self.acc[a] = wrap((self.acc[a] if start is None else start) + dot, aw)
             self.out[a] = self._out_of(self.acc[a])
 
     def alu(self, insn) -> None:

@@ -6,7 +6,8 @@ compute (LOAD ACC / ACC_8BIT, GEMM reset and accumulate over random 2-level uop
 loops, ALU ops with random immediates or tensor operands, CFG with random epilogues and
 init bases, GEMMs with init) and stores random OUT rows. CFG and GEMM init are drawn from
 a second random stream of the seed, so the rest of a seed's program (every load, kernel,
-ALU op and store) is what it was before CFG existed.
+ALU op and store) is what it was before CFG existed; CFG's window mode (a third of the CFGs,
+with a random warm-up half the time) from a third, so the CFGs are otherwise as before.
 Tokens follow VTA's protocol (RAW forward, WAR backward, every push before its pop in
 program order), so a correct executor neither deadlocks nor leaves tokens, and the
 final DRAM contents do not depend on timing or queue depths.
@@ -62,9 +63,10 @@ class RandomCase:
 
 class _Gen:
     def __init__(self, config: Config, rng: np.random.Generator, dram_size: int,
-                 cfg_rng: np.random.Generator | None = None) -> None:
+                 cfg_rng: np.random.Generator | None = None, win_rng: np.random.Generator | None = None) -> None:
         self.c, self.rng = config, rng
         self.cfg_rng = cfg_rng  # CFG and GEMM init (None: neither)
+        self.win_rng = win_rng  # CFG's window mode (None: never on)
         self.init_base = 0  # what the last CFG set (CFG's state starts at 0 every run)
         # DRAM: [inputs | outputs]; inputs random, outputs zero. Element sizes divide 4096.
         self.in_base, self.in_bytes = 4096, dram_size // 2 - 4096
@@ -126,7 +128,12 @@ class _Gen:
         if self.x(0, 7) == 0:
             lo, hi = hi, lo
         shift = self.x(0, 12) if self.x(0, 3) else self.x(0, c.acc_width - 1)
-        s.cfg(init_base=self.init_base, shift=shift, clip_lo=lo, clip_hi=hi, epilogue=self.x(0, 4) < 3)
+        window = warmup = 0
+        if self.win_rng is not None and self.win_rng.integers(0, 3) == 0:  # a third of the CFGs
+            window = 1
+            warmup = int(self.win_rng.integers(0, c.block_in)) if self.win_rng.integers(0, 2) else 0
+        s.cfg(init_base=self.init_base, shift=shift, clip_lo=lo, clip_hi=hi, epilogue=self.x(0, 4) < 3,
+              window=window, warmup=warmup)
 
     def gemm(self, s: CommandStream, k: UopKernel, reset: bool) -> None:
         """GEMM over `k`; with the CFG stream, a third of them with init, after a CFG that sets
@@ -211,7 +218,8 @@ def random_program(config: Config, seed: int, tasks: int | None = None, dram_siz
     before them)."""
     rng = np.random.default_rng(seed)
     cfg = cfg and config.gemm_epilogue  # a Config without the epilogue refuses CFG and init
-    g = _Gen(config, rng, dram_size, np.random.default_rng((seed, 5)) if cfg else None)
+    g = _Gen(config, rng, dram_size, np.random.default_rng((seed, 5)) if cfg else None,
+             np.random.default_rng((seed, 6)) if cfg and config.gemm_window else None)
     n = tasks if tasks is not None else g.r(1, 5)
     s = CommandStream(config, f"random-{seed}")
     for t in range(n):

@@ -204,12 +204,22 @@ class CommandStream:
                           **self._loop_fields(kernel, True)), what)
 
     def cfg(self, init_base: int = 0, shift: int = 0, clip_lo: int = 0, clip_hi: int = 0,
-            epilogue: bool = False) -> None:
+            epilogue: bool = False, window: bool = False, warmup: int = 0) -> None:
         """CFG: GEMM init's base row and the GEMM epilogue for the GEMMs after it (until the
-        next `cfg`, or FINISH): with `epilogue`, OUT gets min(max(ACC >> shift, clip_lo), clip_hi)."""
+        next `cfg`, or FINISH): with `epilogue`, OUT gets min(max(ACC >> shift, clip_lo), clip_hi).
+        With `window`, GEMMs take lane o's operands from channel o's last input rows (a
+        depthwise conv's taps; `isa.SEMANTIC_CHOICES`), the first `warmup` iterations of each
+        inner-loop pass writing nothing."""
         self._need_epilogue("cfg()")
-        self._append(cfg(init_base=init_base, shift=shift, clip_lo=clip_lo, clip_hi=clip_hi, epilogue=int(epilogue)),
-                     f"cfg(init_base={init_base}, shift={shift}, clip=({clip_lo}, {clip_hi}), epilogue={epilogue})")
+        if (window or warmup) and not self.config.gemm_window:
+            raise StreamError(f"cfg(window={window}, warmup={warmup}): config {self.config.name!r} has no GEMM window "
+                              "(Config.gemm_window is off)")
+        text = f"cfg(init_base={init_base}, shift={shift}, clip=({clip_lo}, {clip_hi}), epilogue={epilogue}"
+        text += f", window={window}, warmup={warmup})" if window or warmup else ")"
+        fields = dict(init_base=init_base, shift=shift, clip_lo=clip_lo, clip_hi=clip_hi, epilogue=int(epilogue))
+        if window or warmup:
+            fields.update(window=int(window), warmup=warmup)
+        self._append(cfg(**fields), text)
 
     def _need_epilogue(self, what: str) -> None:
         if not self.config.gemm_epilogue:

@@ -59,6 +59,9 @@ def _check_one(insn, i: int, config: Config, dram_size: int) -> None:
         what = "CFG" if op == Op.CFG else "a GEMM with init"
         raise ProgramError(f"{where}: config {config.name!r} has no GEMM epilogue (Config.gemm_epilogue is off): "
                            f"{what} is an illegal instruction there", i)
+    if op == Op.CFG and (insn.window or insn.warmup) and not config.gemm_window:
+        raise ProgramError(f"{where}: config {config.name!r} has no GEMM window (Config.gemm_window is off): "
+                           "CFG's window and warmup must be 0 there", i)
     if op in (Op.LOAD, Op.STORE):
         _check_mem(insn, i, where, op, config, dram_size)
     elif op in (Op.GEMM, Op.ALU):

@@ -94,9 +94,10 @@ class Machine:
         }
 
     def reset_cfg(self) -> None:
-        """CFG's state back to its defaults (at the start of a run and at FINISH): no epilogue, init_base 0."""
-        self.init_base = self.shift = self.clip_lo = self.clip_hi = 0
-        self.epilogue = False
+        """CFG's state back to its defaults (at the start of a run and at FINISH): no epilogue, no window,
+        init_base 0."""
+        self.init_base = self.shift = self.clip_lo = self.clip_hi = self.warmup = 0
+        self.epilogue = self.window = False
 
     def _narrow(self, values: np.ndarray) -> np.ndarray:
         """What a GEMM writes to OUT for new ACC `values`: CFG's epilogue (shift, then clip), or
@@ -123,6 +124,7 @@ class Machine:
         elif op == Op.CFG:
             self.init_base, self.shift = insn.init_base, insn.shift
             self.clip_lo, self.clip_hi, self.epilogue = insn.clip_lo, insn.clip_hi, bool(insn.epilogue)
+            self.window, self.warmup = bool(insn.window), insn.warmup
         elif op == Op.FINISH:
             self.reset_cfg()
 
@@ -247,6 +249,9 @@ class Machine:
         self._bounds(x, c.inp_depth, "INP (src)", insn, index)
         self._bounds(w, c.wgt_depth, "WGT", insn, index)
         self.counters.gemm_counter += dst.size
+        if self.window:
+            self._gemm_window(insn, dst, x, w, init)
+            return
         if init is not None:
             self._gemm_init(dst, x, w, init)
             return
@@ -264,6 +269,47 @@ class Machine:
         rows = np.flatnonzero(touched)
         sums = sums.reshape(c.acc_depth, c.batch, c.block_out)[rows].astype(np.int64)
         new = alu_sem.wrap(self.acc[rows].astype(np.int64) + sums, c.acc_width)
+        self.acc[rows] = new
+        self.out[rows] = self._narrow(new)
+
+    def _gemm_window(self, insn, dst: np.ndarray, x: np.ndarray, w: np.ndarray, init: np.ndarray | None) -> None:
+        """GEMM in CFG's window mode: lane (b, o) of the iteration at position p of its inner-loop
+        pass sums WGT[w][o][t] * INP[x of position p - t][b][o] over the taps t (positions before
+        the pass count as zero); the first `warmup` positions of each pass write nothing."""
+        c = self.config
+        n = dst.size
+        pos = np.tile(np.arange(insn.iter_in * (insn.uop_end - insn.uop_bgn)), insn.iter_out)
+        h = self.inp[x][:, :, : c.block_out].astype(np.int64)  # (n, batch, block_out): lane o's channel is o
+        wgt = self.wgt[w].astype(np.int64)  # (n, block_out, block_in)
+        dot = np.zeros((n, c.batch, c.block_out), dtype=np.int64)
+        for t in range(min(c.block_in, n)):
+            taps = wgt[:, None, :, t]
+            if not taps.any():  # a K-tap kernel leaves the other taps zero
+                continue
+            back = np.zeros_like(h)
+            back[t:] = h[: n - t]
+            back[pos < t] = 0
+            dot += taps * back
+        live = pos >= self.warmup
+        dst, dot = dst[live], dot[live]
+        if init is not None:
+            init = init[live]
+            order = self._init_order(dst, init)
+            if order is None:  # an init row the GEMM itself writes: in order, as the forwarding does
+                for d, r, v in zip(dst.tolist(), init.tolist(), dot):
+                    self.acc[d] = alu_sem.wrap(self.acc[r].astype(np.int64) + v, c.acc_width)
+                    self.out[d] = self._narrow(self.acc[d])
+                return
+            new = alu_sem.wrap(self.acc[init[order]].astype(np.int64) + dot[order], c.acc_width)
+            self.acc[dst[order]] = new
+            self.out[dst[order]] = self._narrow(new)
+            return
+        lanes = c.batch * c.block_out
+        sums = np.zeros((c.acc_depth, lanes), dtype=np.int64)
+        np.add.at(sums, dst, dot.reshape(-1, lanes))
+        rows = np.unique(dst)
+        new = alu_sem.wrap(self.acc[rows].astype(np.int64) + sums[rows].reshape(-1, c.batch, c.block_out),
+                           c.acc_width)
         self.acc[rows] = new
         self.out[rows] = self._narrow(new)
 

@@ -4,8 +4,6 @@ still equal to numpy's, and the same layer on the default config fused."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from support.templates import conv_case
 
@@ -18,7 +16,7 @@ TAIL = Tail(bias=True, shift=6, clip=(0, 96))
 
 @pytest.mark.parametrize("epilogue", [True, False])
 def test_tail_fused_only_where_the_config_has_the_epilogue(epilogue: bool) -> None:
-    cfg = dataclasses.replace(PRESETS["default"], name=f"default-epilogue-{epilogue}", gemm_epilogue=epilogue)
+    cfg = PRESETS["default"].replace(name=f"default-epilogue-{epilogue}", gemm_epilogue=epilogue)
     r = conv_case(cfg, 32, 32, 8, 1, 1, 0, TAIL, Knobs())
     assert (r["got"] == r["ref"]).all()
     insns = isa.decode(r["f"].program.insns, cfg)
