@@ -151,13 +151,33 @@ def test_python_snippet_runs_and_shifts_right() -> None:
 
 def test_epilogue_snippet_requantises_in_its_gemms() -> None:
     """The CFG / GEMM init snippet: bias, shift and clip without an ALU instruction, against numpy."""
-    (code,) = [b for b in _blocks(PROGRAMS, "python") if "s.cfg(" in b]
+    (code,) = [b for b in _blocks(PROGRAMS, "python") if "s.cfg(" in b and "window=" not in b]
     env: dict = {}
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(code, str(PROGRAMS), "exec"), env)
     x, w, bias = (env[k].astype(np.int64) for k in ("x", "w", "bias"))
     assert np.array_equal(env["got"], np.clip((x @ w.T + bias) >> 7, -128, 127))
     assert env["report"].counters["alu_counter"] == 0 and env["report"].counters["gemm_counter"] == 16
+
+
+def test_window_snippet_is_a_depthwise_conv() -> None:
+    """The window-mode snippet: a 3x3 depthwise conv with bias and requantisation in three GEMM
+    passes, against numpy's own convolution of the same arrays."""
+    (code,) = [b for b in _blocks(PROGRAMS, "python") if "window=True" in b]
+    env: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code, str(PROGRAMS), "exec"), env)
+    x, k, bias = (env[n].astype(np.int64) for n in ("x", "k", "bias"))
+    h, w = x.shape[:2]
+    want = np.zeros((h, w, 16), np.int64)
+    for y in range(h):
+        for xx in range(w):
+            for ky in range(3):
+                for kx in range(3):
+                    if 0 <= y + ky - 1 < h and 0 <= xx + kx - 1 < w:
+                        want[y, xx] += x[y + ky - 1, xx + kx - 1] * k[:, ky, kx]
+    assert np.array_equal(env["got"], np.clip((want + bias) >> 8, -128, 127))
+    assert env["report"].counters["alu_counter"] == 0 and env["report"].counters["gemm_counter"] == 3 * h * (w + 1)
 
 
 def test_assembly_snippet_assembles_and_adds_five() -> None:
