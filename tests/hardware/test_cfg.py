@@ -1,4 +1,4 @@
-"""CFG, the GEMM epilogue and GEMM init on the core in Amaranth's simulator, against the
+"""CFG, the GEMM epilogue, GEMM init and window mode on the core in Amaranth's simulator, against the
 golden simulator (`isa.SEMANTIC_CHOICES`, vdla.simulator.machine).
 
 Each case of `CASES` loads random INP, WGT and ACC rows, runs a few CFG / GEMM / ALU
@@ -7,14 +7,17 @@ ACC and OUT buffers, bit for bit. The cases cover the epilogue (off, shifts 0/7/
 bounds negative or crossed, a reset's zeros, ALU writes untouched, a CFG between GEMMs) and
 init (1x1 kernels with a bias row per weight, a copy with reset, a row written twice, init
 rows that the same instruction writes at every forwarding distance, under each of the
-tensor pipeline's optional registers). Then: an init row past ACC (UOP_INDEX, the golden
-ExecutionError), CFG state gone after FINISH and at the next run, CFG's tokens, and the
-epilogue and init costing no cycle.
+tensor pipeline's optional registers) and window mode (warm-up 0 ... block_in - 1, several
+uops and passes, init and the epilogue with it, rows hit again at distances 1-6 with warm-up
+iterations among the writers, reset GEMMs and the ALU unaffected; under each optional
+register and with batch 2). Then: an init row past ACC (UOP_INDEX, the golden
+ExecutionError), CFG state gone after FINISH and at the next run, CFG's tokens, the
+epilogue, init and the window costing no cycle, and no window logic where the Config has none.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -31,6 +34,10 @@ from support.cfg_cases import (
     init_one_by_one,
     init_row_ahead,
     run,
+    window_forwarding,
+    window_init,
+    window_passes,
+    window_warmup_max,
 )
 
 import vdla.simulator.rtl.pysim  # noqa: F401  (registers the backend)
@@ -90,6 +97,48 @@ def test_init_forwarding_under_each_tensor_register(variant):
             init_chain(d, d % 2 == 0, base=16 * k, n=10)(s)
 
     _run_both(c, build, seed=3, **pysim_options)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_window_under_each_tensor_register(variant):
+    """Window mode with each of the optional registers between the INP read and the GEMM
+    array's lane copies (its push/first flags must go with the INP word) and between the
+    ACC read and the writes (the warm-up iterations' writes must not be forwarded)."""
+    options, pysim_options = VARIANTS[variant]
+    c = PRESETS["small"].replace(**options)
+
+    def build(s: CommandStream) -> None:
+        window_passes(s)
+        window_forwarding(s)
+        window_init(s)
+
+    _run_both(c, build, seed=4, **pysim_options)
+
+
+def test_batch2_window():
+    """Two batch rows: lane (b, o) takes element (b, o) of each row of its window; warm-up up to
+    block_in - 1 = 7."""
+    def build(s: CommandStream) -> None:
+        window_passes(s)
+        window_warmup_max(s)
+        window_forwarding(s)
+
+    _run_both(PRESETS["batch2"], build, seed=5)
+
+
+def test_a_config_without_the_window_builds_none_of_it():
+    """gemm_window off (the board configs): the GEMM array has no window ports, and neither it
+    nor the tensor pipeline has a window register."""
+    from amaranth.back import rtlil
+
+    from vdla.hardware.tensor import TensorPipeline
+
+    c = PRESETS["small"]
+    text = {cfg.gemm_window: rtlil.convert(TensorPipeline(cfg)) for cfg in (c, c.replace(gemm_window=False))}
+    port = re.compile(r"input \d+ +\\push$", re.M)  # the GEMM array's
+    assert port.search(text[True]) and not port.search(text[False])
+    for name in ("win_0_0", "window_q", "s1_first", "s1_live", "s3_live"):
+        assert name in text[True] and name not in text[False], name
 
 
 def test_batch2_epilogue_and_init():
@@ -175,13 +224,14 @@ def test_cfg_moves_tokens_like_any_compute_instruction():
 
 
 @pytest.mark.parametrize("same_row", [False, True], ids=["distinct-rows", "same-row"])
-def test_epilogue_and_init_cost_no_cycle(same_row):
-    """A GEMM under the epilogue, with init, keeps compute busy exactly as long as a plain one
+def test_epilogue_init_and_window_cost_no_cycle(same_row):
+    """A GEMM under the epilogue, with init, or in window mode (warm-up iterations included)
+    keeps compute busy exactly as long as a plain one
     (OUT is written a cycle after ACC, in the cycle the pipeline drains), on the RTL and in
     the golden cycle model; a CFG costs what a NOP does."""
     c = PRESETS["small"]
     busy = {}
-    for mode in ("plain", "cfg-nop", "epilogue-init"):
+    for mode in ("plain", "cfg-nop", "epilogue-init", "window"):
         for dev in _devices(c):
             rows = data(c, 2)
             s = CommandStream(c, mode)
@@ -191,13 +241,15 @@ def test_epilogue_and_init_cost_no_cycle(same_row):
             s.dep_pop(Stage.LOAD, Stage.COMPUTE)
             if mode == "plain":
                 s.nop(Stage.COMPUTE)
+            elif mode == "window":
+                s.cfg(window=True, warmup=2)
             else:
                 s.cfg(init_base=16, shift=3, clip_lo=-7, clip_hi=7, epilogue=mode != "cfg-nop")
             loops = (Loop(4), Loop(ROWS, dst=0 if same_row else 1, src=1, wgt=1))
             s.gemm(UopKernel.single(0, 0, 0, loops=loops), init=mode == "epilogue-init")
             busy[mode, dev.name] = dev.run(s.finish()).modules["compute"].busy
     for backend in ("fsim", "pysim"):
-        assert busy["plain", backend] == busy["cfg-nop", backend] == busy["epilogue-init", backend], busy
+        assert len({busy[mode, backend] for mode in ("plain", "cfg-nop", "epilogue-init", "window")}) == 1, busy
 
 
 def test_a_core_without_the_epilogue_refuses_cfg_and_init():
@@ -208,7 +260,7 @@ def test_a_core_without_the_epilogue_refuses_cfg_and_init():
     from vdla.hardware.errors import ErrorCode
     from vdla.hardware.testbench import CoreSim
 
-    c = dataclasses.replace(PRESETS["small"], name="small-no-epilogue", gemm_epilogue=False)
+    c = PRESETS["small"].replace(name="small-no-epilogue", gemm_epilogue=False)
     assert "init" not in {s.name for s in isa.layout(c).formats["gemm"].slots}
     with pytest.raises(isa.FieldRangeError, match=r"field 'init' = 1 does not exist on this config \(Config.gemm_epilogue"):
         isa.encode([isa.gemm(reset=1, init=1, uop_end=1, iter_out=1, iter_in=1)], c)

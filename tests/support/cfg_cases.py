@@ -1,4 +1,4 @@
-"""CFG, the GEMM epilogue and GEMM init: programs for comparing an RTL device with fsim
+"""CFG, the GEMM epilogue, GEMM init and window mode: programs for comparing an RTL device with fsim
 (tests/hardware/test_cfg.py on pysim, tests/simulator/rtl/test_verilator.py on Verilator).
 
 `run(dev, build, seed)` loads random INP, WGT and ACC rows (`data`), adds `build`'s
@@ -17,8 +17,8 @@ from vdla.config import Config
 from vdla.runtime import AluOp, CommandStream, Device, Loop, Mem, Stage, UopKernel
 from vdla.simulator import Report
 
-__all__ = ["ACC_ROWS", "CASES", "ROWS", "buffers", "cfg_between_gemms", "data", "gemm_under", "init_chain",
-           "init_one_by_one", "init_row_ahead", "run"]
+__all__ = ["ACC_ROWS", "CASES", "ROWS", "WINDOW_CASES", "buffers", "cfg_between_gemms", "data", "gemm_under",
+           "init_chain", "init_one_by_one", "init_row_ahead", "run"]
 
 ROWS = 16  # INP and WGT rows loaded
 ACC_ROWS = 64  # ACC rows loaded (and OUT rows stored)
@@ -142,6 +142,76 @@ def init_row_ahead(s: CommandStream) -> None:
     s.gemm(UopKernel.single(10, 0, 0, loops=(Loop(3, src=1), Loop(4, dst=1, wgt=1))), init=True)  # row = its init row
 
 
+# -- window mode (CFG's window, Config.gemm_window) ------------------------------------------------
+
+
+def window_gemm(warmup: int | Callable[[Config], int], uops: tuple[tuple[int, int, int], ...], outer: Loop, inner: Loop,
+                *, init: bool = False, **cfg) -> Callable[[CommandStream], None]:
+    """One window-mode GEMM (`uops` in `outer` x `inner`) after a CFG with `warmup` (or
+    warmup(config)) and `cfg`'s other fields."""
+    def build(s: CommandStream) -> None:
+        w = warmup(s.config) if callable(warmup) else warmup
+        s.cfg(window=True, warmup=w, **cfg)
+        s.gemm(UopKernel(uops, loops=(outer, inner)), init=init)
+    return build
+
+
+def window_passes(s: CommandStream) -> None:
+    """Warm-up 0, 1 and 2 over several uops per inner pass and several passes (the window
+    restarts at each), epilogue on and off, accumulating onto the random ACC rows."""
+    window_gemm(0, ((0, 0, 0),), Loop(1), Loop(ROWS, dst=1, src=1, wgt=1))(s)
+    window_gemm(1, ((16, 0, 3), (17, 5, 4)), Loop(3, dst=8, src=1, wgt=1), Loop(4, dst=2, src=2, wgt=0),
+                shift=3, clip_lo=-100, clip_hi=90, epilogue=True)(s)
+    window_gemm(2, ((40, 1, 2), (41, 9, 0), (42, 4, 7)), Loop(2, dst=3, src=3), Loop(3, dst=6, src=1, wgt=2),
+                shift=5, clip_lo=-128, clip_hi=127, epilogue=True)(s)
+
+
+def window_warmup_max(s: CommandStream) -> None:
+    """Warm-up block_in - 1 (the window's length): each pass writes only from its block_in-th
+    iteration, which sees all block_in rows; two uops, two passes."""
+    n = s.config.block_in // 2 + 2  # inner iterations: 2n >= block_in + 2 positions per pass
+    window_gemm(lambda c: c.block_in - 1, ((0, 0, 1), (1, ROWS - n, 2)), Loop(2, dst=2 * n, wgt=3),
+                Loop(n, dst=2, src=1), shift=2, clip_lo=-60, clip_hi=60, epilogue=True)(s)
+
+
+def window_forwarding(s: CommandStream) -> None:
+    """Iterations that accumulate onto the row one 1 ... 6 iterations before wrote (d uops,
+    each its own row, looped), with warm-up iterations among them that must not be forwarded."""
+    for n, d in enumerate((1, 2, 3, 4, 6)):
+        uops = tuple((8 * n + u, u, u) for u in range(d))
+        warmup = lambda c, d=d: min(d + 1, c.block_in - 1)  # noqa: E731
+        window_gemm(warmup, uops, Loop(2, src=2), Loop(-(-12 // d), src=1, wgt=1),
+                    shift=4, clip_lo=-128, clip_hi=127, epilogue=n % 2 == 1)(s)
+
+
+def window_init(s: CommandStream) -> None:
+    """Init + window: iteration t writes row 22 + d + t from bias row 22 + t (init_base + its
+    WGT index), which iteration t - d wrote, or, a warm-up one, did not."""
+    for base, d, warmup in ((2, 1, 1), (22, 2, 1), (42, 3, 2)):
+        window_gemm(warmup, ((base + d, 0, 0),), Loop(1), Loop(ROWS - 2, dst=1, src=1, wgt=1), init=True,
+                    init_base=base, shift=2, clip_lo=-90, clip_hi=90, epilogue=True)(s)
+
+
+def window_reset_alu(s: CommandStream) -> None:
+    """Under window mode, reset GEMMs (plain and init copies) and the ALU run as ever."""
+    s.cfg(window=True, warmup=1, init_base=40, shift=3, clip_lo=-50, clip_hi=50, epilogue=True)
+    s.gemm(UopKernel.single(0, 0, 0, loops=(Loop(2, dst=4), Loop(4, dst=1))), reset=True)
+    s.gemm(UopKernel.single(8, 0, 0, loops=(Loop(2, dst=4, wgt=2), Loop(4, dst=1, wgt=1))), reset=True, init=True)
+    s.alu(UopKernel.single(16, 20, loops=(Loop(8, dst=1, src=1),)), AluOp.ADD)
+    s.alu(UopKernel.single(24, loops=(Loop(8, dst=1),)), AluOp.SHR, 3)
+    s.gemm(one_by_one(32, 0, 0, 8))  # and a window GEMM after them
+
+
+#: the window cases (only for a Config with gemm_window)
+WINDOW_CASES: dict[str, Callable[[CommandStream], None]] = {
+    "window-passes": window_passes,
+    "window-warmup-max": window_warmup_max,
+    "window-forwarding": window_forwarding,
+    "window-init": window_init,
+    "window-reset-alu": window_reset_alu,
+}
+
+
 CASES: dict[str, Callable[[CommandStream], None]] = {
     "epilogue-off": gemm_under(7, -3, 3, epilogue=False),
     "shift-0": gemm_under(0, -128, 127),
@@ -159,4 +229,5 @@ CASES: dict[str, Callable[[CommandStream], None]] = {
     "init-row-ahead": init_row_ahead,
     **{f"init-chain-{d}": init_chain(d, False) for d in (1, 2, 3, 4, 6)},
     **{f"init-chain-{d}-reset": init_chain(d, True) for d in (1, 2, 5)},
+    **WINDOW_CASES,
 }

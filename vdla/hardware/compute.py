@@ -8,8 +8,8 @@ completes, push_prev sends g2l (load may overwrite INP/WGT) and push_next sends 
 `TensorPipeline` at one uop-iteration per cycle. FINISH completes like any instruction
 (it may carry flags) and then pulses ``finish``. LOADs with x_size = 0 are NOPs.
 CFG completes like a NOP (it moves tokens alike) and sets the registers that the GEMMs
-after it read (`tensor.cfg_layout`: init_base, shift, clip_lo, clip_hi, epilogue), until
-the next CFG; FINISH and the core's reset at every start put them back to 0. Built with
+after it read (`tensor.cfg_layout`: init_base, shift, clip_lo, clip_hi, epilogue, and with
+``Config.gemm_window`` window and warmup), until the next CFG; FINISH and the core's reset at every start put them back to 0. Built with
 ``Config.gemm_epilogue`` off it has no such registers.
 
 Errors (``error``, `vdla.hardware.errors`): a GEMM/ALU whose ``uop_end`` is past the uop

@@ -32,11 +32,23 @@ With ``Config.gemm_sum_register`` the adder tree is cut halfway: each group of
 ``2**ceil(log2(block_in) / 2)`` products is summed into a register (``part_{b}_{o}_{g}``)
 and the rest of the tree sums those (``sums`` a cycle later again). On the 85F the products
 of multipliers spread over the DSP rows, summed whole in one period, were a critical path.
+
+With ``Config.gemm_window`` (CFG's window mode, for depthwise convolutions; block_in ==
+block_out) lane o's copy can instead take channel o's taps: element (b, t) of ``inp_q_{o}``
+is INP element (b, o) of the word pushed t pushes ago (``W_t``, t < block_in), newest first,
+so ``sums[b][o] = sum_t W_t[b][o] * wgt[o][t]``. ``push`` and ``first`` come with ``inp``
+(the same cycle) and are registered alongside it wherever it is (``push_r``/``first_r``,
+``push_f``/``first_f``): ``push`` marks a window-mode word (the copies take the window, and
+the window shifts it in), ``first`` the first of an inner-loop pass (the older words count
+as zero, and are cleared as it shifts in). The window is a shift register of the
+block_in - 1 previous words, kept per lane (``win_{o}_{t}``: ``W_{t+1}``'s elements (b, o),
+fed from the lane's INP group, so it splits as the copies do). Without the flag none of it
+is built and the array has no ``push``/``first`` ports.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Signal, Value, signed, unsigned
+from amaranth import Cat, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -62,28 +74,56 @@ class GemmArray(wiring.Component):
             "inp": In(unsigned(8 * c.inp_elem_bytes)),
             "wgt": In(unsigned(8 * c.wgt_elem_bytes)),
             "sums": Out(unsigned(8 * c.acc_elem_bytes)),
+            **({"push": In(1), "first": In(1)} if c.gemm_window else {}),
         })
 
     def elaborate(self, platform) -> Module:
         m = Module()
         c = self.config
+        window = c.gemm_window
         wgt_in, inp_in = self.wgt, [self.inp] * self.inp_groups
+        push, first = (self.push, self.first) if window else (None, None)  # the flags of the word in inp_in
+
+        def delayed(suffix: str) -> tuple[Signal, Signal]:
+            """push and first registered with the INP word (only where the window is built)."""
+            if not window:
+                return push, first
+            regs = Signal(name=f"push_{suffix}"), Signal(name=f"first_{suffix}", reset_less=True)
+            m.d.sync += [regs[0].eq(push), regs[1].eq(first)]
+            return regs
+
         if c.operand_read_register:
             # with the fan-out register, the group copies come after this one
             read_copies = 1 if c.inp_fanout_register else self.inp_groups
             wgt_in = Signal.like(self.wgt, name="wgt_r", reset_less=True)
             inp_in = [Signal.like(self.inp, name=f"inp_r_{g}", reset_less=True) for g in range(read_copies)]
             m.d.sync += [wgt_in.eq(self.wgt), *(r.eq(self.inp) for r in inp_in)]
+            push, first = delayed("r")
         if c.inp_fanout_register:  # WGT needs no register here: the tensor pipeline reads it a cycle later
             groups = [Signal.like(self.inp, name=f"inp_f_{g}", reset_less=True) for g in range(self.inp_groups)]
             m.d.sync += [f.eq(inp_in[0]) for f in groups]
             inp_in = groups
+            push, first = delayed("f")
         wgt = Signal.like(self.wgt, name="wgt_q", reset_less=True)
         m.d.sync += wgt.eq(wgt_in)
         copies = []
         for o in range(c.block_out):
             copies.append(Signal.like(self.inp, name=f"inp_q_{o}", reset_less=True))
-            m.d.sync += copies[o].eq(inp_in[o * self.inp_groups // c.block_out])
+            word = inp_in[o * self.inp_groups // c.block_out]
+            if not window:
+                m.d.sync += copies[o].eq(word)
+                continue
+            # Lane o's window: win[t] holds elements (b, o) of W_{t+1}; the first word of a pass
+            # sees zeros there, and shifts them in.
+            ew = c.inp_width
+            newest = Cat(*(word.word_select(b * c.block_in + o, ew) for b in range(c.batch)))
+            win = [Signal(c.batch * ew, name=f"win_{o}_{t}", reset_less=True) for t in range(c.block_in - 1)]
+            older = [Mux(first, 0, w) for w in win]
+            taps = [newest, *older]  # W_0 ... W_{block_in - 1}, elements (b, o)
+            with m.If(push):
+                m.d.sync += [w.eq(v) for w, v in zip(win, taps)]
+            windowed = Cat(*(taps[t].word_select(b, ew) for b in range(c.batch) for t in range(c.block_in)))
+            m.d.sync += copies[o].eq(Mux(push, windowed, word))
         lanes = []
         for b in range(c.batch):
             for o in range(c.block_out):

@@ -8,7 +8,11 @@ the init row, CFG's ``init_base`` + the WGT index, instead of ACC[dst] (the ``cf
 what the last CFG set, `cfg_layout`). Stages:
 
 - S0: the loop counters address the uop buffer (the init row's running sum starts at
-  ``init_base``, so it needs no adder of its own later);
+  ``init_base``, so it needs no adder of its own later); with ``Config.gemm_window``, a
+  saturating counter of the iterations of the inner-loop pass (``pos``, 0 at each outer
+  iteration's first) gives each iteration its window flags: ``first`` (pos 0) and ``live``
+  (not one of CFG's ``warmup`` first iterations of a window-mode GEMM), which go down the
+  pipeline with it;
 - S1: the micro-op arrives and is registered;
 - S1q: the indices (micro-op + loop sums, the init row's too) are computed;
 - S1a: the row the ACC operand is read from (``rd``: dst, or the init row) is registered
@@ -24,7 +28,10 @@ what the last CFG set, `cfg_layout`). Stages:
   more in S1a, so its word arrives a cycle after INP's, as the GEMM array wants it);
 - S2: INP/WGT arrive and the GEMM array registers them (so the multipliers start from a
   register, not from a block RAM's slow output across the chip); the indices address
-  ACC[rd], ACC[src];
+  ACC[rd], ACC[src]. In CFG's window mode (a non-reset GEMM) the INP word comes with
+  ``push`` and ``first`` (S1a's, registered as the word leaves the block RAM: in S2, or S1b
+  with its optional registers), and lane o of the array takes channel o's last block_in
+  rows of the pass instead (`GemmArray`: its window shifts the word in);
 - S2r: the GEMM array registers the products; the ACC rows arrive and are registered
   (the block RAMs' output registers, in flip-flops: Yosys does not use the DP16KD's own);
 - S2b: the ACC operands take the row's newest value when it is still in flight
@@ -37,7 +44,9 @@ what the last CFG set, `cfg_layout`). Stages:
   other operations);
 - S3x (ALU only): the ALU's second stage (the partial products summed) into a register,
   so neither the multiplier nor its adders drive the far block RAMs;
-- S4: ACC[dst] := the result; OUT's value is registered: the low out_width bits of each
+- S4: ACC[dst] := the result (unless the iteration is a window-mode warm-up one: S3's
+  ``live`` low, it goes no further than S3, so it writes neither ACC nor OUT and is no
+  source of forwarding); OUT's value is registered: the low out_width bits of each
   lane, or for a GEMM under CFG's epilogue ``min(max(result >> shift, clip_lo), clip_hi)``
   (the shift and compares start from S4's register, off the forwarding paths);
 - W: OUT[dst] := that value, a cycle after the ACC write. That is the cycle ``done``
@@ -61,6 +70,8 @@ Pulse ``start`` with ``insn`` (a GEMM or ALU instruction, held stable) and ``cfg
 too); ``done`` pulses once the last ACC write has happened, with the last OUT write.
 Built for a Config with ``gemm_epilogue`` off (a part with no room for them) it has neither init nor the
 epilogue: the logic is constant and optimised away, and its owner refuses what would use it.
+Likewise with ``Config.gemm_window`` off (the board configs) it has no window: no counter,
+flags or GEMM array window are built.
 
 Registers that carry data only (indices, operands, sums, results) have no reset: the valid
 bits, which do, say when they count, and a reset net reaching every one of them was itself
@@ -105,6 +116,7 @@ class TensorPipeline(wiring.Component):
         self.config = c = config
         self.wgt_slices = wgt_slices
         self.gemm_cfg = config.gemm_epilogue  # GEMM init and the epilogue (off: neither; `cfg` is not read)
+        self.window = config.gemm_window  # CFG's window mode (off: none of its logic is built)
         acc_bits = 8 * c.acc_elem_bytes
         super().__init__({
             "start": In(1),
@@ -190,6 +202,32 @@ class TensorPipeline(wiring.Component):
                     ]
             with m.Else():
                 m.d.sync += k.eq(k + 1)
+        # Window mode (a non-reset GEMM under CFG's window): `pos` counts the iterations of the
+        # inner-loop pass, 0 at its first (saturating: past warmup < block_in it only has to
+        # stay there). The pass's first iteration clears the GEMM array's window (`first`); the
+        # iterations before `warmup` write nothing (`live` low), carried down with `valid`.
+        first0 = live0 = None
+        if self.window:
+            window_q = data_reg(1, "window_q")  # a registered decode of the held instruction, as init_q
+            m.d.sync += window_q.eq(~is_alu & ~g.reset & self.cfg.window)
+            pos = Signal(c.window_warmup_bits)
+            with m.If(self.start):
+                m.d.sync += pos.eq(0)
+            with m.Elif(run & ~stall_q["s0"]):
+                with m.If((k == uop_end - 1) & (j == iter_in - 1)):
+                    m.d.sync += pos.eq(0)
+                with m.Elif(~pos.all()):
+                    m.d.sync += pos.eq(pos + 1)
+            first0, live0 = pos == 0, ~window_q | (pos >= self.cfg.warmup)
+
+        def carry(flag: Value | None, name: str) -> Signal | None:
+            """A window flag registered into stage `name` (under the caller's condition)."""
+            if flag is None:
+                return None
+            reg = data_reg(1, name)
+            m.d.sync += reg.eq(flag)
+            return reg
+
         # A stall holds S0, S1, S1q and S1a: the uop read port keeps S1's micro-op (en low).
         m.d.comb += [self.uop_rd.addr.eq(k), self.uop_rd.en.eq(~stall_q["s1"])]
 
@@ -201,6 +239,7 @@ class TensorPipeline(wiring.Component):
         s1_valid = Signal()
         with m.If(~stall_q["s1"]):
             m.d.sync += [s1_valid.eq(run), s1_dst.eq(dst_cur), s1_src.eq(src_cur), s1_wgt.eq(wgt_cur), s1_init.eq(init_cur)]
+            s1_first, s1_live = carry(first0, "s1_first"), carry(live0, "s1_live")
         s1q_valid = Signal()
         s1q_dst, s1q_src, s1q_wgt = data_reg(dw + 1, "s1q_dst"), data_reg(sw + 1, "s1q_src"), data_reg(ww + 1, "s1q_wgt")
         s1q_init = data_reg(iw + 1, "s1q_init")
@@ -208,6 +247,7 @@ class TensorPipeline(wiring.Component):
         with m.If(~stall_q["s1"]):
             m.d.sync += [s1q_valid.eq(s1_valid), s1q_dst.eq(s1_dst), s1q_src.eq(s1_src), s1q_wgt.eq(s1_wgt),
                          s1q_init.eq(s1_init), uop_q.eq(self.uop_rd.data)]
+            s1q_first, s1q_live = carry(s1_first, "s1q_first"), carry(s1_live, "s1q_live")
 
         # -- S1q: micro-op -> operand indices ------------------------------------------------
         uop = data.View(isa.amaranth_layout(c, "uop"), uop_q)
@@ -252,6 +292,7 @@ class TensorPipeline(wiring.Component):
             wgt_next = data_reg(ww, "s1a_wgt")
         with m.If(~stall_q["s1a"]):
             m.d.sync += [s1a_valid.eq(s1q_valid), s1a_dst.eq(dst), s1a_src.eq(src), inp_addr.eq(src)]
+            s1a_first, s1a_live = carry(s1q_first, "s1a_first"), carry(s1q_live, "s1a_live")
             if self.gemm_cfg:
                 m.d.sync += s1a_rd.eq(Mux(init_q, init, dst))
             m.d.sync += [copy.eq(wgt_next) for copy in wgt_addr]
@@ -268,14 +309,15 @@ class TensorPipeline(wiring.Component):
         # cycle, under S1a's stall (the registered operands are not held: an ALU instruction,
         # the only kind that stalls, does not use them).
         # Likewise S1c, for the GEMM adder tree's partial sums (Config.gemm_sum_register).
-        pre2_valid, pre2_dst, pre2_src, pre2_rd = s1a_valid, s1a_dst, s1a_src[:dw], s1a_rd
+        pre2_valid, pre2_dst, pre2_src, pre2_rd, pre2_live = s1a_valid, s1a_dst, s1a_src[:dw], s1a_rd, s1a_live
         waits = []
         for stage in ("s1b", "s1c", "s1d")[:c.tensor_stages]:
             valid, dst, src = Signal(name=f"{stage}_valid"), data_reg(dw, f"{stage}_dst"), data_reg(dw, f"{stage}_src")
             rd = rd_reg(f"{stage}_rd", dst)
             with m.If(~stall_q["s1a"]):
                 m.d.sync += [valid.eq(pre2_valid), dst.eq(pre2_dst), src.eq(pre2_src), rd.eq(pre2_rd)]
-            pre2_valid, pre2_dst, pre2_src, pre2_rd = valid, dst, src, rd
+                live = carry(pre2_live, f"{stage}_live")
+            pre2_valid, pre2_dst, pre2_src, pre2_rd, pre2_live = valid, dst, src, rd, live
             waits.append(valid)
 
         # -- S2: INP/WGT registered -----------------------------------------------------------
@@ -285,6 +327,7 @@ class TensorPipeline(wiring.Component):
         s2_rd = rd_reg("s2_rd", s2_dst)
         with m.If(~stall_q["s2"]):
             m.d.sync += [s2_valid.eq(pre2_valid), s2_dst.eq(pre2_dst), s2_src.eq(pre2_src), s2_rd.eq(pre2_rd)]
+            s2_live = carry(pre2_live, "s2_live")
         # With Config.acc_read_register the ACC is read from S2's registers and the data is
         # registered on arrival (S2r), so the forwarding multiplexers in S2b start from
         # flip-flops, not from a block RAM's output; without, it is read from S2r's.
@@ -296,6 +339,7 @@ class TensorPipeline(wiring.Component):
         s2r_valid, s2r_dst, s2r_src = Signal(), data_reg(dw, "s2r_dst"), data_reg(dw, "s2r_src")
         s2r_rd = rd_reg("s2r_rd", s2r_dst)
         m.d.sync += [s2r_valid.eq(s2_valid & ~stall_q["s2"]), s2r_dst.eq(s2_dst), s2r_src.eq(s2_src), s2r_rd.eq(s2_rd)]
+        s2r_live = carry(s2_live, "s2r_live")
         if early:
             acc_dst_q, acc_src_q = data_reg(acc_bits, "acc_dst_q"), data_reg(acc_bits, "acc_src_q")
             m.d.sync += [acc_dst_q.eq(self.acc_rd_dst.data), acc_src_q.eq(self.acc_rd_src.data)]
@@ -325,6 +369,8 @@ class TensorPipeline(wiring.Component):
         # registered, so S2b's multiplexers select with flip-flops. What reaches S4 next comes
         # from S3 (GEMM) or S3x (ALU).
         m.d.sync += [s2b_valid.eq(s2r_valid), s2b_dst.eq(s2r_dst), s2b_src.eq(s2r_src)]
+        s2b_live = carry(s2r_live, "s2b_live")
+        s3_live = carry(s2b_live, "s3_live")
         # The instruction is held while it runs and its first iteration reaches S2r six (plus
         # one per S1b-S1d) cycles after `start`, so from there on the wide multiplexers select with registered
         # copies of its fields, not with decode logic on the instruction register (the
@@ -334,8 +380,10 @@ class TensorPipeline(wiring.Component):
         imm = Signal(signed(c.acc_width))
         m.d.comb += imm.eq(a.imm)
         s3_valid, s3_dst = Signal(), data_reg(dw, "s3_dst")
+        # a GEMM iteration that writes (in window mode, not one of a pass's warm-up iterations)
+        s2b_writes, s3_writes = (s2b_valid, s3_valid) if s3_live is None else (s2b_valid & s2b_live, s3_valid & s3_live)
         s3x_valid, s3x_dst = Signal(), data_reg(dw, "s3x_dst")
-        pre4_valid, pre4_dst = Mux(alu_q, s3x_valid, s3_valid), Mux(alu_q, s3x_dst, s3_dst)
+        pre4_valid, pre4_dst = Mux(alu_q, s3x_valid, s3_writes), Mux(alu_q, s3x_dst, s3_dst)
         s4_valid, s4_dst, s4_value = Signal(), data_reg(dw, "s4_dst"), data_reg(acc_bits, "s4_value")
         w_valid, w_dst, w_value = Signal(), data_reg(dw, "w_dst"), data_reg(acc_bits, "w_value")  # S4's write a cycle ago
         w2_value = data_reg(acc_bits, "w2_value")  # S4's write two cycles ago
@@ -344,7 +392,7 @@ class TensorPipeline(wiring.Component):
         def matches(row: Signal, name: str) -> Signal:
             """Registered: will `row` (in S2r now) be in S3 (GEMM), S4, W (W2) when it reaches S2b?"""
             flags = data_reg(4 if early else 3, f"fwd_{name}")
-            m.d.sync += flags.eq(Cat(~alu_q & s2b_valid & (s2b_dst == row), pre4_valid & (pre4_dst == row),
+            m.d.sync += flags.eq(Cat(~alu_q & s2b_writes & (s2b_dst == row), pre4_valid & (pre4_dst == row),
                                      s4_valid & (s4_dst == row), w_valid & (w_dst == row))[: len(flags)])
             return flags
 
@@ -363,6 +411,9 @@ class TensorPipeline(wiring.Component):
         # With the extra operand or fan-out register, one INP copy per WGT column slice (see GemmArray).
         m.submodules.gemm = gemm = GemmArray(c, inp_groups=self.wgt_slices if c.operand_read_register or c.inp_fanout_register else 1)
         m.d.comb += [gemm.inp.eq(self.inp_rd.data), gemm.wgt.eq(self.wgt_rd.data)]
+        if self.window:  # the window flags of the INP word that arrives now: S1a's iteration's
+            # (no stall to mind: only an ALU instruction stalls, and it pushes nothing)
+            m.d.sync += [gemm.push.eq(s1a_valid & window_q), gemm.first.eq(s1a_first)]
         m.d.sync += [
             s3_valid.eq(s2b_valid), s3_dst.eq(s2b_dst),
             s3_a.eq(newest(dst_flags, acc_dst_q, 0)),
