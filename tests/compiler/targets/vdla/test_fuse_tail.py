@@ -33,6 +33,7 @@ from vdla.compiler.targets.vdla.top import (
     conv2d_packed,
     dense_packed,
     dense_reference,
+    depthwise_window,
     pack_bias,
     pack_dense_data,
     pack_dense_weight,
@@ -49,7 +50,9 @@ DEFAULT = preset("default")
 
 @pytest.fixture
 def switch(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Set the pass on or off for what the test builds next."""
+    """Set the pass on or off for what the test builds next; depthwise layers stay on the grouped
+    template (the window template's GEMMs compute the tail themselves: nothing for the pass)."""
+    monkeypatch.setattr(depthwise_window, "ENABLED", False)
     return lambda on: monkeypatch.setattr(fuse_tail, "ENABLED", on)
 
 

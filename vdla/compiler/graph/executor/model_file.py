@@ -53,6 +53,8 @@ def encode(model: Any) -> bytes:
             consts[f"__bias__/{name}"] = k.bias_packed
         if k.shifts_packed is not None:
             consts[f"__shifts__/{name}"] = k.shifts_packed
+        if k.weight_packed is not None:
+            consts[f"__weight__/{name}"] = k.weight_packed
     np.savez(buf, **{f"c{i}": a for i, a in enumerate(consts.values())})
     blobs.append(buf.getvalue())
     for f in model.functions:
@@ -201,7 +203,7 @@ def _kernel_to_json(k: Step) -> dict[str, Any]:
         c = k.chain
         d["chain"] = {"anchor": c.anchor, "data": c.data, "weight": c.weight, "residual": c.residual,
                       "ops": [[o, v] for o, v in c.ops], "strides": list(c.strides), "padding": list(c.padding),
-                      "groups": c.groups, "kernel": c.kernel}
+                      "groups": c.groups, "kernel": c.kernel, "depthwise": c.depthwise}
     return d
 
 
@@ -212,10 +214,11 @@ def _kernel_from_json(d: Mapping[str, Any], consts: Mapping[str, np.ndarray]) ->
         c = d["chain"]
         ch = AluChain(c["anchor"], c["data"], c["weight"], c["residual"], None,
                       [(o, v) for o, v in c["ops"]], tuple(c["strides"]), tuple(c["padding"]),
-                      int(c.get("groups", 1)), int(c.get("kernel", 0)))
+                      int(c.get("groups", 1)), int(c.get("kernel", 0)), None, bool(c.get("depthwise", False)))
     k = Step(d["node"], d["target"], d["reason"], d["func"], ch, bias, d.get("macs", 0),
                d.get("host_reason", d.get("cpu_reason", "")))
     k.shifts_packed = consts.get(f"__shifts__/{d['node']}")
+    k.weight_packed = consts.get(f"__weight__/{d['node']}")
     k.offset = int(d.get("offset", 0))  # files before slice views held flatten/reshape views only
     return k
 

@@ -54,6 +54,8 @@ class Step:
     kernel: Any = field(default=None, repr=False, compare=False)
     #: per-channel SHR amounts, packed as the bias (kernels with a ``shrv`` in their chain)
     shifts_packed: np.ndarray | None = None
+    #: the weight in the layout its kernel reads when that is not the graph's (the window template's)
+    weight_packed: np.ndarray | None = None
     #: a ``view`` step: the element of its input's memory where the view starts (worked out once, by place)
     offset: int = 0
 

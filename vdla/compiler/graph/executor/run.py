@@ -536,7 +536,8 @@ class CompiledModel:
         ch = k.chain
         assert ch is not None and k.func is not None
         f = self.functions[k.func]
-        arrays = [np.ascontiguousarray(env[ch.data]), np.ascontiguousarray(env[ch.weight])]
+        weight = env[ch.weight] if k.weight_packed is None else k.weight_packed
+        arrays = [np.ascontiguousarray(env[ch.data]), np.ascontiguousarray(weight)]
         if k.bias_packed is not None:
             arrays.append(k.bias_packed)
         if k.shifts_packed is not None:

@@ -6,8 +6,12 @@ integer ops becomes an :class:`AluChain` (:func:`alu_chain`): the anchor, its op
 the tail as one chain of tensor-ALU operations on the accumulator, exact against the
 graph's integer semantics (or the reason it cannot be). :func:`build_kernel` declares the
 matching template of the VDLA target (:mod:`vdla.compiler.targets.vdla.top`: conv2d,
-group_conv2d, conv2d_transpose, dense), schedules it and builds it for ``vdla``. The
-executor's compile step (:mod:`vdla.compiler.graph.executor.compile`) calls both.
+group_conv2d, conv2d_transpose, dense), schedules it and builds it for ``vdla``; a depthwise
+node (``AluChain.depthwise``) that CFG's window mode can compute on the Config
+(:func:`~vdla.compiler.targets.vdla.top.depthwise_window.window_layer`) gets the window
+template instead, whose function reads the weight in the window layout (its ``info``'s
+``weight_layout``; the executor packs it, :func:`~vdla.compiler.targets.vdla.packing.pack_window_weight`).
+The executor's compile step (:mod:`vdla.compiler.graph.executor.compile`) calls both.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ...targets.vdla.top import (
     conv2d_packed,
     conv2d_transpose_packed,
     dense_packed,
+    depthwise_window,
     group_conv2d_packed,
     schedule_conv2d_packed,
     schedule_conv2d_transpose_packed,
@@ -64,6 +69,7 @@ class AluChain:
     groups: int = 1  # conv2d_packed: > 1 runs on the grouped template
     kernel: int = 0  # conv2d_transpose_packed: the (square) kernel size
     shifts: np.ndarray | None = None  # int32 per (padded) output channel, for ("shrv", None)
+    depthwise: bool = False  # grouped, one channel block per group, block-diagonal weight (the window's layers)
 
     def __post_init__(self) -> None:
         # a model file keeps ("hswish", (offset, max)) as a JSON list: a tuple again, for key()
@@ -73,7 +79,7 @@ class AluChain:
         """Two nodes with equal keys share one compiled kernel (the bias is an argument)."""
         shapes = tuple(graph.type_of(v).shape for v in (self.data, self.weight))
         return (self.anchor, shapes, self.strides, self.padding, self.bias is not None, self.residual is not None,
-                tuple(self.ops), self.groups, self.kernel)
+                tuple(self.ops), self.groups, self.kernel, self.depthwise)
 
 
 def _const_vector(a: np.ndarray, channels: int) -> np.ndarray | None:
@@ -443,7 +449,41 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
     padding = tuple(anchor.attrs.get("padding", (0, 0, 0, 0)))
     kernel = int(anchor.attrs["kernel"][0]) if anchor.op == "conv2d_transpose_packed" else 0
     return AluChain(anchor.op, x, w, residual, bias, [(o, v) for o, v in ops], strides, padding,  # type: ignore[arg-type]
-                    groups, kernel, None if shifts is None else shifts.astype(np.int32))
+                    groups, kernel, None if shifts is None else shifts.astype(np.int32),
+                    anchor.op == "conv2d_packed" and groups > 1 and _block_diagonal(graph.consts[w]))
+
+
+def _block_diagonal(wp: np.ndarray) -> bool:
+    """Whether a packed grouped weight ``(O/c, 1, KH, KW, c, c)`` is a depthwise conv's: one
+    channel block per group, each output channel reading only its own input channel."""
+    if wp.ndim != 6 or wp.shape[1] != 1 or wp.shape[4] != wp.shape[5]:
+        return False
+    return int(np.count_nonzero(wp)) == int(np.count_nonzero(np.einsum("cyxrr->cyxr", wp[:, 0])))
+
+
+def _epilogue_tail(ch: AluChain) -> Tail | None:
+    """The chain as the GEMM epilogue's tail ``clip((acc [+ bias]) >> shift, lo, hi)``, or None."""
+    if ch.residual is not None or ch.shifts is not None:
+        return None
+    ops = list(ch.ops)
+    bias = bool(ops) and ops[0][0] == "bias"
+    ops = ops[bias:]
+    shift = ops.pop(0)[1] if ops and ops[0][0] == "shr" else 0
+    if [o for o, _ in ops] != ["max", "min"]:
+        return None
+    return Tail(bias=bias, shift=shift, clip=(ops[0][1], ops[1][1]))
+
+
+def window_choice(ch: AluChain, graph: Graph, cfg: Config) -> Any:
+    """The window template's layer (:class:`~vdla.compiler.targets.vdla.window.WindowConv`) for
+    a depthwise node on ``cfg``, or why it keeps the grouped template."""
+    if not depthwise_window.ENABLED:
+        return "the window template is off"
+    tail = _epilogue_tail(ch) if ch.depthwise and ch.anchor == "conv2d_packed" else None
+    if tail is None:
+        return "not a depthwise conv with an epilogue tail"
+    return depthwise_window.window_layer(cfg, graph.type_of(ch.data).shape, graph.type_of(ch.weight).shape,
+                                         ch.groups, ch.strides, ch.padding, tail)
 
 
 def _tell_workload_the_tail(acc_op: Any, ch: AluChain) -> None:
@@ -463,6 +503,9 @@ def _tell_workload_the_tail(acc_op: Any, ch: AluChain) -> None:
 
 def build_kernel(ch: AluChain, graph: Graph, cfg: Config, vthreads: int, name: str) -> Any:
     """Declare, schedule and build one VDLA kernel; returns the VDLAFunction."""
+    conv = window_choice(ch, graph, cfg)
+    if not isinstance(conv, str):
+        return depthwise_window.build_depthwise_window(conv, cfg, name, nthread=max(1, vthreads))
     xt, wt = graph.type_of(ch.data), graph.type_of(ch.weight)
     D = te.placeholder(xt.shape, "int8", name="data")
     K = te.placeholder(wt.shape, "int8", name="weight")

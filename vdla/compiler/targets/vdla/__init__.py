@@ -11,7 +11,8 @@ Pipeline (after the core's schedule_ops / storage_flatten / simplify)::
 
 Modules: backend (what the driver calls), env (scopes, GEMM intrinsic from a Config), passes (the phase-1 pass list),
 one module per lowering pass (dma, alu, gemm; kernel holds the micro-op kernel spec,
-util the loop helpers they share), fuse_tail (ALU requantisation tails into the GEMMs), sync
+util the loop helpers they share), fuse_tail (ALU requantisation tails into the GEMMs), window
+(a depthwise conv in CFG's window mode, lowered straight to tasks), sync
 (dependency tokens), codegen (tasks ->
 CommandStream -> Program), module (the built function and its file format), packing
 (host packing of every layout), top/ (one module per operator template, their numpy

@@ -521,9 +521,17 @@ def generate(func: PrimFunc, config: Config) -> Generated:
     em.tasks = group_thread_loads(group_threads(sink_resets(em.tasks)))
     if fuse_tail.ENABLED and config.gemm_epilogue:  # a core without CFG keeps the tail on the ALU
         em.tasks = fuse_tail.fuse_requant_tails(em.tasks, config)
-    plan = plan_tokens(em.tasks, config)
-    s = CommandStream(config, func.name)
-    for t in em.tasks:
+    prog, plan = write_program(em.tasks, config, func.name)
+    return Generated(prog, em.relocs, plan, len(em.tasks), sram, src)
+
+
+def write_program(tasks: list[Task], config: Config, name: str) -> tuple[Program, TokenPlan]:
+    """The Program of a task list in program order: dependency tokens planned
+    (:func:`.sync.plan_tokens`), each task written with its pops before and pushes after it,
+    then FINISH. The tasks' emits record their own relocations."""
+    plan = plan_tokens(tasks, config)
+    s = CommandStream(config, name)
+    for t in tasks:
         for a in t.pops:
             s.dep_pop(a, t.stage)
         t.emit(s)
@@ -533,4 +541,4 @@ def generate(func: PrimFunc, config: Config) -> Generated:
         prog = s.finish()
     except (StreamError, ISAError) as e:
         raise VDLAError(str(e)) from None
-    return Generated(prog, em.relocs, plan, len(em.tasks), sram, src)
+    return prog, plan

@@ -10,7 +10,11 @@ Layouts (VTA's ``graph_pack``; ``b`` = ``Config.batch``, ``i`` = ``Config.block_
 * a bias ``(O,)`` -> ``(O/o, b, o)``, repeated over the batch rows of an accumulator
   element (:func:`pack_bias`);
 * a transposed conv's IOHW weight -> per-phase sub-kernels ``(s, s, O/o, I/i, J, J, o, i)``
-  (:func:`pack_transpose_weight`).
+  (:func:`pack_transpose_weight`);
+* a depthwise conv's weight for CFG's window mode, ``(C/o, K, o, i)``: row ``(cb, ky)`` holds
+  channel ``cb*o + r``'s taps ``w[ky, K-1-t]`` at ``[r, t]`` (:func:`pack_window_weight`, from
+  the block-diagonal packed weight the graph's layout pass makes, or :func:`window_weight_of`
+  from ``(C, 1, K, K)``).
 
 ``pad=True`` zero-pads the channels (and batch) to whole blocks, as the graph's layout pass
 does; ``pad=False`` requires whole blocks and raises ValueError naming the array, as a
@@ -29,7 +33,7 @@ __all__ = [
     "round_up", "packed_shape", "pack_activation", "unpack_activation", "pack_weight", "unpack_weight", "pack_bias",
     "pack_channel_const", "pack_transpose_weight", "unpack_transpose_weight",
     "pack_data", "unpack_data", "pack_dense_data", "unpack_dense_data", "pack_dense_weight",
-    "pack_conv2d_transpose_weight",
+    "pack_conv2d_transpose_weight", "pack_window_weight", "window_weight_of",
 ]
 
 
@@ -155,6 +159,34 @@ def unpack_transpose_weight(wp: np.ndarray, kernel: int, padding: int) -> np.nda
             ry, rx = (ky % s - padding) % s, (kx % s - padding) % s
             woi[:, :, ky, kx] = sub[ry, rx, :, :, jt - 1 - ky // s, jt - 1 - kx // s]
     return np.ascontiguousarray(woi.transpose(1, 0, 2, 3))
+
+
+def pack_window_weight(wp: np.ndarray, block_in: int) -> np.ndarray:
+    """A depthwise conv's block-diagonal packed weight ``(C/o, 1, K, K, o, o)`` (the grouped
+    template's, one channel block per group) as the weight rows of CFG's window mode,
+    ``(C/o, K, o, block_in)``: ``[cb, ky, r, t] = wp[cb, 0, ky, K-1-t, r, r]`` for ``t < K``, zero
+    for the other taps. ValueError if it is not square, or not block-diagonal (a channel
+    multiplier), or K > block_in."""
+    if wp.ndim != 6 or wp.shape[1] != 1 or wp.shape[2] != wp.shape[3] or wp.shape[4] != wp.shape[5]:
+        raise ValueError(f"pack_window_weight needs a (C/o, 1, K, K, o, o) weight, got shape {wp.shape}")
+    cb, _, k, _, o, _ = wp.shape
+    if k > block_in:
+        raise ValueError(f"pack_window_weight: a {k}x{k} kernel has more taps than the window's {block_in}")
+    diag = np.einsum("cyxrr->cyxr", wp[:, 0])  # (C/o, K, K, o)
+    if np.count_nonzero(wp) != np.count_nonzero(diag):
+        raise ValueError("pack_window_weight: the weight is not block-diagonal (one input channel per output channel)")
+    out = np.zeros((cb, k, o, block_in), wp.dtype)
+    out[:, :, :, :k] = diag[:, :, ::-1, :].transpose(0, 1, 3, 2)  # [cb, ky, r, t] = diag[cb, ky, K-1-t, r]
+    return np.ascontiguousarray(out)
+
+
+def window_weight_of(w: np.ndarray, block_out: int, block_in: int) -> np.ndarray:
+    """A depthwise conv's ``(C, 1, K, K)`` weight (C a multiple of ``block_out``) as window rows
+    ``(C/o, K, o, block_in)`` (:func:`pack_window_weight` of its block-diagonal packing)."""
+    c, _, k, _ = w.shape
+    full = np.zeros((c, block_out, k, k), w.dtype)  # each channel's taps on its own column of its block
+    full[np.arange(c), np.arange(c) % block_out] = w[:, 0]
+    return pack_window_weight(pack_weight(full, block_out, block_out), block_in)
 
 
 # -- the templates' names: whole blocks required (no padding) ------------------------------------

@@ -2,7 +2,8 @@
 graph strategy (:mod:`vdla.compiler.graph.strategy.vdla`) that picks one for a graph node.
 
 Templates: :mod:`.conv2d`, :mod:`.dense`, :mod:`.conv2d_transpose`, :mod:`.group_conv2d`
-(declaration + schedule each); :mod:`.common` (the ALU tail, knobs, placing loads/GEMM/tail)
+(declaration + schedule each), :mod:`.depthwise_window` (depthwise convs in CFG's window mode:
+which layers, tiles and build; lowered by :mod:`..window` without TE); :mod:`.common` (the ALU tail, knobs, placing loads/GEMM/tail)
 and :mod:`.tiling` (the tile-size rule) are what they share; :mod:`.reference` holds their
 numpy references. The graph strategy turns a fused graph node into a kernel on them. The host
 packing of their operands is :mod:`vdla.compiler.targets.vdla.packing` (re-exported here,
