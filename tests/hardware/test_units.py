@@ -1,7 +1,7 @@
 """Unit tests of the core's building blocks in Amaranth's simulator (async testbenches).
 
 The tensor ALU is checked lane by lane against the golden ALU (`vdla.simulator.alu`),
-the GEMM array against numpy, the token queue against its counting rule.
+the GEMM array against numpy (in window mode too), the token queue against its counting rule.
 """
 
 from __future__ import annotations
@@ -101,6 +101,50 @@ def test_gemm_array_matches_numpy(name, read_register, sum_register, fanout, inp
                 got = _unpack(ctx.get(dut.sums), c.acc_width, c.batch * c.block_out).reshape(c.batch, c.block_out)
                 inp, wgt = trials[trial]
                 assert np.array_equal(got, inp @ wgt.T), f"trial {trial}"
+        assert trial >= len(trials) - 1, "not every trial was checked"
+
+    _clocked(dut, bench)
+
+
+@pytest.mark.parametrize(("name", "read_register", "fanout", "inp_groups"),
+                         [("small", False, False, 1), ("batch2", True, False, 4), ("batch2", True, True, 2)])
+def test_gemm_array_window_matches_numpy(name, read_register, fanout, inp_groups):
+    """Window mode (`Config.gemm_window`): for a word pushed with ``push``, lane (b, o) sums
+    wgt[o][t] * element (b, o) of the word pushed t pushes before, since the last ``first``
+    (older ones are zeros); other words are a plain GEMM and leave the window alone. The flags
+    go with INP through the optional registers."""
+    c = PRESETS[name].replace(operand_read_register=read_register, inp_fanout_register=fanout)
+    delay = 2 + read_register + fanout
+    rng = np.random.default_rng(11)
+    dut = GemmArray(c, inp_groups=inp_groups)
+    # (inp, wgt, push, first): passes of several lengths, a plain word in the middle of one
+    flags = [(1, 1), (1, 0), (1, 0), (0, 0), (1, 0), (1, 1), (1, 0)] + [(1, 0)] * c.block_in + [(1, 1), (0, 1), (1, 0)]
+    trials = [(rng.integers(-128, 128, (c.batch, c.block_in)), rng.integers(-128, 128, (c.block_out, c.block_in)),
+               push, first) for push, first in flags]
+    want, window = [], []
+    for inp, wgt, push, first in trials:
+        if not push:
+            want.append(inp @ wgt.T)
+            continue
+        window = [inp] + ([] if first else window)[: c.block_in - 1]
+        taps = np.zeros((c.batch, c.block_out, c.block_in), np.int64)  # [b][o][t]: element (b, o) of W_t
+        for t, word in enumerate(window):
+            taps[:, :, t] = word[:, : c.block_out]
+        want.append(np.einsum("bot,ot->bo", taps, wgt))
+    feed = [*trials, *[(trials[-1][0], trials[-1][1], 0, 0)] * delay]
+    wgts = [trials[0][1]] * fanout + [w for _, w, _, _ in feed]
+
+    async def bench(ctx):
+        for tick, ((inp, _, push, first), wgt) in enumerate(zip(feed, wgts)):
+            ctx.set(dut.inp, _pack(inp, c.inp_width))
+            ctx.set(dut.wgt, _pack(wgt, c.wgt_width))
+            ctx.set(dut.push, push)
+            ctx.set(dut.first, first)
+            await ctx.tick()
+            trial = tick - delay + 1
+            if 0 <= trial < len(trials):
+                got = _unpack(ctx.get(dut.sums), c.acc_width, c.batch * c.block_out).reshape(c.batch, c.block_out)
+                assert np.array_equal(got, want[trial]), f"trial {trial}"
         assert trial >= len(trials) - 1, "not every trial was checked"
 
     _clocked(dut, bench)
