@@ -4,7 +4,9 @@ A reduced ResNet-18 conv layer (C6's channels and kernel at 8x8) is compiled wit
 `vdla.build(..., target="vdla")`, with one and with two virtual threads, and run on
 Device("verilator") and Device("fsim"): both must equal the numpy int8 reference, and on
 the RTL two threads must take strictly fewer cycles than one (load of one thread's tile
-overlapping the other's compute), as on the golden simulator.
+overlapping the other's compute), as on the golden simulator. A layer whose tail its GEMMs
+compute (fuse_tail) and depthwise convs in CFG's window mode (the window template) are
+bit-exact there too.
 """
 
 from __future__ import annotations
@@ -15,17 +17,21 @@ import pytest
 from vdla import Device
 from vdla.compiler import te
 from vdla.compiler.accelerator import build
+from vdla.compiler.targets.vdla.packing import window_weight_of
 from vdla.compiler.targets.vdla.top import (
     Knobs,
     Tail,
     conv2d_packed,
     conv2d_reference,
+    group_conv2d_reference,
     pack_bias,
     pack_data,
     pack_weight,
     schedule_conv2d_packed,
     unpack_data,
 )
+from vdla.compiler.targets.vdla.top.depthwise_window import build_depthwise_window
+from vdla.compiler.targets.vdla.window import WindowConv, WindowTiles
 from vdla.compiler.topi.workloads import OFFLOADED
 from vdla.config import PRESETS
 from vdla.isa import Mem, Op
@@ -106,5 +112,28 @@ def test_padded_bias_load_and_split_gemm_on_verilator(tile_ci: int, pads: tuple[
     arrays = [pack_data(x, b, ci), pack_weight(w, co, ci), pack_bias(bias, b, co)]
     for backend in ("fsim", "verilator"):
         got = np.zeros(tuple(int(v.value) for v in out.shape), np.int8)
+        f(Device(backend, config=CFG), *arrays, got)
+        np.testing.assert_array_equal(unpack_data(got), ref, err_msg=backend)
+
+
+@pytest.mark.parametrize("k, tiles", [(3, WindowTiles(3, 7, 2)), (5, WindowTiles(7, 7, 2, 2)), (3, WindowTiles(4, 4, 1))],
+                         ids=["k3-rows", "k5-planes", "k3-cols"])
+def test_window_depthwise_on_verilator(k: int, tiles: WindowTiles) -> None:
+    """A depthwise conv in CFG's window mode (the window template: one GEMM per kernel row and
+    tile, warm-up, GEMM init from the bias, the epilogue; row tiles, whole planes of two channel
+    blocks, column tiles with a warm-up of 2P): the same output on the RTL as on fsim and numpy."""
+    tail = Tail(bias=True, shift=8, clip=(0, 96))
+    rng = np.random.default_rng(k)
+    c, h, w = 32, 7, 7
+    x = rng.integers(-128, 128, (1, c, h, w), dtype=np.int8)
+    wt = rng.integers(-128, 128, (c, 1, k, k), dtype=np.int8)
+    bias = rng.integers(-4000, 4000, (c,), dtype=np.int32)
+    conv = WindowConv(1, c // CFG.block_out, h, w, k, True, tail.shift, tail.clip)
+    f = build_depthwise_window(conv, CFG, "dw", tiles)
+    arrays = [pack_data(x, 1, CFG.block_in), window_weight_of(wt, CFG.block_out, CFG.block_in),
+              pack_bias(bias, 1, CFG.block_out)]
+    ref = group_conv2d_reference(x, wt, c, 1, k // 2, tail, bias)
+    for backend in ("fsim", "verilator"):
+        got = np.zeros_like(arrays[0])
         f(Device(backend, config=CFG), *arrays, got)
         np.testing.assert_array_equal(unpack_data(got), ref, err_msg=backend)

@@ -450,13 +450,14 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
     kernel = int(anchor.attrs["kernel"][0]) if anchor.op == "conv2d_transpose_packed" else 0
     return AluChain(anchor.op, x, w, residual, bias, [(o, v) for o, v in ops], strides, padding,  # type: ignore[arg-type]
                     groups, kernel, None if shifts is None else shifts.astype(np.int32),
-                    anchor.op == "conv2d_packed" and groups > 1 and _block_diagonal(graph.consts[w]))
+                    anchor.op == "conv2d_packed" and _block_diagonal(graph.consts[w], groups))
 
 
-def _block_diagonal(wp: np.ndarray) -> bool:
-    """Whether a packed grouped weight ``(O/c, 1, KH, KW, c, c)`` is a depthwise conv's: one
-    channel block per group, each output channel reading only its own input channel."""
-    if wp.ndim != 6 or wp.shape[1] != 1 or wp.shape[4] != wp.shape[5]:
+def _block_diagonal(wp: np.ndarray, groups: int) -> bool:
+    """Whether a packed (grouped) weight ``(O/c, 1, KH, KW, c, c)`` is a depthwise conv's: one
+    channel block per group (a single block: a conv of at most one block's channels), each
+    output channel reading only its own input channel."""
+    if wp.ndim != 6 or wp.shape[0] != groups or wp.shape[1] != 1 or wp.shape[4] != wp.shape[5]:
         return False
     return int(np.count_nonzero(wp)) == int(np.count_nonzero(np.einsum("cyxrr->cyxr", wp[:, 0])))
 
