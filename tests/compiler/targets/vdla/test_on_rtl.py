@@ -116,12 +116,14 @@ def test_padded_bias_load_and_split_gemm_on_verilator(tile_ci: int, pads: tuple[
         np.testing.assert_array_equal(unpack_data(got), ref, err_msg=backend)
 
 
-@pytest.mark.parametrize("k, tiles", [(3, WindowTiles(3, 7, 2)), (5, WindowTiles(7, 7, 2, 2)), (3, WindowTiles(4, 4, 1))],
-                         ids=["k3-rows", "k5-planes", "k3-cols"])
+@pytest.mark.parametrize("k, tiles", [(3, WindowTiles(3, 7, 2)), (5, WindowTiles(7, 7, 2, 2)), (3, WindowTiles(4, 4, 1)),
+                                     (3, WindowTiles(7, 7, 2, 2, rows=6))],
+                         ids=["k3-rows", "k5-planes", "k3-cols", "k3-interleaved"])
 def test_window_depthwise_on_verilator(k: int, tiles: WindowTiles) -> None:
     """A depthwise conv in CFG's window mode (the window template: one GEMM per kernel row and
     tile, warm-up, GEMM init from the bias, the epilogue; row tiles, whole planes of two channel
-    blocks, column tiles with a warm-up of 2P): the same output on the RTL as on fsim and numpy."""
+    blocks, column tiles with a warm-up of 2P; six input rows interleaved per pass, rows written
+    three micro-ops apart): the same output on the RTL as on fsim and numpy."""
     tail = Tail(bias=True, shift=8, clip=(0, 96))
     rng = np.random.default_rng(k)
     c, h, w = 32, 7, 7
@@ -130,7 +132,7 @@ def test_window_depthwise_on_verilator(k: int, tiles: WindowTiles) -> None:
     bias = rng.integers(-4000, 4000, (c,), dtype=np.int32)
     conv = WindowConv(1, c // CFG.block_out, h, w, k, True, tail.shift, tail.clip)
     f = build_depthwise_window(conv, CFG, "dw", tiles)
-    arrays = [pack_data(x, 1, CFG.block_in), window_weight_of(wt, CFG.block_out, CFG.block_in),
+    arrays = [pack_data(x, 1, CFG.block_in), window_weight_of(wt, CFG.block_out, CFG.block_in, tiles.rows),
               pack_bias(bias, 1, CFG.block_out)]
     ref = group_conv2d_reference(x, wt, c, 1, k // 2, tail, bias)
     for backend in ("fsim", "verilator"):

@@ -163,8 +163,10 @@ def _compile_vdla(graph: Graph, config: Config | None, vthreads: int, llvm: bool
         kernels[n.name] = Step(n.name, "vdla", "", cache[key], ch, bias, macs)
         if ch.shifts is not None:
             kernels[n.name].shifts_packed = pack_bias(ch.shifts, cfg.batch, g.type_of(n.name).shape[-1])
-        if functions[cache[key]].info.get("weight_layout") == "window":
-            kernels[n.name].weight_packed = pack_window_weight(g.consts[ch.weight], cfg.block_in)
+        info = functions[cache[key]].info
+        if info.get("weight_layout") == "window":
+            kernels[n.name].weight_packed = pack_window_weight(g.consts[ch.weight], cfg.block_in,
+                                                               int(info.get("window_rows", 0)))
     kernels = {n.name: kernels[n.name] for n in order}  # topological order, as the table lists them
     info = {"compile_s": time.perf_counter() - t0, "kernels": len(functions)}
     info["llvm_compile_s"] = place(g, kernels, "llvm", build=llvm)

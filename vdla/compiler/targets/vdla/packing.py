@@ -161,12 +161,14 @@ def unpack_transpose_weight(wp: np.ndarray, kernel: int, padding: int) -> np.nda
     return np.ascontiguousarray(woi.transpose(1, 0, 2, 3))
 
 
-def pack_window_weight(wp: np.ndarray, block_in: int) -> np.ndarray:
+def pack_window_weight(wp: np.ndarray, block_in: int, rows: int = 0) -> np.ndarray:
     """A depthwise conv's block-diagonal packed weight ``(C/o, 1, K, K, o, o)`` (the grouped
     template's, one channel block per group) as the weight rows of CFG's window mode,
     ``(C/o, K, o, block_in)``: ``[cb, ky, r, t] = wp[cb, 0, ky, K-1-t, r, r]`` for ``t < K``, zero
-    for the other taps. ValueError if it is not square, or not block-diagonal (a channel
-    multiplier), or K > block_in."""
+    for the other taps. With ``rows = R`` (a 3x3 kernel, R input rows interleaved per pass:
+    :mod:`.window`) one row per block, ``(C/o, 1, o, block_in)``, tap ``m*R + d`` holding
+    ``w[2-d, 2-m]``. ValueError if it is not square, or not block-diagonal (a channel
+    multiplier), or its taps do not fit ``block_in``."""
     if wp.ndim != 6 or wp.shape[1] != 1 or wp.shape[2] != wp.shape[3] or wp.shape[4] != wp.shape[5]:
         raise ValueError(f"pack_window_weight needs a (C/o, 1, K, K, o, o) weight, got shape {wp.shape}")
     cb, _, k, _, o, _ = wp.shape
@@ -175,18 +177,26 @@ def pack_window_weight(wp: np.ndarray, block_in: int) -> np.ndarray:
     diag = np.einsum("cyxrr->cyxr", wp[:, 0])  # (C/o, K, K, o)
     if np.count_nonzero(wp) != np.count_nonzero(diag):
         raise ValueError("pack_window_weight: the weight is not block-diagonal (one input channel per output channel)")
+    if rows:
+        if k != 3 or 2 * rows + 3 > block_in:
+            raise ValueError(f"pack_window_weight: {rows} interleaved rows need a 3x3 kernel and 2*rows+3 <= {block_in}")
+        out = np.zeros((cb, 1, o, block_in), wp.dtype)
+        for m in range(3):
+            for d in range(3):
+                out[:, 0, :, m * rows + d] = diag[:, 2 - d, 2 - m, :]
+        return out
     out = np.zeros((cb, k, o, block_in), wp.dtype)
     out[:, :, :, :k] = diag[:, :, ::-1, :].transpose(0, 1, 3, 2)  # [cb, ky, r, t] = diag[cb, ky, K-1-t, r]
     return np.ascontiguousarray(out)
 
 
-def window_weight_of(w: np.ndarray, block_out: int, block_in: int) -> np.ndarray:
+def window_weight_of(w: np.ndarray, block_out: int, block_in: int, rows: int = 0) -> np.ndarray:
     """A depthwise conv's ``(C, 1, K, K)`` weight (C a multiple of ``block_out``) as window rows
-    ``(C/o, K, o, block_in)`` (:func:`pack_window_weight` of its block-diagonal packing)."""
+    (:func:`pack_window_weight` of its block-diagonal packing)."""
     c, _, k, _ = w.shape
     full = np.zeros((c, block_out, k, k), w.dtype)  # each channel's taps on its own column of its block
     full[np.arange(c), np.arange(c) % block_out] = w[:, 0]
-    return pack_window_weight(pack_weight(full, block_out, block_out), block_in)
+    return pack_window_weight(pack_weight(full, block_out, block_out), block_in, rows)
 
 
 # -- the templates' names: whole blocks required (no padding) ------------------------------------

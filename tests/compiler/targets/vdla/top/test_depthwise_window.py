@@ -4,7 +4,9 @@ lowered by :mod:`vdla.compiler.targets.vdla.window`).
 Table-driven against the int8 numpy reference on the golden simulator: K = 3, 5, 7; odd
 widths, widths a tile does not cover (column tiles, forced and picked), heights a tile does
 not cover, one, two and several channel blocks (whole planes of several blocks per tile, a
-partial last group), two batch blocks, one and two threads; with and without a bias, shifts
+partial last group, weight loads of several blocks), two batch blocks, one and two threads;
+a pass per kernel row and 3x3 kernels with 5 or 6 rows interleaved per pass (whole groups,
+a last group recomputed, several tiles); with and without a bias, shifts
 and clips as the requantisation and ReLU6 tails make them. The kernels run no ALU
 instruction. A one-layer graph with the window on (the default Config) and off
 (``gemm_window=False``: the grouped template, as before) gives the same output, bit-exact
@@ -54,6 +56,14 @@ CASES = [
     ("k5-cols-1thread", 1, 32, 7, 10, 5, REQ, WindowTiles(3, 6, 1)),
     ("k7-2blk", 1, 32, 8, 7, 7, Tail(bias=True, shift=9, clip=(0, 127)), None),
     ("k7-short", 1, 16, 2, 5, 7, REQ, None),
+    ("k3-rows5", 1, 32, 9, 7, 3, REQ, WindowTiles(9, 7, 2, rows=5)),  # two groups of 3 rows, the last recomputed
+    ("k3-rows5-tiles", 1, 16, 12, 5, 3, Tail(shift=4, clip=(-128, 127)), WindowTiles(3, 5, 2, rows=5)),
+    ("k3-rows6-rest", 2, 16, 11, 6, 3, REQ, WindowTiles(7, 6, 2, rows=6, wgroup=1)),
+    ("k3-rows6-1thread", 1, 48, 4, 9, 3, Tail(bias=True, shift=5, clip=(-20, 20)), WindowTiles(4, 9, 1, rows=6)),
+    ("k3-k-passes-wgroups", 1, 80, 5, 5, 3, REQ, WindowTiles(5, 5, 2, 1, 0, 2)),
+    ("k3-rows5-planes", 1, 48, 7, 7, 3, REQ, WindowTiles(7, 7, 2, 2, rows=5)),  # edge groups read the zero row
+    ("k3-rows6-planes", 1, 64, 12, 5, 3, Tail(bias=True, shift=7, clip=(-128, 127)), WindowTiles(12, 5, 1, 4, 6, 2)),
+    ("k3-rows6-planes-nobias", 1, 80, 5, 6, 3, Tail(shift=2, clip=(0, 127)), WindowTiles(5, 6, 2, 3, rows=6)),
 ]
 
 
@@ -65,7 +75,7 @@ def test_window_depthwise_bit_exact(case: tuple) -> None:
     bias = rng.integers(-6000, 6000, c).astype(np.int32) if tail.bias else None
     conv = WindowConv(n, c // 16, h, w, k, tail.bias, tail.shift, tail.clip)
     f = build_depthwise_window(conv, DEFAULT, "dw", tiles)
-    arrays = [pack_data(x, 1, 16), window_weight_of(wt, 16, 16)]
+    arrays = [pack_data(x, 1, 16), window_weight_of(wt, 16, 16, f.info["window_rows"])]
     if tail.bias:
         arrays.append(pack_bias(bias, 1, 16))
     out = np.zeros_like(arrays[0])
@@ -85,6 +95,13 @@ def test_weight_packing() -> None:
     cb, ky, r = 1, 3, 7
     np.testing.assert_array_equal(win[cb, ky, r, :5], wt[16 * cb + r, 0, ky, ::-1])
     assert not win[:, :, :, 5:].any()
+    w3 = int8(rng, (16, 1, 3, 3))
+    rows = window_weight_of(w3, 16, 16, rows=6)  # tap m*6 + d: w[2-d, 2-m]
+    assert rows.shape == (1, 1, 16, 16)
+    np.testing.assert_array_equal(rows[0, 0, r, [0, 1, 2, 6, 7, 8, 12, 13, 14]], w3[r, 0, ::-1, ::-1].T.reshape(-1))
+    assert np.count_nonzero(rows) == np.count_nonzero(w3)
+    with pytest.raises(ValueError, match="interleaved"):
+        window_weight_of(wt, 16, 16, rows=6)
     full = np.zeros((32, 16, 5, 5), np.int8)
     full[0, 3] = 1  # channel 0 reads input channel 3: not depthwise
     with pytest.raises(ValueError, match="block-diagonal"):

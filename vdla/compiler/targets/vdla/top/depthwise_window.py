@@ -75,13 +75,20 @@ def window_cost(conv: WindowConv, tiles: WindowTiles, config: Config) -> float:
     p, lead, t = conv.pad, tiles.lead(conv), config.timing
     ib, ob, wb = elem_bytes(config, Mem.INP), elem_bytes(config, Mem.OUT), elem_bytes(config, Mem.WGT)
     groups = [min(tiles.tile_c, conv.cb - c) for c in range(0, conv.cb, tiles.tile_c)]
+    wgb = tiles.weight_blocks()
     compute = load = store = 0.0
     first = last = 0.0
+    rl = min(tiles.tile_w, conv.w) + lead
     for y0 in range(0, conv.h, tiles.tile_h):
         th = min(tiles.tile_h, conv.h - y0)
         rows_in = min(conv.h, y0 + th + p) - max(0, y0 - p)
-        gemms = sum(gemm_cycles(config, rows * (min(tiles.tile_w, conv.w) + lead))
-                    for _, _, rows in _passes(conv.k, p, y0, th, conv.h))
+        if tiles.rows:  # one GEMM over the groups of rows - 2 output rows, one more for the rest (and the edges)
+            g = tiles.rows - 2
+            groups_n = th // g + (th % g > 0)
+            n_gemms = min(groups_n, 3) if tiles.tile_c > 1 else 1 + (th % g > 0)
+            gemms = gemm_cycles(config, groups_n * tiles.rows * rl) + (n_gemms - 1) * (gemm_cycles(config, 1) - 1)
+        else:
+            gemms = sum(gemm_cycles(config, rows * rl) for _, _, rows in _passes(conv.k, p, y0, th, conv.h))
         for x0 in range(0, conv.w, tiles.tile_w):
             tw = min(tiles.tile_w, conv.w - x0)
             cols = min(conv.w, x0 + tw + p) - max(0, x0 - lead + p)
@@ -91,11 +98,12 @@ def window_cost(conv: WindowConv, tiles: WindowTiles, config: Config) -> float:
                 st = dma_cycles(config, nc * th, tw * ob, write=True)
                 compute, load, store = compute + c, load + ld, store + st
                 first, last = first or ld, st
-    weights = sum(dma_cycles(config, 1, nc * conv.k * wb) for nc in groups)
+    weights = sum(dma_cycles(config, 1, min(wgb, conv.cb - c) * tiles.wgt_rows(conv) * wb)
+                  for c in range(0, conv.cb, wgb))
     compute, load, store = conv.nb * compute, conv.nb * load + weights, conv.nb * store
     if tiles.nthread < 2:
         return compute + load + store
-    return max(compute, load, store) + first + last
+    return max(compute, load, store) + first + last + dma_cycles(config, 1, min(wgb, conv.cb) * tiles.wgt_rows(conv) * wb)
 
 
 def _sizes(n: int) -> list[int]:
@@ -105,11 +113,15 @@ def _sizes(n: int) -> list[int]:
 
 def pick_window_tiles(conv: WindowConv, config: Config, nthread: int | None = None) -> WindowTiles:
     """The tiles of least :func:`window_cost` that fit the buffers: whole planes of one or more
-    channel blocks, whole-width row tiles, or (where no whole-width row tile fits) narrower
-    column tiles; ``nthread`` None tries two threads, then one."""
+    channel blocks, whole-width row tiles (for a 3x3 kernel also with 5 or 6 rows interleaved
+    per pass), or (where no whole-width row tile fits) narrower column tiles; ``nthread`` None
+    tries two threads, then one."""
     best: tuple[float, WindowTiles] | None = None
     for nt in (nthread,) if nthread else (2, 1):
         cands = [WindowTiles(conv.h, conv.w, nt, c) for c in range(2, conv.cb + 1)]
+        if conv.k == 3:  # interleaved rows (window.py): the whole kernel in one GEMM
+            cands += [WindowTiles(th, conv.w, nt, 1, r) for r in (5, 6) for th in _sizes(conv.h)]
+            cands += [WindowTiles(conv.h, conv.w, nt, c, r) for r in (5, 6) for c in range(2, conv.cb + 1)]
         for tw in _sizes(conv.w):
             cands += [WindowTiles(th, tw, nt) for th in _sizes(conv.h)]
             if not window_fits(conv, WindowTiles(1, conv.w, nt), config):
