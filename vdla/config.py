@@ -195,7 +195,7 @@ class Config:
                 f"(acc/inp/wgt depths), more than {UOP_BITS}: reduce acc_buff_size, inp_buff_size or wgt_buff_size"
             )
         if self.gemm_window is None:  # the default: wherever the core can have it
-            object.__setattr__(self, "gemm_window", self.gemm_epilogue is True and self.block_in == self.block_out)
+            object.__setattr__(self, "gemm_window", self.gemm_window_implied)
         elif not isinstance(self.gemm_window, bool):
             raise ConfigError(f"gemm_window must be true, false or null, got {self.gemm_window!r}")
         elif self.gemm_window is True and not self.gemm_epilogue:
@@ -323,6 +323,12 @@ class Config:
     def epilogue_shift_bits(self) -> int:
         """Width of CFG's shift: enough for every shift of an ACC value, 0 ... acc_width - 1."""
         return max(1, (self.acc_width - 1).bit_length())
+
+    @property
+    def gemm_window_implied(self) -> bool:
+        """What `gemm_window` is when not given: on wherever the core can have it (CFG, and
+        block_in == block_out)."""
+        return self.gemm_epilogue is True and self.block_in == self.block_out
 
     @property
     def window_warmup_bits(self) -> int:

@@ -217,3 +217,16 @@ def test_smallest_board_synthesises_and_places(tmp_path):
     assert alu_lanes + b.dsp_macs // 2 <= util["ICESTORM_DSP"]["used"] <= alu_lanes + b.dsp_macs
     assert util["ICESTORM_SPRAM"]["used"] == 4 and util["ICESTORM_RAM"]["used"] > 0
     shutil.rmtree(tmp_path / "build", ignore_errors=True)
+
+
+def test_config_id_tells_a_core_without_the_window_from_one_with_it():
+    """gemm_window counts where it is not what the other fields imply (the board ids, from Configs
+    where it is implied off, stay what they were before the window existed)."""
+    from vdla.config import PRESETS
+
+    c = PRESETS["default"]
+    assert config_id(c.replace(gemm_window=False)) != config_id(c)
+    assert config_id(c.replace(gemm_window=None)) == config_id(c)
+    no_cfg = c.replace(gemm_epilogue=False)
+    assert no_cfg.gemm_window is False and config_id(no_cfg) != config_id(c.replace(gemm_window=False))
+    assert config_id(board_config("icebreaker")) == 0x32ECC3DE  # as built into its committed bitstream
