@@ -54,7 +54,7 @@ any other, which is what lets a thread's loads run under the other thread's GEMM
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ....config import Config
@@ -100,6 +100,9 @@ class WindowTiles:
     tile_c: int = 1
     rows: int = 0  # 3x3 only: input rows interleaved per GEMM pass (the module doc); 0: a pass per kernel row
     wgroup: int = 4  # channel blocks per weight load (at least, a whole number of tiles' blocks)
+
+    def replace(self, **kw: Any) -> WindowTiles:
+        return replace(self, **kw)
 
     def weight_blocks(self) -> int:
         """Channel blocks per weight load: ``wgroup`` rounded up to whole tiles."""

@@ -100,6 +100,13 @@ def window_cost(conv: WindowConv, tiles: WindowTiles, config: Config) -> float:
                 first, last = first or ld, st
     weights = sum(dma_cycles(config, 1, min(wgb, conv.cb - c) * tiles.wgt_rows(conv) * wb)
                   for c in range(0, conv.cb, wgb))
+    # micro-op kernels, each loaded once by the compute module: one per GEMM shape of a tile (a
+    # kernel row's pass, or a run of row groups; tiles at the edges differ) and per thread,
+    # weight slot and place of the tile's blocks in their weight group
+    n_y, n_x = -(-conv.h // tiles.tile_h), -(-conv.w // tiles.tile_w)
+    shapes = min(n_y, 3) * min(n_x, 2) * tiles.tile_c * (3 if tiles.rows else conv.k)
+    places = min(tiles.nthread * 2 * (wgb // tiles.tile_c), len(groups) * n_y * n_x * conv.nb)
+    compute += shapes * places * dma_cycles(config, 1, 4 * (tiles.rows or 1)) / conv.nb
     compute, load, store = conv.nb * compute, conv.nb * load + weights, conv.nb * store
     if tiles.nthread < 2:
         return compute + load + store
@@ -126,6 +133,7 @@ def pick_window_tiles(conv: WindowConv, config: Config, nthread: int | None = No
             cands += [WindowTiles(th, tw, nt) for th in _sizes(conv.h)]
             if not window_fits(conv, WindowTiles(1, conv.w, nt), config):
                 break  # whole-width rows fit: no column tiles
+        cands += [t.replace(wgroup=t.tile_c) for t in cands if t.tile_c < t.wgroup]  # a weight load per tile
         for tiles in cands:
             if window_fits(conv, tiles, config):
                 continue
