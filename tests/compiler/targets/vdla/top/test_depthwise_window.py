@@ -160,3 +160,19 @@ def test_graph_layer_window_on_and_off(c: int, k: int, tmp_path) -> None:  # typ
     np.testing.assert_array_equal(outs[0], outs[1])
     assert len(np.unique(outs[0])) > 4
     assert cycles[0] < cycles[1]
+
+
+@pytest.mark.parametrize("name,k", [("batch2", 3), ("batch2", 5), ("small", 3)])
+def test_other_configs(name: str, k: int) -> None:
+    """Two batch rows per INP element (each lane (b, o) its own window), narrower blocks (no room
+    for interleaved rows: a pass per kernel row)."""
+    cfg = preset(name)
+    b, c = cfg.batch, cfg.block_out
+    rng = np.random.default_rng(k)
+    x, wt = int8(rng, (2 * b, 3 * c, 6, 7)), int8(rng, (3 * c, 1, k, k))
+    bias = rng.integers(-4000, 4000, 3 * c).astype(np.int32)
+    f = build_depthwise_window(WindowConv(2, 3, 6, 7, k, True, REQ.shift, REQ.clip), cfg, "dw")
+    arrays = [pack_data(x, b, c), window_weight_of(wt, c, cfg.block_in, f.info["window_rows"]), pack_bias(bias, b, c)]
+    out = np.zeros_like(arrays[0])
+    f(Device("fsim", config=cfg), *arrays, out)
+    np.testing.assert_array_equal(unpack_data(out), group_conv2d_reference(x, wt, 3 * c, 1, k // 2, REQ, bias))

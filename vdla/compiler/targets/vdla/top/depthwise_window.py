@@ -3,16 +3,21 @@
 A depthwise conv (the grouped template with one channel block per group and a block-diagonal
 weight) runs on the GEMM either as today's block-diagonal grouped conv
 (:mod:`.group_conv2d`: ``block_in`` useful MACs of ``block_in x block_out`` a cycle) or, on a
-core with ``Config.gemm_window``, in window mode (:mod:`..window`: K*block_in useful MACs a
-cycle, ``W / (W + P)`` of them for whole-width tiles). :func:`window_layer` says whether a
+core with ``Config.gemm_window``, in window mode (:mod:`..window`: a pass per kernel row,
+K*block_in useful MACs a cycle, ``W / (W + P)`` of them for whole-width tiles; a 3x3 kernel
+also with 5 or 6 input rows interleaved per pass, ``9 (R-2)/R * block_in``).
+:func:`window_layer` says whether a
 layer can take the window (stride 1, a square odd kernel of at most ``block_in`` taps,
 padding ``(K-1)/2`` on every side, a tail the GEMM epilogue computes: ``clip((acc [+ bias])
 >> shift, lo, hi)`` with the clip inside OUT's range; no residual) and describes it;
 :func:`pick_window_tiles` chooses the output tiles and threads by :func:`window_cost` (the
-busiest of the load, compute and store modules over the layer); :func:`build_depthwise_window`
+busiest of the load, compute and store modules over the layer, with the micro-op kernels it
+loads), which also picks the mapping and how many channel blocks a weight load carries;
+:func:`build_depthwise_window`
 builds the function. The graph strategy (:func:`vdla.compiler.graph.strategy.vdla.build_kernel`)
 takes the window wherever :func:`window_layer` allows it and :data:`ENABLED` is set; the
-weight it is called with is :func:`..packing.pack_window_weight` of the grouped template's.
+weight it is called with is :func:`..packing.pack_window_weight` of the grouped template's
+(for the mapping the function's ``info["window_rows"]`` names).
 """
 
 from __future__ import annotations
