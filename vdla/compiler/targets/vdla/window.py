@@ -23,10 +23,13 @@ narrower tiles, whose rows start ``P`` columns left of the tile):
 * a CFG per channel block of a tile: ``window``, ``warmup = lead``, ``init_base`` (``B + cb``
   less the init GEMM's WGT index), and the epilogue (shift, clip) of the requantisation:
   every pass writes OUT, the last one the result, so no ALU tail is left;
-* per virtual thread an INP tile of ``tile_h + 2P`` rows of ``tile_w + lead`` (top/bottom pad
-  rows and right pad columns from the load's padding) and an ACC tile of ``tile_h x tile_w``
-  rows (the store's contiguous block), above the bias rows; the GEMM's micro-op writes
-  ``dst = acc_base - lead + i*tile_w + j`` (the warm-up positions write nothing).
+* per virtual thread an INP tile of the input rows the tile reads (at most ``tile_h + 2P``,
+  none past the image: each pass covers only the output rows whose input row is in the image,
+  the centre row's pass first, with init) of ``tile_w + lead`` columns (the pad columns from
+  the load's x padding), and an ACC tile of ``tile_h x tile_w`` rows (the store's contiguous
+  block; whole planes of ``tile_c`` blocks one after the other), above the bias rows; the
+  GEMM's micro-op writes ``dst = acc_base - lead + i*tile_w + j`` (the warm-up positions
+  write nothing).
 
 A 3x3 kernel has a second mapping (``WindowTiles.rows = R``, 5 <= R, ``2R + 3 <= block_in``):
 one GEMM of R micro-ops, one per input row of a group of ``R - 2`` output rows, so a pass
@@ -44,8 +47,8 @@ and where the tile's rows are not whole groups a GEMM recomputes its last ``R-2`
 Tiles are whole-width, at least ``R-2`` rows each (R is the layer's: its weight rows are
 laid out for it).
 
-Tiles go round the threads in order (batch, channel block, rows, columns); the task list
-(loads, the K GEMMs, the store) gets its dependency tokens from :func:`.sync.plan_tokens` as
+Tiles go round the threads in order (channel blocks, batch, rows, columns); the task list
+(loads, CFGs, GEMMs, the store) gets its dependency tokens from :func:`.sync.plan_tokens` as
 any other, which is what lets a thread's loads run under the other thread's GEMMs.
 :func:`window_function` builds the :class:`.module.VDLAFunction`, arguments
 ``(data, window weight[, bias], out)``.
