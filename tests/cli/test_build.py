@@ -17,7 +17,7 @@ from vdla.compiler.graph.zoo import load_model
 
 @pytest.mark.parametrize(("model", "target", "host"), [
     ("mlp", "cuda", []),  # PTX is built without a GPU
-    ("resnet18", "llvm", []),
+    pytest.param("resnet18", "llvm", [], marks=pytest.mark.slow),  # 15 s: in nox -s slow
     ("dcgan_generator", "llvm", []),  # conv2d_transpose: topi.conv2d_transpose_nchw
 ])
 def test_build_plan_json(model: str, target: str, host: list[str], capsys: pytest.CaptureFixture[str]) -> None:

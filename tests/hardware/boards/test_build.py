@@ -55,13 +55,13 @@ def test_run_times_are_refused_in_the_report(tmp_path):
 
 # None (and the iCEBreaker's False): the board's preset as it is
 @pytest.mark.parametrize(("name", "operand_read_register", "bram_output_registers", "dsp_input_registers", "fanout"),
-                         # the base build, every copy on, and the iCE40 in the default run; each copy
-                         # on its own (a yosys run of 15-30 s each) in nox -s slow
+                         # the base build and the iCE40 in the default run; each copy on its own and
+                         # every copy on (a yosys run of 15-30 s each) in nox -s slow
                          [("ulx3s-85f", None, None, None, None),
                           pytest.param("ulx3s-85f", True, False, False, False, marks=pytest.mark.slow),
                           pytest.param("ulx3s-85f", True, True, False, False, marks=pytest.mark.slow),
                           pytest.param("ulx3s-85f", True, True, True, False, marks=pytest.mark.slow),
-                          ("ulx3s-85f", True, True, True, True),
+                          pytest.param("ulx3s-85f", True, True, True, True, marks=pytest.mark.slow),
                           pytest.param("ulx3s-85f", True, False, False, True, marks=pytest.mark.slow),
                           ("icebreaker", False, False, False, False)],
                          ids=["ulx3s-85f", "ulx3s-85f-operand-read-register", "ulx3s-85f-operand-into-block-ram",
