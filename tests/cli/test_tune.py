@@ -58,6 +58,9 @@ def test_scheduler_with_nobody_listening(capsys, tmp_path, monkeypatch) -> None:
         s.bind(("127.0.0.1", 0))
         addr = f"tcp://127.0.0.1:{s.getsockname()[1]}"
     monkeypatch.chdir(tmp_path)
+    from vdla import cluster
+
+    monkeypatch.setattr(cluster.get_client, "__defaults__", (None, None, 2.0))  # a 2 s wait, not 10
     t0 = time.monotonic()
     assert main(["tune", VDLA_DENSE[0], "--args", json.dumps(VDLA_DENSE[1]), "--trials", "2", "--log", "x.log",
                  "--scheduler", addr, "-q"]) == 2

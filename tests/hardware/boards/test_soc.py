@@ -134,6 +134,7 @@ def test_random_program_over_the_uart_matches_the_golden_simulator():
     assert link.read_mem(lo, hi - lo) == ref_out.tobytes()
 
 
+@pytest.mark.slow  # 20 s of SoC simulation: the bridge's own tests (test_bridge.py) check NAKs in the default run
 def test_corrupted_frames_are_rejected_and_change_nothing():
     link, port = sim_link("ulx3s-25f", mem_size=MEM)
     link.retries = 0
