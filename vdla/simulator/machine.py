@@ -249,13 +249,22 @@ class Machine:
         self._bounds(x, c.inp_depth, "INP (src)", insn, index)
         self._bounds(w, c.wgt_depth, "WGT", insn, index)
         self.counters.gemm_counter += dst.size
-        if self.window:
-            self._gemm_window(insn, dst, x, w, init)
-            return
+        if self.window:  # exact int64 products of the iterations that write (warm-up ones do not)
+            dst, prod, init = self._window_products(insn, dst, x, w, init)
+        elif init is None:
+            prod, dst = self._products(x, w, dst)  # (N, batch, block_out) exact floats, dst in the same order
         if init is not None:
-            self._gemm_init(dst, x, w, init)
+            if self.window:
+                self._write_init(dst, init, lambda sel: prod[sel])
+            else:
+                self._write_init(dst, init, lambda sel: np.einsum(
+                    "nbc,noc->nbo", self.inp[x[sel]].astype(np.int64), self.wgt[w[sel]].astype(np.int64)))
             return
-        prod, dst = self._products(x, w, dst)  # (N, batch, block_out) exact floats, dst in the same order
+        self._accumulate(dst, prod)
+
+    def _accumulate(self, dst: np.ndarray, prod: np.ndarray) -> None:
+        """ACC[dst[t]] += prod[t] for every iteration t (in any order: the sums wrap), and OUT."""
+        c = self.config
         lanes = c.batch * c.block_out
         if dst.size * self._per_uop_bound < (1 << 53):
             # Dense accumulation over the whole ACC depth: no sort, exact in float64.
@@ -272,10 +281,12 @@ class Machine:
         self.acc[rows] = new
         self.out[rows] = self._narrow(new)
 
-    def _gemm_window(self, insn, dst: np.ndarray, x: np.ndarray, w: np.ndarray, init: np.ndarray | None) -> None:
+    def _window_products(self, insn, dst: np.ndarray, x: np.ndarray, w: np.ndarray,
+                         init: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """GEMM in CFG's window mode: lane (b, o) of the iteration at position p of its inner-loop
         pass sums WGT[w][o][t] * INP[x of position p - t][b][o] over the taps t (positions before
-        the pass count as zero); the first `warmup` positions of each pass write nothing."""
+        the pass count as zero). Returns dst, the int64 products and the init rows of the
+        iterations that write: the first `warmup` positions of each pass write nothing."""
         c = self.config
         n = dst.size
         pos = np.tile(np.arange(insn.iter_in * (insn.uop_end - insn.uop_bgn)), insn.iter_out)
@@ -291,27 +302,7 @@ class Machine:
             back[pos < t] = 0
             dot += taps * back
         live = pos >= self.warmup
-        dst, dot = dst[live], dot[live]
-        if init is not None:
-            init = init[live]
-            order = self._init_order(dst, init)
-            if order is None:  # an init row the GEMM itself writes: in order, as the forwarding does
-                for d, r, v in zip(dst.tolist(), init.tolist(), dot):
-                    self.acc[d] = alu_sem.wrap(self.acc[r].astype(np.int64) + v, c.acc_width)
-                    self.out[d] = self._narrow(self.acc[d])
-                return
-            new = alu_sem.wrap(self.acc[init[order]].astype(np.int64) + dot[order], c.acc_width)
-            self.acc[dst[order]] = new
-            self.out[dst[order]] = self._narrow(new)
-            return
-        lanes = c.batch * c.block_out
-        sums = np.zeros((c.acc_depth, lanes), dtype=np.int64)
-        np.add.at(sums, dst, dot.reshape(-1, lanes))
-        rows = np.unique(dst)
-        new = alu_sem.wrap(self.acc[rows].astype(np.int64) + sums[rows].reshape(-1, c.batch, c.block_out),
-                           c.acc_width)
-        self.acc[rows] = new
-        self.out[rows] = self._narrow(new)
+        return dst[live], dot[live], None if init is None else init[live]
 
     def _init_order(self, dst: np.ndarray, init: np.ndarray) -> np.ndarray | None:
         """For a GEMM with init: the iterations that stay, the last one of each row written, when
@@ -324,20 +315,20 @@ class Machine:
         last[dst] = np.arange(dst.size)  # numpy assigns repeated indices in order: the last wins
         return last[last >= 0]
 
-    def _gemm_init(self, dst: np.ndarray, x: np.ndarray, w: np.ndarray, init: np.ndarray) -> None:
+    def _write_init(self, dst: np.ndarray, init: np.ndarray, products) -> None:
         """GEMM with init: every iteration writes ACC[dst] = ACC[init row] + its product, so of a
-        row written twice only the last iteration counts (`_init_order`)."""
+        row written twice only the last iteration counts (`_init_order`). `products(sel)`: the
+        int64 products of the iterations `sel`."""
         c = self.config
         order = self._init_order(dst, init)
         if order is None:
-            prod = np.einsum("nbc,noc->nbo", self.inp[x].astype(np.int64), self.wgt[w].astype(np.int64))
+            prod = products(np.arange(dst.size))
             for t in range(dst.size):
                 new = alu_sem.wrap(self.acc[init[t]].astype(np.int64) + prod[t], c.acc_width)
                 self.acc[dst[t]] = new
                 self.out[dst[t]] = self._narrow(new)
             return
-        prod = np.einsum("nbc,noc->nbo", self.inp[x[order]].astype(np.int64), self.wgt[w[order]].astype(np.int64))
-        new = alu_sem.wrap(self.acc[init[order]].astype(np.int64) + prod, c.acc_width)
+        new = alu_sem.wrap(self.acc[init[order]].astype(np.int64) + products(order), c.acc_width)
         self.acc[dst[order]] = new
         self.out[dst[order]] = self._narrow(new)
 
