@@ -25,6 +25,7 @@ from ....config import Config
 from ... import te
 from ...driver import build
 from ...targets.vdla.env import shift_left, shift_right
+from ...targets.vdla.packing import block_diagonal
 from ...targets.vdla.top import (
     Knobs,
     Tail,
@@ -456,10 +457,8 @@ def alu_chain(node: Node, graph: Graph) -> AluChain | str:
 def _block_diagonal(wp: np.ndarray, groups: int) -> bool:
     """Whether a packed (grouped) weight ``(O/c, 1, KH, KW, c, c)`` is a depthwise conv's: one
     channel block per group (a single block: a conv of at most one block's channels), each
-    output channel reading only its own input channel."""
-    if wp.ndim != 6 or wp.shape[0] != groups or wp.shape[1] != 1 or wp.shape[4] != wp.shape[5]:
-        return False
-    return int(np.count_nonzero(wp)) == int(np.count_nonzero(np.einsum("cyxrr->cyxr", wp[:, 0])))
+    output channel reading only its own input channel (:func:`~vdla.compiler.targets.vdla.packing.block_diagonal`)."""
+    return wp.ndim == 6 and wp.shape[0] == groups and block_diagonal(wp)
 
 
 def _epilogue_tail(ch: AluChain) -> Tail | None:

@@ -33,7 +33,7 @@ __all__ = [
     "round_up", "packed_shape", "pack_activation", "unpack_activation", "pack_weight", "unpack_weight", "pack_bias",
     "pack_channel_const", "pack_transpose_weight", "unpack_transpose_weight",
     "pack_data", "unpack_data", "pack_dense_data", "unpack_dense_data", "pack_dense_weight",
-    "pack_conv2d_transpose_weight", "pack_window_weight", "window_weight_of",
+    "pack_conv2d_transpose_weight", "block_diagonal", "pack_window_weight", "window_weight_of",
 ]
 
 
@@ -161,6 +161,14 @@ def unpack_transpose_weight(wp: np.ndarray, kernel: int, padding: int) -> np.nda
     return np.ascontiguousarray(woi.transpose(1, 0, 2, 3))
 
 
+def block_diagonal(wp: np.ndarray) -> bool:
+    """Whether a packed grouped weight ``(C/o, 1, KH, KW, o, o)`` is a depthwise conv's: every
+    output channel reads only its own input channel (zeros off each block's diagonal)."""
+    if wp.ndim != 6 or wp.shape[1] != 1 or wp.shape[4] != wp.shape[5]:
+        return False
+    return int(np.count_nonzero(wp)) == int(np.count_nonzero(np.einsum("cyxrr->cyxr", wp[:, 0])))
+
+
 def pack_window_weight(wp: np.ndarray, block_in: int, rows: int = 0) -> np.ndarray:
     """A depthwise conv's block-diagonal packed weight ``(C/o, 1, K, K, o, o)`` (the grouped
     template's, one channel block per group) as the weight rows of CFG's window mode,
@@ -174,9 +182,9 @@ def pack_window_weight(wp: np.ndarray, block_in: int, rows: int = 0) -> np.ndarr
     cb, _, k, _, o, _ = wp.shape
     if k > block_in:
         raise ValueError(f"pack_window_weight: a {k}x{k} kernel has more taps than the window's {block_in}")
-    diag = np.einsum("cyxrr->cyxr", wp[:, 0])  # (C/o, K, K, o)
-    if np.count_nonzero(wp) != np.count_nonzero(diag):
+    if not block_diagonal(wp):
         raise ValueError("pack_window_weight: the weight is not block-diagonal (one input channel per output channel)")
+    diag = np.einsum("cyxrr->cyxr", wp[:, 0])  # (C/o, K, K, o)
     if rows:
         if k != 3 or 2 * rows + 3 > block_in:
             raise ValueError(f"pack_window_weight: {rows} interleaved rows need a 3x3 kernel and 2*rows+3 <= {block_in}")
