@@ -216,10 +216,8 @@ class CommandStream:
                               "(Config.gemm_window is off)")
         text = f"cfg(init_base={init_base}, shift={shift}, clip=({clip_lo}, {clip_hi}), epilogue={epilogue}"
         text += f", window={window}, warmup={warmup})" if window or warmup else ")"
-        fields = dict(init_base=init_base, shift=shift, clip_lo=clip_lo, clip_hi=clip_hi, epilogue=int(epilogue))
-        if window or warmup:
-            fields.update(window=int(window), warmup=warmup)
-        self._append(cfg(**fields), text)
+        self._append(cfg(init_base=init_base, shift=shift, clip_lo=clip_lo, clip_hi=clip_hi, epilogue=int(epilogue),
+                         window=int(window), warmup=warmup), text)
 
     def _need_epilogue(self, what: str) -> None:
         if not self.config.gemm_epilogue:
