@@ -57,6 +57,7 @@ any other, which is what lets a thread's loads run under the other thread's GEMM
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -170,6 +171,17 @@ def _passes(k: int, p: int, y0: int, th: int, h: int) -> list[tuple[int, int, in
     return out
 
 
+def _named(emit: Callable[[CommandStream], None]) -> Callable[[CommandStream], None]:
+    """A task's emit whose stream error names the layer kind (a VDLAError, as the templates')."""
+    def run(s: CommandStream) -> None:
+        try:
+            emit(s)
+        except StreamError as e:
+            raise VDLAError(f"window depthwise conv: {e}") from None
+
+    return run
+
+
 def window_tasks(conv: WindowConv, tiles: WindowTiles, config: Config) -> tuple[list[Task], list[Any]]:
     """The layer's tasks in program order, and the list their emits append relocations to
     (instruction index, argument, memory type). Arguments: 0 data, 1 weight, [2 bias,] out."""
@@ -186,27 +198,20 @@ def window_tasks(conv: WindowConv, tiles: WindowTiles, config: Config) -> tuple[
     def dma(stage: Stage, mem: Mem, sram: int, arg: int, offset: int, xn: int, yn: int, xs: int,
             xpad: tuple[int, int] = (0, 0), ypad: tuple[int, int] = (0, 0), **kw: Any) -> None:
         def emit(s: CommandStream) -> None:
-            try:
-                if mem == Mem.OUT:
-                    s.store_2d(sram, 0, x_size=xn, y_size=yn, x_stride=xs, offset=offset)
-                else:
-                    s.load_2d(mem, sram, 0, x_size=xn, y_size=yn, x_stride=xs, offset=offset, x_pad=xpad,
-                              y_pad=ypad)
-            except StreamError as e:
-                raise VDLAError(f"window depthwise conv: {e}") from None
+            if mem == Mem.OUT:
+                s.store_2d(sram, 0, x_size=xn, y_size=yn, x_stride=xs, offset=offset)
+            else:
+                s.load_2d(mem, sram, 0, x_size=xn, y_size=yn, x_stride=xs, offset=offset, x_pad=xpad, y_pad=ypad)
             relocs.append((len(s.insns) - 1, arg, mem))
 
         label = "store" if mem == Mem.OUT else f"load {mem.name}"
-        tasks.append(Task(stage, emit, label=label, **kw))
+        tasks.append(Task(stage, _named(emit), label=label, **kw))
 
     def gemm(kernel: UopKernel, reset: bool, init: bool, **kw: Any) -> None:
         def emit(s: CommandStream) -> None:
-            try:
-                s.gemm(kernel, reset=reset, init=init)
-            except StreamError as e:
-                raise VDLAError(f"window depthwise conv: {e}") from None
+            s.gemm(kernel, reset=reset, init=init)
 
-        tasks.append(Task(Stage.COMPUTE, emit, label="gemm reset" if reset else "gemm", **kw))
+        tasks.append(Task(Stage.COMPUTE, _named(emit), label="gemm reset" if reset else "gemm", **kw))
 
     state: list[tuple[int, int]] = []
 
@@ -217,13 +222,10 @@ def window_tasks(conv: WindowConv, tiles: WindowTiles, config: Config) -> tuple[
         state.append((init_base, warmup))
 
         def emit(s: CommandStream) -> None:
-            try:
-                s.cfg(init_base=init_base, shift=conv.shift, clip_lo=conv.clip[0], clip_hi=conv.clip[1],
-                      epilogue=True, window=True, warmup=warmup)
-            except StreamError as e:
-                raise VDLAError(f"window depthwise conv: {e}") from None
+            s.cfg(init_base=init_base, shift=conv.shift, clip_lo=conv.clip[0], clip_hi=conv.clip[1],
+                  epilogue=True, window=True, warmup=warmup)
 
-        tasks.append(Task(Stage.COMPUTE, emit, label="cfg"))
+        tasks.append(Task(Stage.COMPUTE, _named(emit), label="cfg"))
 
     # the init rows: the bias of block cb at ACC row B + cb (B: the WGT rows, above every WGT index), or zeros
     b0 = wgt_rows
